@@ -1,0 +1,146 @@
+#include "arch/arch.h"
+#include "arch/coverage.h"
+
+#include <gtest/gtest.h>
+
+using namespace forge::arch;
+
+namespace {
+
+ArchList parse_ok(std::string_view text) {
+    auto r = ArchList::parse(text, "test");
+    EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().to_string());
+    return r.ok() ? *r : ArchList{};
+}
+
+std::string canon(std::string_view text) { return parse_ok(text).to_string(); }
+
+} // namespace
+
+TEST(ArchList, MixedSeparatorsDuplicatesAndSorting) {
+    EXPECT_EQ(canon("9.0+PTX;8.0, 7.5 8.0;;"), "7.5 8.0 9.0+PTX");
+    // seed: policy rows use ';', overrides use ' ': both normalise to the same string
+    EXPECT_EQ(canon("7.5;8.0;8.6;9.0+PTX;10.0;12.0+PTX"), canon("7.5 8.0 8.6 9.0+PTX 10.0 12.0+PTX"));
+    EXPECT_EQ(canon("12.0+PTX 10.0 7.5"), "7.5 10.0 12.0+PTX"); // numeric, not lexicographic
+}
+
+TEST(ArchList, MergesPtxIntoSameSlot) {
+    EXPECT_EQ(canon("9.0 9.0+PTX"), "9.0+PTX");
+    EXPECT_EQ(canon("sm_90 compute_90"), "9.0+PTX");
+    EXPECT_EQ(canon("90-real 90-virtual"), "9.0+PTX");
+}
+
+TEST(ArchList, SuffixesAreSeparateSlots) {
+    EXPECT_EQ(canon("9.0a 9.0 10.0f 12.0a+PTX"), "9.0 9.0a 10.0f 12.0a+PTX");
+}
+
+TEST(ArchList, NvccAndCmakeSpellings) {
+    EXPECT_EQ(canon("sm_90a"), "9.0a");
+    EXPECT_EQ(canon("90"), "9.0+PTX");
+    EXPECT_EQ(canon("90a"), "9.0a+PTX");
+    EXPECT_EQ(canon("100f-real"), "10.0f");
+    EXPECT_EQ(canon("compute_90"), "compute_90");
+    EXPECT_EQ(canon("lto_90"), "lto_90");
+}
+
+TEST(ArchList, TorchNamedArches) {
+    EXPECT_EQ(canon("Ampere"), "8.0 8.6+PTX");
+    EXPECT_EQ(canon("Hopper Ampere+Tegra"), "8.7 9.0+PTX");
+    EXPECT_EQ(canon("Blackwell"), "10.0 10.3 12.0 12.1+PTX");
+}
+
+TEST(ArchList, BadTokensNameTheTokenAndOrigin) {
+    for (std::string_view bad : {"8.O", "sm_", "9.0b", "ampere", "9.0+ptx", "8.0a", "9.0f",
+                                 "sm_80a", "compute_", "90-fake", "1.2.3", "x"}) {
+        auto r = ArchList::parse(std::string("8.0 ") + std::string(bad), "policy.yml:3");
+        ASSERT_FALSE(r.ok()) << bad;
+        EXPECT_NE(r.error().to_string().find(std::string(bad)), std::string::npos)
+            << r.error().to_string();
+        EXPECT_NE(r.error().to_string().find("policy.yml:3"), std::string::npos);
+    }
+}
+
+TEST(ArchList, OutputFormats) {
+    auto l = parse_ok("7.5;8.0;8.6;9.0+PTX;10.0;12.0+PTX");
+    EXPECT_EQ(l.to_cmake(), "75-real;80-real;86-real;90;100-real;120");
+    auto g = l.to_gencode();
+    ASSERT_EQ(g.size(), 8u);
+    EXPECT_EQ(g[0], "-gencode=arch=compute_75,code=sm_75");
+    EXPECT_EQ(g[4], "-gencode=arch=compute_90,code=compute_90");
+    EXPECT_EQ(parse_ok("9.0a+PTX").to_gencode()[0], "-gencode=arch=compute_90a,code=sm_90a");
+    EXPECT_FALSE(parse_ok("compute_90").to_torch().ok());
+    EXPECT_EQ(*parse_ok("8.0 9.0+PTX").to_torch(), "8.0 9.0+PTX");
+    // canonical output round-trips
+    auto mixed = parse_ok("compute_90 8.0 lto_100 10.0f+PTX");
+    EXPECT_EQ(parse_ok(mixed.to_string()), mixed);
+}
+
+TEST(ArchList, EnsurePtxOnHighestBaseSkipsSuffixedTokens) {
+    auto l = parse_ok("8.0 9.0 9.0a");
+    EXPECT_EQ(l.ensure_ptx_on_highest_base(), 90);
+    EXPECT_EQ(l.to_string(), "8.0 9.0+PTX 9.0a");
+    EXPECT_EQ(l.ensure_ptx_on_highest_base(), -1); // idempotent
+    auto only_a = parse_ok("10.0a 12.0a");
+    EXPECT_EQ(only_a.ensure_ptx_on_highest_base(), -1);
+}
+
+TEST(Target, ParseAndName) {
+    auto t = parse_target("sm_100f");
+    ASSERT_TRUE(t.ok());
+    EXPECT_EQ(t->sm, 100);
+    EXPECT_EQ(t->suffix, Suffix::Family);
+    EXPECT_EQ(t->name(), "sm_100f");
+    EXPECT_EQ(t->folded().name(), "sm_100");
+    EXPECT_FALSE(parse_target("sm_9x").ok());
+    EXPECT_FALSE(parse_target("gfx90a").ok());
+}
+
+namespace {
+Gpu gpu(int sm, bool tegra = false) { return Gpu{sm, {}, tegra, {}}; }
+Tier tier_of(std::string_view list, int sm, bool tegra = false) {
+    auto rows = coverage(parse_ok(list).targets(), {gpu(sm, tegra)});
+    return rows.at(0).tier;
+}
+} // namespace
+
+TEST(Coverage, IssueExampleList) {
+    const char* l = "7.5 8.0 8.6 9.0+PTX 10.0 12.0+PTX";
+    EXPECT_EQ(tier_of(l, 89), Tier::Native);
+    EXPECT_EQ(tier_of(l, 103), Tier::Native);
+    EXPECT_EQ(tier_of(l, 121), Tier::Native);
+    EXPECT_EQ(tier_of(l, 110), Tier::Jit);
+    EXPECT_EQ(tier_of(l, 70), Tier::Dead);
+    EXPECT_EQ(tier_of(l, 87, /*tegra=*/true), Tier::Dead); // sm_80 is not Orin's cubin
+}
+
+TEST(Coverage, SuffixRules) {
+    EXPECT_EQ(tier_of("10.0a", 100), Tier::Native);
+    EXPECT_EQ(tier_of("10.0a", 103), Tier::Dead); // a = one CC only
+    EXPECT_EQ(tier_of("10.0f", 103), Tier::Native);
+    EXPECT_EQ(tier_of("10.0f", 110), Tier::Dead);
+    EXPECT_EQ(tier_of("compute_90a", 90), Tier::Jit);
+    EXPECT_EQ(tier_of("compute_90a", 100), Tier::Dead);
+    EXPECT_EQ(tier_of("compute_100f", 103), Tier::Jit);
+    EXPECT_EQ(tier_of("compute_100f", 120), Tier::Dead);
+    EXPECT_EQ(tier_of("compute_80", 120), Tier::Jit);
+    EXPECT_EQ(tier_of("compute_120", 100), Tier::Dead); // PTX never JITs down
+}
+
+TEST(Coverage, TegraNeedsItsOwnCubin) {
+    EXPECT_EQ(tier_of("8.7", 87, true), Tier::Native);
+    EXPECT_EQ(tier_of("8.0+PTX", 87, true), Tier::Jit);
+    EXPECT_EQ(tier_of("8.7", 89), Tier::Dead); // an Orin cubin is not a desktop 8.x cubin
+    auto rows = coverage(parse_ok("8.0 8.6").targets(), {gpu(87, true)});
+    EXPECT_NE(rows[0].why.find("Tegra"), std::string::npos);
+}
+
+TEST(Coverage, MajorGapNeedsSecondPtx) {
+    auto gaps = major_gaps(parse_ok("8.0 9.0+PTX 10.0 12.0+PTX").targets());
+    ASSERT_EQ(gaps.size(), 1u);
+    EXPECT_EQ(gaps[0].major, 11);
+    EXPECT_TRUE(gaps[0].has_ptx_net);
+    auto missing = major_gaps(parse_ok("8.0 9.0 10.0 12.0+PTX").targets());
+    ASSERT_EQ(missing.size(), 1u);
+    EXPECT_FALSE(missing[0].has_ptx_net);
+    EXPECT_EQ(missing[0].suggested_sm, 100);
+}

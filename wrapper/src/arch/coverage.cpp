@@ -1,0 +1,102 @@
+#include "arch/coverage.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <set>
+
+namespace forge::arch {
+
+std::string_view tier_string(Tier t) {
+    switch (t) {
+    case Tier::Native: return "native";
+    case Tier::Jit: return "jit";
+    case Tier::Dead: break;
+    }
+    return "dead";
+}
+
+bool sass_runs_on(const Target& cubin, const Gpu& gpu) {
+    if (cubin.kind != Kind::Sass) return false;
+    if (cubin.sm == gpu.sm) return true;
+    if (gpu.tegra || cubin.suffix == Suffix::Specific) return false;
+    // A Tegra cubin is built for that SoC; it is not a desktop cubin of the major.
+    if (cubin.sm == 53 || cubin.sm == 62 || cubin.sm == 72 || cubin.sm == 87 || cubin.sm == 101)
+        return false;
+    return sm_major(cubin.sm) == sm_major(gpu.sm) && sm_minor(gpu.sm) >= sm_minor(cubin.sm);
+}
+
+bool ptx_jits_on(const Target& ptx, const Gpu& gpu) {
+    if (ptx.kind != Kind::Ptx) return false;
+    switch (ptx.suffix) {
+    case Suffix::Specific: return gpu.sm == ptx.sm;
+    case Suffix::Family:
+        return sm_major(gpu.sm) == sm_major(ptx.sm) && gpu.sm >= ptx.sm;
+    case Suffix::None: break;
+    }
+    return gpu.sm >= ptx.sm;
+}
+
+std::vector<CoverageRow> coverage(const std::vector<Target>& targets, const std::vector<Gpu>& gpus) {
+    std::vector<CoverageRow> rows;
+    for (const auto& gpu : gpus) {
+        CoverageRow row{gpu, Tier::Dead, {}, {}};
+        for (const auto& t : targets)
+            if (sass_runs_on(t, gpu)) row.via.push_back(t.name());
+        if (!row.via.empty()) {
+            row.tier = Tier::Native;
+            row.why = fmt::format("runs the {} cubin", fmt::join(row.via, ", "));
+        } else {
+            for (const auto& t : targets)
+                if (ptx_jits_on(t, gpu)) row.via.push_back(t.name());
+            if (!row.via.empty()) {
+                row.tier = Tier::Jit;
+                // The driver JITs the highest PTX at or below the device.
+                row.why = fmt::format("no cubin loads; the driver JIT-compiles {} PTX at first "
+                                      "load (slow, driver-cache fragile)",
+                                      row.via.back());
+            } else {
+                row.why = "no cubin loads and no PTX at or below it: "
+                          "cudaErrorNoKernelImageForDevice at first launch";
+            }
+        }
+        if (gpu.tegra && row.tier != Tier::Native) {
+            bool same_major_cubin = std::any_of(targets.begin(), targets.end(), [&](const Target& t) {
+                return t.kind == Kind::Sass && sm_major(t.sm) == sm_major(gpu.sm);
+            });
+            if (same_major_cubin)
+                row.why += fmt::format("; Tegra CC {} does not run desktop sm_{}x cubins (needs "
+                                       "sm_{}; flash-attention #1146, jax #22723; ADR-0012's tier "
+                                       "list is wrong here)",
+                                       cc_string(gpu.sm), sm_major(gpu.sm), gpu.sm);
+        }
+        rows.push_back(std::move(row));
+    }
+    return rows;
+}
+
+std::vector<GapFinding> major_gaps(const std::vector<Target>& targets) {
+    std::set<int> majors;
+    for (const auto& t : targets)
+        if (t.kind == Kind::Sass) majors.insert(sm_major(t.sm));
+    std::vector<GapFinding> out;
+    if (majors.size() < 2) return out;
+    for (int m = *majors.begin() + 1; m < *majors.rbegin(); ++m) {
+        if (majors.count(m)) continue;
+        GapFinding g;
+        g.major = m;
+        for (const auto& t : targets)
+            if (t.kind == Kind::Sass && t.suffix == Suffix::None && sm_major(t.sm) < m)
+                g.suggested_sm = std::max(g.suggested_sm, t.sm);
+        for (const auto& t : targets) {
+            if (t.kind == Kind::Ptx && t.suffix == Suffix::None && sm_major(t.sm) < m) {
+                g.has_ptx_net = true;
+                g.net = t.name();
+            }
+        }
+        out.push_back(g);
+    }
+    return out;
+}
+
+} // namespace forge::arch

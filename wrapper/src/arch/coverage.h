@@ -1,0 +1,50 @@
+// What an arch list really buys: for every GPU, native (a cubin runs it), jit (only a PTX tail
+// reaches it) or dead. The rules (ADR-0012 "the coverage rule", corrected by evidence for Tegra):
+//  - plain or family (f) cubin sm_X.y: CC X.z for z >= y (same major);
+//  - arch-specific (a) cubin: exactly its CC;
+//  - Tegra CCs (5.3, 6.2, 7.2, 8.7, 10.1) run only their own cubin: an sm_80 cubin gives "no kernel
+//    image" on Orin 8.7 (flash-attention #1146, jax #22723), although ADR-0012 lists 8.7 as native;
+//  - PTX compute_X JITs onto every CC >= X; compute_Xa only onto X; compute_Xf only onto later
+//    minors of X's major.
+#pragma once
+
+#include "arch/arch.h"
+
+#include <string>
+#include <vector>
+
+namespace forge::arch {
+
+enum class Tier : std::uint8_t { Native, Jit, Dead };
+std::string_view tier_string(Tier t); // "native", "jit", "dead"
+
+struct Gpu {
+    int sm = 0;                        // CC as an SM number
+    std::vector<std::string> products; // "H100", "H200"
+    bool tegra = false;                // integrated (Jetson/DRIVE) part: own cubins only
+    std::string note;                  // why the entry is special, shown in coverage output
+};
+
+bool sass_runs_on(const Target& cubin, const Gpu& gpu);
+bool ptx_jits_on(const Target& ptx, const Gpu& gpu);
+
+struct CoverageRow {
+    Gpu gpu;
+    Tier tier = Tier::Dead;
+    std::vector<std::string> via; // the targets that reach it: cubins for native, PTX for jit
+    std::string why;              // one sentence: why this tier (always set)
+};
+
+std::vector<CoverageRow> coverage(const std::vector<Target>& targets, const std::vector<Gpu>& gpus);
+
+// ADR-0012's second PTX: a major with no cubin between the lowest and the highest cubin major
+// is caught only by a PTX below it. One finding per such gap that has no PTX net.
+struct GapFinding {
+    int major = 0;          // the major with no cubin (e.g. 11)
+    int suggested_sm = 0;   // highest plain cubin below the gap: where +PTX belongs
+    bool has_ptx_net = false;
+    std::string net;        // the PTX that catches it, if any
+};
+std::vector<GapFinding> major_gaps(const std::vector<Target>& targets);
+
+} // namespace forge::arch

@@ -1,0 +1,17 @@
+// Where the running binary and its data live. The installed binary finds its data relative to
+// itself (<prefix>/bin/nvcc-forge -> <prefix>/share/nvcc-forge), so an install works from any
+// prefix; a build-tree binary falls back to the source tree.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+namespace forge {
+
+std::filesystem::path self_exe();   // /proc/self/exe, resolved
+std::filesystem::path data_dir();   // NVCC_FORGE_DATA_DIR, else installed share dir, else source
+std::filesystem::path default_policy_file();   // data_dir()/policy/arch_policy.yml
+std::filesystem::path default_gpus_file();     // data_dir()/policy/gpus.yml
+std::filesystem::path default_packages_dir();  // data_dir()/packages
+
+} // namespace forge

@@ -1,0 +1,1 @@
+// placeholder so the module library exists until its code lands
