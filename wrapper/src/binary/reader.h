@@ -1,0 +1,61 @@
+// Reading the GPU code inside a file: host ELF (.so, executable, .o), ar archives, standalone
+// .fatbin / .cubin, and wheels (zip) -- recognised by content, not by name. INTERFACE CONTRACT,
+// owned by the binary module; `list`, `verify`, `audit` and `verify-bundle` consume it.
+// Format: ../shared/notes/fatbin-format.md.
+#pragma once
+
+#include "arch/arch.h"
+#include "core/result.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace forge::binary {
+
+enum class Compression : std::uint8_t { None, Lz4, Zstd };
+std::string_view compression_string(Compression c); // "none", "lz4", "zstd"
+
+struct Entry {
+    std::string file;                  // the path given by the user
+    std::optional<std::string> member; // wheel or archive member ("pkg/_C.so", "libx.a(k.o)")
+    std::string section;               // ".nv_fatbin", "__nv_relfatbin", "fatbin" (standalone
+                                       // file), "cubin" (standalone file)
+    std::uint64_t fatbin_offset = 0;   // offset of the fatbin header within the container
+    std::uint64_t entry_offset = 0;    // offset of the entry header within the container
+    std::uint32_t fatbin_index = 0;    // which fatbin of the section (0-based)
+    arch::Target target;               // sm_90a / compute_120 / lto_80 (a/f from fatbin flags)
+    Compression compression = Compression::None;
+    std::uint64_t payload_size = 0;      // padded payload bytes stored
+    std::uint64_t uncompressed_size = 0; // 0 when not compressed
+    bool stub = false;                   // kernel-less cubin (device-link stub or no kernels)
+    std::optional<int> kernels;          // number of kernels (.text.*), when payload inspected
+    std::optional<std::string> toolkit;  // "13.0": CUDA release that built the cubin (inspected)
+};
+
+struct ReadOptions {
+    // Decompress ELF payloads (sizes checked) to report toolkit, kernels, `a` from .nv.compat.
+    // Listing without it reads headers only and never decompresses a payload.
+    bool inspect_payloads = false;
+    // Limits against hostile input (zip bombs, absurd sizes).
+    std::uint64_t max_member_bytes = 4ull << 30;
+    std::uint64_t max_total_inflated = 16ull << 30;
+    int max_nesting = 4; // wheel -> ar -> object
+};
+
+// All entries of every fatbin in `path` (every section, every fatbin, every entry), in file
+// order. A file with no GPU code yields an empty vector, not an error. Unreadable or malformed
+// input: an Error with the file, the member and the byte offset.
+Result<std::vector<Entry>> read_entries(const std::string& path, const ReadOptions& opts = {});
+
+// The "extensions" of a file for the gate: each host ELF that verify judges on its own (each
+// .so in a wheel, or the file itself), with its entries.
+struct Extension {
+    std::string file;
+    std::optional<std::string> member;
+    std::vector<Entry> entries;
+};
+Result<std::vector<Extension>> read_extensions(const std::string& path, const ReadOptions& opts = {});
+
+} // namespace forge::binary

@@ -1,0 +1,99 @@
+// The nvcc command-line model: what one nvcc call asks for, and how to rewrite it.
+// INTERFACE CONTRACT (owned by the nvcc module; the frontend consumes it). Implementation in
+// cmdline.cpp / options.cpp. Facts: ../shared/notes/nvcc-flags.md.
+#pragma once
+
+#include "arch/arch.h"
+#include "core/result.h"
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace forge::nvcc {
+
+// What the installed nvcc can emit and what it does by default: the model needs it to expand
+// `-arch=all`, `all-major`, no-target defaults and to know what cannot be emitted (the clamp).
+struct ToolkitCaps {
+    int major = 13, minor = 0;             // CUDA release of the real nvcc
+    std::set<arch::Target> emittable;      // every sm_/compute_/lto_ target nvcc accepts (a/f incl.)
+    int default_sm = 75;                   // nvcc's default arch when no target flag is given
+    std::optional<int> native_sm;          // what -arch=native resolves to (nullopt: no GPU -> default)
+};
+
+// Why a call produces no device code and is passed through byte for byte.
+enum class NoDeviceReason {
+    None,            // it does produce device code
+    Version,         // --version / -V
+    Help,            // -h / --help
+    ListGpu,         // --list-gpu-arch / --list-gpu-code
+    Preprocess,      // -E, -M, -MM (without compile)
+    HostOnly,        // no .cu input and no -x cu; no device link
+    CMakeCompilerId, // CMakeCUDACompilerId.cu / __cmake_determine_cuda
+    NoInput,         // nothing to compile or link
+};
+
+enum class Phase {
+    Compile,     // -c (whole-program device code)
+    CompileRdc,  // -dc / -rdc=true -c
+    DeviceLink,  // -dlink
+    Link,        // no phase flag: compile and/or link (host link does a device link for rdc objs)
+    Ptx,         // -ptx (one virtual arch only: never inject)
+    Cubin,       // -cubin (one code only: never inject)
+    Fatbin,      // -fatbin
+    OtherSingleTarget, // -optix-ir, -ltoir: never inject
+};
+
+// One argument as nvcc sees it, with where it came from (argv, an options file, the env).
+struct Arg {
+    std::string text;
+    enum class Source { Argv, OptionsFile, PrependEnv, AppendEnv } source = Source::Argv;
+    std::string origin; // options file path, env var name
+};
+
+struct Invocation {
+    std::vector<std::string> argv;          // the original argv[1..] as given (never modified)
+    std::vector<Arg> effective;             // PREPEND + argv (options files expanded) + APPEND
+    NoDeviceReason no_device = NoDeviceReason::None;
+    Phase phase = Phase::Link;
+    bool dryrun = false;                    // -dryrun/--dryrun: rewritten like the real compile
+    bool dlto = false;
+    bool rdc = false;
+    std::vector<std::string> sources;       // device inputs (.cu or -x cu) as written
+    std::vector<std::string> objects;       // .o/.a inputs (device link)
+    std::string output;                     // -o value, "" if none
+    std::set<arch::Target> requested;       // the images nvcc will emit, after expansions
+    bool targets_explicit = false;          // false: nvcc's default applies
+    bool arch_specific = false;             // any a/f target requested
+    bool uses_native = false;               // -arch=native
+    std::vector<std::string> warnings;      // e.g. "-arch=native in a distributable build"
+};
+
+// Parses argv (without argv[0]) with NVCC_PREPEND_FLAGS/NVCC_APPEND_FLAGS values (empty if
+// unset) and expands options files relative to `cwd`. Errors: unreadable options file, a
+// malformed target spec that nvcc would reject (with the offending token in Error::key).
+Result<Invocation> parse_invocation(const std::vector<std::string>& argv,
+                                    const std::string& prepend_env, const std::string& append_env,
+                                    const std::string& cwd, const ToolkitCaps& caps);
+
+// A rewrite of one call: the argv to run instead of the original.
+struct Rewrite {
+    std::vector<std::string> argv;       // new argv[1..]
+    std::vector<arch::Target> injected;  // targets added (as -gencode tokens appended)
+    std::vector<std::string> clamped;    // user tokens removed because nvcc cannot emit them
+};
+
+// Adds `-gencode arch=compute_X,code=sm_X` / `code=compute_X` for each missing target at the end
+// of argv (never via NVCC_APPEND_FLAGS, never -arch). When `clamp` is set, target-selecting
+// tokens naming targets outside caps.emittable are removed (and only those). For -dlto compiles
+// targets are added as code=[compute_X,lto_X]. Never called for Ptx/Cubin/OtherSingleTarget.
+Rewrite inject(const Invocation& inv, const std::vector<arch::Target>& missing, bool clamp,
+               const ToolkitCaps& caps);
+
+// Names of the phase/reason, for logs.
+std::string_view phase_string(Phase p);
+std::string_view no_device_string(NoDeviceReason r);
+
+} // namespace forge::nvcc
