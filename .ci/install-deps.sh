@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs everything the build and the tests need on a fresh Debian 12 machine of this kind:
+# Debian packages (compilers and libraries) and, from PyPI, the NVIDIA tools the tests use as a
+# reference reader (cuobjdump) and as a second toolkit (CUDA 12.8). Idempotent.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/.." && pwd)"
+tools_dir="${NVCC_FORGE_TOOLS_DIR:-$root/.tools}"
+
+apt_pkgs=(build-essential cmake ninja-build pkg-config ccache git python3 python3-pip
+          libyaml-cpp-dev libboost-program-options-dev libboost-filesystem-dev libboost-dev
+          libfmt-dev nlohmann-json3-dev liblz4-dev libzstd-dev libzip-dev
+          libgtest-dev libgmock-dev clang-14 clang-tidy-14 clang-format-14 libclang-rt-14-dev zip unzip)
+missing=()
+for p in "${apt_pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: apt-get install ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! command -v nvcc >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/nvcc ]; then
+  echo "install-deps: no CUDA toolkit (nvcc) found; this machine kind ships CUDA 13.0 at /usr/local/cuda" >&2
+  exit 2
+fi
+
+py=python3
+mkdir -p "$tools_dir"
+# cuobjdump: the reference reader the fatbin tests compare against.
+if [ ! -x "$tools_dir/cuobjdump/nvidia/cuda_cuobjdump/bin/cuobjdump" ]; then
+  echo "install-deps: pip install nvidia-cuda-cuobjdump -> $tools_dir/cuobjdump"
+  $py -m pip install -q --disable-pip-version-check --no-deps --target "$tools_dir/cuobjdump" nvidia-cuda-cuobjdump
+fi
+# A second, older toolkit for the multi-toolkit bundle tests.
+if [ -x "$root/tests/integration/toolkits/install_cu128.sh" ] || [ -f "$root/tests/integration/toolkits/install_cu128.sh" ]; then
+  bash "$root/tests/integration/toolkits/install_cu128.sh" "$tools_dir/cu128" >/dev/null
+fi
+echo "install-deps: ok"
