@@ -1,0 +1,130 @@
+// nvcc-forge verify FILE... (--arch-list LIST | resolve options) [--allow-missing sm_X,...]
+//   [--allow-pure-python] [--allow-extra] [--max-toolkit SM=X.Y]... [--format text|json]
+//   [--backend native|cuobjdump]
+// Exit 0 pass, 1 fail, 2 unreadable input.
+#include "binary/reader.h"
+#include "cli/command.h"
+#include "cli/policy_options.h"
+#include "verify/gate.h"
+#include "verify/report.h"
+
+#include <boost/program_options.hpp>
+#include <fmt/format.h>
+#include <iostream>
+
+namespace po = boost::program_options;
+
+namespace forge::cli {
+namespace {
+
+Result<std::vector<verify::Waiver>> parse_waivers(const std::vector<std::string>& specs) {
+    std::vector<verify::Waiver> out;
+    for (const auto& spec : specs) {
+        auto list = arch::ArchList::parse(spec, "--allow-missing");
+        if (!list) return std::move(list).error();
+        for (const auto& t : list->targets()) out.push_back({t, "--allow-missing"});
+    }
+    return out;
+}
+
+int run_verify(int argc, char** argv) {
+    po::options_description desc("nvcc-forge verify FILE... (--arch-list LIST | resolve options)");
+    std::vector<std::string> files, allow_missing, max_toolkit;
+    std::string format = "text", backend = "native";
+    desc.add_options()("help,h", "show this help")(
+        "file", po::value(&files), "files: .so, .o, .a, .cubin, .fatbin, .whl")(
+        "allow-missing", po::value(&allow_missing)->composing(),
+        "waive missing targets (sm_X,compute_X,...); every waiver used is printed")(
+        "allow-pure-python", po::bool_switch(), "an extension without device code passes")(
+        "allow-extra", po::bool_switch(), "targets beyond the list do not fail")(
+        "max-toolkit", po::value(&max_toolkit)->composing(),
+        "SM=X.Y: cubins of SM must be built by CUDA <= X.Y (*=X.Y for all)")(
+        "format", po::value(&format), "text | json")(
+        "backend", po::value(&backend), "native (default) | cuobjdump");
+    add_resolve_options(desc, /*with_arch_list=*/true);
+    po::positional_options_description pos;
+    pos.add("file", -1);
+    po::variables_map vm;
+    try {
+        po::store(po::command_line_parser(argc, argv).options(desc).positional(pos).run(), vm);
+        po::notify(vm);
+    } catch (const po::error& e) {
+        fmt::print(stderr, "nvcc-forge verify: {}\n", e.what());
+        return kExitInput;
+    }
+    if (vm.count("help")) {
+        std::cout << desc << "\nExit: 0 pass, 1 fail, 2 unreadable input.\n";
+        return kExitOk;
+    }
+    if (files.empty()) {
+        fmt::print(stderr, "nvcc-forge verify: no FILE given\n");
+        return kExitInput;
+    }
+    if (format != "text" && format != "json") {
+        fmt::print(stderr, "nvcc-forge verify: --format must be text or json, not '{}'\n", format);
+        return kExitInput;
+    }
+    if (backend != "native") {
+        fmt::print(stderr, "nvcc-forge verify: --backend must be native\n");
+        return kExitInput;
+    }
+
+    auto resolution = resolve_from_options(vm);
+    if (!resolution) {
+        fmt::print(stderr, "nvcc-forge verify: {}\n", resolution.error().to_string());
+        return resolution.error().exit_code;
+    }
+    verify::Options opts;
+    opts.source = backend;
+    opts.allow_extra = vm["allow-extra"].as<bool>();
+    opts.allow_pure_python = vm["allow-pure-python"].as<bool>() || resolution->allow_pure_python;
+    auto waivers = parse_waivers(allow_missing);
+    if (!waivers) {
+        fmt::print(stderr, "nvcc-forge verify: {}\n", waivers.error().to_string());
+        return kExitInput;
+    }
+    opts.waivers = std::move(*waivers);
+    for (const auto& t : resolution->allow_missing)
+        opts.waivers.push_back({t, resolution->package.empty()
+                                       ? std::string("verify.allow_missing_archs")
+                                       : fmt::format("packages/{}/arch_override.yml verify.allow_missing_archs",
+                                                     resolution->package)});
+    for (const auto& spec : max_toolkit) {
+        auto m = verify::parse_max_toolkit(spec);
+        if (!m) {
+            fmt::print(stderr, "nvcc-forge verify: {}\n", m.error().to_string());
+            return kExitInput;
+        }
+        opts.max_toolkit.push_back(*m);
+    }
+
+    std::vector<verify::ExtensionReport> reports;
+    bool unreadable = false;
+    binary::ReadOptions ro;
+    ro.inspect_payloads = true; // kernel counts and toolkits need the cubins themselves
+    for (const auto& f : files) {
+        Result<std::vector<binary::Extension>> exts = binary::read_extensions(f, ro);
+        if (!exts) {
+            fmt::print(stderr, "nvcc-forge verify: {}\n", exts.error().to_string());
+            unreadable = true;
+            continue;
+        }
+        for (const auto& ext : *exts)
+            reports.push_back(verify::verify_extension(ext, resolution->list, opts));
+    }
+    if (format == "json") {
+        std::cout << verify::to_json(reports).dump(2) << "\n";
+    } else {
+        std::cout << verify::to_text(reports, fmt::format("{} = {}", resolution->source,
+                                                          resolution->list.to_string()));
+    }
+    if (unreadable) return kExitInput;
+    bool pass = std::all_of(reports.begin(), reports.end(), [](const auto& r) { return r.pass; });
+    return pass && !reports.empty() ? kExitOk : kExitPolicy;
+}
+
+} // namespace
+
+FORGE_COMMAND("verify", "assert that binaries carry exactly the policy's GPU code", run_verify);
+
+} // namespace forge::cli
