@@ -22,16 +22,23 @@ struct Entry {
     std::optional<std::string> member; // wheel or archive member ("pkg/_C.so", "libx.a(k.o)")
     std::string section;               // ".nv_fatbin", "__nv_relfatbin", "fatbin" (standalone
                                        // file), "cubin" (standalone file)
-    std::uint64_t fatbin_offset = 0;   // offset of the fatbin header within the container
-    std::uint64_t entry_offset = 0;    // offset of the entry header within the container
-    std::uint32_t fatbin_index = 0;    // which fatbin of the section (0-based)
-    arch::Target target;               // sm_90a / compute_120 / lto_80 (a/f from fatbin flags)
+    // Byte offsets are within the file (ar members are slices of it) or, for a wheel member,
+    // within the inflated member.
+    std::uint64_t fatbin_offset = 0; // offset of the fatbin header within the container
+    std::uint64_t entry_offset = 0;  // offset of the entry header within the container
+    std::uint32_t fatbin_index = 0;  // which fatbin of the section (0-based)
+    arch::Target target;             // sm_90a / compute_120 / lto_80 (a/f from fatbin flags)
     Compression compression = Compression::None;
     std::uint64_t payload_size = 0;      // padded payload bytes stored
     std::uint64_t uncompressed_size = 0; // 0 when not compressed
     bool stub = false;                   // kernel-less cubin (device-link stub or no kernels)
     std::optional<int> kernels;          // number of kernels (.text.*), when payload inspected
     std::optional<std::string> toolkit;  // "13.0": CUDA release that built the cubin (inspected)
+    std::uint64_t flags = 0;             // raw fatbin entry flags (0 for a standalone cubin)
+    std::uint64_t fatbin_size = 0;       // bytes of the whole fatbin (header + entries)
+    // `a` as the cubin itself records it (.nv.compat attribute 9), when the cubin was read; it
+    // can disagree with the fatbin flag when someone hand-packs with fatbinary --image3.
+    std::optional<bool> cubin_arch_specific;
 };
 
 struct ReadOptions {
@@ -56,6 +63,13 @@ struct Extension {
     std::optional<std::string> member;
     std::vector<Entry> entries;
 };
-Result<std::vector<Extension>> read_extensions(const std::string& path, const ReadOptions& opts = {});
+Result<std::vector<Extension>> read_extensions(const std::string& path,
+                                               const ReadOptions& opts = {});
+
+// The same over bytes already in memory (fuzzers, tests); `name` stands in for the path.
+Result<std::vector<Extension>> read_extensions_from_memory(const std::uint8_t* data,
+                                                           std::uint64_t size,
+                                                           const std::string& name,
+                                                           const ReadOptions& opts = {});
 
 } // namespace forge::binary

@@ -1,0 +1,191 @@
+#include "binary/cubin.h"
+
+#include <charconv>
+#include <fmt/format.h>
+#include <lz4.h>
+#include <zstd.h>
+
+namespace forge::binary {
+
+namespace {
+
+constexpr std::uint32_t kShtNvCompat = 0x70000086;
+constexpr std::uint32_t kNoteTkinfo = 2000;
+constexpr std::uint32_t kNoteCuinfo = 1000;
+constexpr std::uint8_t kEiattrCudaApiVersion = 0x37;
+constexpr std::uint8_t kCompatArchSpecific = 0x09;
+
+std::string toolkit_from_number(std::uint32_t v) {
+    return fmt::format("{}.{}", v / 10, v % 10);
+}
+
+// "Cuda compilation tools, release 13.0, V13.0.88" -> "13.0"
+std::optional<std::string> release_from_tool_version(std::string_view s) {
+    auto pos = s.find("release ");
+    if (pos == std::string_view::npos) return std::nullopt;
+    s = s.substr(pos + 8);
+    int major = 0, minor = 0;
+    auto [p1, e1] = std::from_chars(s.data(), s.data() + s.size(), major);
+    if (e1 != std::errc() || p1 == s.data() + s.size() || *p1 != '.') return std::nullopt;
+    auto [p2, e2] = std::from_chars(p1 + 1, s.data() + s.size(), minor);
+    if (e2 != std::errc() || p2 == p1 + 1) return std::nullopt;
+    return fmt::format("{}.{}", major, minor);
+}
+
+// .nv.info / .nv.compat records: u8 format, u8 attribute, then a payload whose size depends on
+// the format. Calls fn(attr, payload) until fn returns true or the records end/are malformed.
+template <class Fn> void walk_attributes(const Bytes& sec, Fn&& fn) {
+    std::uint64_t off = 0;
+    while (sec.has(off, 4)) {
+        const std::uint8_t fmt_code = sec.u8(off), attr = sec.u8(off + 1);
+        std::uint64_t next = 0;
+        Bytes payload;
+        switch (fmt_code) {
+        case 1: // NVAL
+        case 2: // BVAL
+        case 3: // HVAL
+            payload = sec.sub(off + 2, 2);
+            next = off + 4;
+            break;
+        case 4: { // SVAL: u16 size, then size bytes
+            const std::uint16_t size = sec.u16(off + 2);
+            if (!sec.has(off + 4, size)) return;
+            payload = sec.sub(off + 4, size);
+            next = off + 4 + size;
+            break;
+        }
+        default:
+            return;
+        }
+        if (fn(attr, fmt_code, payload)) return;
+        off = next;
+    }
+}
+
+// Standard ELF notes; fn(type, name, desc) for each well-formed note.
+template <class Fn> void walk_notes(const Bytes& sec, Fn&& fn) {
+    std::uint64_t off = 0;
+    while (sec.has(off, 12)) {
+        const std::uint32_t namesz = sec.u32(off), descsz = sec.u32(off + 4),
+                            type = sec.u32(off + 8);
+        const std::uint64_t name_off = off + 12;
+        const std::uint64_t desc_off = name_off + ((std::uint64_t{namesz} + 3) & ~std::uint64_t{3});
+        if (!sec.has(name_off, namesz) || !sec.has(desc_off, descsz)) return;
+        fn(type, sec.view(name_off, namesz), sec.sub(desc_off, descsz));
+        off = desc_off + ((std::uint64_t{descsz} + 3) & ~std::uint64_t{3});
+    }
+}
+
+} // namespace
+
+Result<CubinInfo> inspect_cubin_headers(const Bytes& cubin, const Where& where) {
+    auto elf = parse_elf(cubin, where);
+    if (!elf) return std::move(elf).error();
+    if (!elf->is_cubin())
+        return where.error(cubin.abs(18), fmt::format("ELF image with e_machine {} is not a CUDA "
+                                                      "cubin (expected 190)",
+                                                      elf->machine));
+    CubinInfo info;
+    const bool new_abi = elf->abiversion >= 8;
+    info.sm = static_cast<int>(new_abi ? (elf->flags >> 8) & 0xff : elf->flags & 0xff);
+    info.nvlink_stub = new_abi && (elf->flags >> 24) == 0x05;
+    if ((new_abi && (elf->flags & 0x8)) || (!new_abi && (elf->flags & 0x800)))
+        info.arch_specific = true;
+    for (const auto& s : elf->sections) {
+        if (s.name.starts_with(".text.")) ++info.kernels;
+        if (s.type == kShtNvCompat || s.name == ".nv.compat") {
+            auto data = elf->section_bytes(s, where);
+            if (!data) return std::move(data).error();
+            walk_attributes(*data, [&](std::uint8_t attr, std::uint8_t, const Bytes& payload) {
+                if (attr != kCompatArchSpecific) return false;
+                info.arch_specific = payload.u8(0) != 0;
+                return true;
+            });
+        }
+    }
+    return info;
+}
+
+Result<CubinInfo> inspect_cubin(const Bytes& cubin, const Where& where) {
+    auto info = inspect_cubin_headers(cubin, where);
+    if (!info) return info;
+    auto elf = parse_elf(cubin, where);
+    if (!elf) return std::move(elf).error();
+    std::optional<std::string> tkinfo, cuinfo, api;
+    for (const auto& s : elf->sections) {
+        const bool note = s.type == kShtNote;
+        const bool nvinfo = s.name == ".nv.info" || s.name.starts_with(".nv.info.");
+        if (!note && !nvinfo) continue;
+        auto data = elf->section_bytes(s, where);
+        if (!data) return std::move(data).error();
+        if (note) {
+            walk_notes(*data, [&](std::uint32_t type, std::string_view name, const Bytes& desc) {
+                if (!name.starts_with("NVIDIA Corp")) return;
+                if (type == kNoteTkinfo && !tkinfo && desc.has(0, 0x18)) {
+                    const Bytes pool = desc.from(0x18);
+                    if (auto ver = pool.cstr(desc.u32(0x0c)))
+                        tkinfo = release_from_tool_version(*ver);
+                } else if (type == kNoteCuinfo && !cuinfo && desc.has(0, 8)) {
+                    if (std::uint32_t v = desc.u32(4); v != 0) cuinfo = toolkit_from_number(v);
+                }
+            });
+        } else if (!api) {
+            walk_attributes(
+                *data, [&](std::uint8_t attr, std::uint8_t fmt_code, const Bytes& payload) {
+                    if (attr != kEiattrCudaApiVersion || fmt_code != 4 || payload.size() < 4)
+                        return false;
+                    if (std::uint32_t v = payload.u32(0); v != 0) api = toolkit_from_number(v);
+                    return true;
+                });
+        }
+    }
+    info->toolkit = tkinfo ? tkinfo : cuinfo ? cuinfo : api;
+    return info;
+}
+
+Result<std::vector<std::uint8_t>> decompress_payload(const Bytes& stream, Compression c,
+                                                     std::uint64_t uncompressed_size,
+                                                     std::uint64_t limit, const Where& where) {
+    if (uncompressed_size > limit)
+        return where.error(stream.abs(0), fmt::format("entry declares {} bytes uncompressed, over "
+                                                      "the limit of {}",
+                                                      uncompressed_size, limit));
+    std::vector<std::uint8_t> out(static_cast<std::size_t>(uncompressed_size));
+    if (c == Compression::Lz4) {
+        if (stream.size() > static_cast<std::uint64_t>(LZ4_MAX_INPUT_SIZE) ||
+            uncompressed_size > static_cast<std::uint64_t>(INT32_MAX))
+            return where.error(stream.abs(0), "LZ4 entry too large");
+        const int n = LZ4_decompress_safe(
+            reinterpret_cast<const char*>(stream.data()), reinterpret_cast<char*>(out.data()),
+            static_cast<int>(stream.size()), static_cast<int>(out.size()));
+        if (n < 0)
+            return where.error(stream.abs(0), fmt::format("corrupt LZ4 payload (error {})", n));
+        if (static_cast<std::uint64_t>(n) != uncompressed_size)
+            return where.error(stream.abs(0), fmt::format("LZ4 payload decompresses to {} bytes, "
+                                                          "header says {}",
+                                                          n, uncompressed_size));
+        return out;
+    }
+    if (c == Compression::Zstd) {
+        const unsigned long long declared = ZSTD_getFrameContentSize(stream.data(), stream.size());
+        if (declared == ZSTD_CONTENTSIZE_ERROR)
+            return where.error(stream.abs(0), "payload is not a zstd frame");
+        if (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared != uncompressed_size)
+            return where.error(stream.abs(0), fmt::format("zstd frame declares {} bytes, header "
+                                                          "says {}",
+                                                          declared, uncompressed_size));
+        const std::size_t n = ZSTD_decompress(out.data(), out.size(), stream.data(), stream.size());
+        if (ZSTD_isError(n))
+            return where.error(stream.abs(0),
+                               fmt::format("corrupt zstd payload: {}", ZSTD_getErrorName(n)));
+        if (n != uncompressed_size)
+            return where.error(stream.abs(0), fmt::format("zstd payload decompresses to {} bytes, "
+                                                          "header says {}",
+                                                          n, uncompressed_size));
+        return out;
+    }
+    out.assign(stream.data(), stream.data() + stream.size());
+    return out;
+}
+
+} // namespace forge::binary

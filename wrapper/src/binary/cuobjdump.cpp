@@ -1,0 +1,230 @@
+#include "binary/cuobjdump.h"
+
+#include <boost/process/args.hpp>
+#include <boost/process/child.hpp>
+#include <boost/process/exe.hpp>
+#include <boost/process/io.hpp>
+#include <boost/process/pipe.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fmt/format.h>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <thread>
+#include <unistd.h>
+
+namespace forge::binary {
+
+namespace fs = std::filesystem;
+namespace bp = boost::process;
+
+namespace {
+
+bool is_executable(const fs::path& p) {
+    std::error_code ec;
+    return fs::is_regular_file(p, ec) && ::access(p.c_str(), X_OK) == 0;
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+    std::vector<std::string> out;
+    std::string cur;
+    for (char c : s) {
+        if (c == sep) {
+            if (!cur.empty()) out.push_back(cur);
+            cur.clear();
+        } else {
+            cur += c;
+        }
+    }
+    if (!cur.empty()) out.push_back(cur);
+    return out;
+}
+
+// cuobjdump inside an installed nvidia-cuda-cuobjdump wheel under a site-packages directory.
+std::optional<fs::path> cuobjdump_in_site(const fs::path& site) {
+    std::error_code ec;
+    const fs::path nvidia = site / "nvidia";
+    if (!fs::is_directory(nvidia, ec)) return std::nullopt;
+    if (auto p = nvidia / "cuda_cuobjdump" / "bin" / "cuobjdump"; is_executable(p)) return p;
+    for (const auto& d : fs::directory_iterator(nvidia, ec)) // CUDA 13 wheels: nvidia/cu13/bin
+        if (auto p = d.path() / "bin" / "cuobjdump"; is_executable(p)) return p;
+    return std::nullopt;
+}
+
+// site-packages directories under a prefix: <prefix>/lib/python3*/{site,dist}-packages.
+std::vector<fs::path> site_dirs(const fs::path& prefix) {
+    std::vector<fs::path> out;
+    std::error_code ec;
+    const fs::path lib = prefix / "lib";
+    if (!fs::is_directory(lib, ec)) return out;
+    for (const auto& d : fs::directory_iterator(lib, ec)) {
+        if (!d.path().filename().string().starts_with("python3")) continue;
+        for (const char* sub : {"site-packages", "dist-packages"})
+            if (fs::is_directory(d.path() / sub, ec)) out.push_back(d.path() / sub);
+    }
+    return out;
+}
+
+std::optional<std::string> env(const char* name) {
+    const char* v = std::getenv(name);
+    if (!v || !*v) return std::nullopt;
+    return std::string(v);
+}
+
+std::optional<arch::Target> target_from_image_name(const std::string& name, arch::Kind kind) {
+    static const std::regex re(R"(\.sm_([0-9]+)([af]?)\.(cubin|ptx)$)");
+    std::smatch m;
+    if (!std::regex_search(name, m, re)) return std::nullopt;
+    int sm = std::stoi(m[1].str());
+    const std::string suffix = m[2].str();
+    return arch::Target{kind, sm,
+                        suffix == "a"   ? arch::Suffix::Specific
+                        : suffix == "f" ? arch::Suffix::Family
+                                        : arch::Suffix::None};
+}
+
+} // namespace
+
+Result<std::string> locate_cuobjdump(const std::optional<std::string>& explicit_path) {
+    if (explicit_path) {
+        if (is_executable(*explicit_path)) return *explicit_path;
+        return Error{"--cuobjdump: not an executable file", *explicit_path};
+    }
+    if (auto e = env("NVCC_FORGE_CUOBJDUMP")) {
+        if (is_executable(*e)) return *e;
+        return Error{"NVCC_FORGE_CUOBJDUMP does not name an executable file", *e};
+    }
+    const auto path_dirs = split(env("PATH").value_or(""), ':');
+    for (const auto& d : path_dirs)
+        if (auto p = fs::path(d) / "cuobjdump"; is_executable(p)) return p.string();
+    std::vector<fs::path> sites;
+    for (const auto& d : split(env("PYTHONPATH").value_or(""), ':'))
+        sites.emplace_back(d);
+    for (const char* var : {"VIRTUAL_ENV", "CONDA_PREFIX"})
+        if (auto p = env(var))
+            for (auto& s : site_dirs(*p))
+                sites.push_back(s);
+    for (const auto& d : path_dirs) // python interpreters on PATH: <prefix>/bin
+        for (auto& s : site_dirs(fs::path(d).parent_path()))
+            sites.push_back(s);
+    if (auto home = env("HOME"))
+        for (auto& s : site_dirs(fs::path(*home) / ".local"))
+            sites.push_back(s);
+    for (const char* prefix : {"/usr/local", "/usr"})
+        for (auto& s : site_dirs(prefix))
+            sites.push_back(s);
+    for (const auto& s : sites)
+        if (auto p = cuobjdump_in_site(s)) return p->string();
+    return Error{"cuobjdump not found: pass --cuobjdump PATH, set NVCC_FORGE_CUOBJDUMP, put it on "
+                 "PATH, or pip install nvidia-cuda-cuobjdump"};
+}
+
+Result<std::vector<Entry>> parse_cuobjdump_listing(const std::string& output,
+                                                   const std::string& file) {
+    static const std::regex image_re(R"(^(ELF|PTX) file\s+[0-9]+:\s+(\S+)\s*$)");
+    static const std::regex member_re(R"(^member (.*):([^:]+):\s*$)");
+    std::vector<Entry> out;
+    std::optional<std::string> member;
+    std::istringstream in(output);
+    std::string line;
+    int line_no = 0;
+    while (std::getline(in, line)) {
+        ++line_no;
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        std::smatch m;
+        if (std::regex_match(line, m, member_re)) {
+            member = m[2].str();
+            continue;
+        }
+        if (!std::regex_match(line, m, image_re)) continue;
+        const arch::Kind kind = m[1].str() == "ELF" ? arch::Kind::Sass : arch::Kind::Ptx;
+        auto target = target_from_image_name(m[2].str(), kind);
+        if (!target) {
+            Error e{fmt::format("cannot read an arch from cuobjdump image name '{}'", m[2].str()),
+                    file};
+            e.line = line_no;
+            return e;
+        }
+        Entry e;
+        e.file = file;
+        e.member = member;
+        e.section = m[2].str();
+        e.target = *target;
+        out.push_back(std::move(e));
+    }
+    return out;
+}
+
+Result<std::vector<Entry>> read_entries_cuobjdump(const std::string& cuobjdump,
+                                                  const std::string& path, bool all_fatbins) {
+    std::vector<std::string> args{"--list-elf", "--list-ptx"};
+    if (all_fatbins) args.emplace_back("--all-fatbin");
+    args.push_back(path);
+    std::string out_text, err_text;
+    int rc = 0;
+    try {
+        bp::ipstream out, err;
+        bp::child child(bp::exe = cuobjdump, bp::args = args, bp::std_out > out, bp::std_err > err,
+                        bp::std_in.close());
+        // Drain stderr on its own thread so a chatty stderr cannot block stdout.
+        std::thread drain([&] {
+            std::string l;
+            while (std::getline(err, l))
+                err_text += l + "\n";
+        });
+        std::string l;
+        while (std::getline(out, l))
+            out_text += l + "\n";
+        drain.join();
+        child.wait();
+        rc = child.exit_code();
+    } catch (const std::exception& ex) {
+        return Error{fmt::format("cannot run {}: {}", cuobjdump, ex.what()), path};
+    }
+    if (rc != 0) {
+        std::string why = err_text;
+        while (!why.empty() && (why.back() == '\n' || why.back() == ' '))
+            why.pop_back();
+        return Error{
+            fmt::format("cuobjdump failed (exit {}): {}", rc, why.empty() ? "no message" : why),
+            path};
+    }
+    return parse_cuobjdump_listing(out_text, path);
+}
+
+std::vector<arch::Target> cuobjdump_view(const std::vector<Entry>& native, bool all_fatbins) {
+    // Per ELF unit (the file, or each archive/wheel member), does an executable fatbin exist?
+    std::map<std::optional<std::string>, bool> has_exec;
+    for (const auto& e : native)
+        if (e.section == ".nv_fatbin" || e.section == "__nv_fatbin") has_exec[e.member] = true;
+    std::vector<arch::Target> out;
+    for (const auto& e : native) {
+        if (e.target.kind == arch::Kind::Lto) continue;
+        if (!all_fatbins && has_exec[e.member] && e.section == "__nv_relfatbin") continue;
+        arch::Target t = e.target;
+        if (t.kind == arch::Kind::Sass && t.suffix == arch::Suffix::Family)
+            t.suffix = arch::Suffix::None;
+        out.push_back(t);
+    }
+    return out;
+}
+
+std::vector<std::string> compare_with_cuobjdump(const std::vector<Entry>& native,
+                                                const std::vector<Entry>& cuobjdump,
+                                                bool all_fatbins) {
+    std::map<arch::Target, std::pair<int, int>> counts;
+    for (const auto& t : cuobjdump_view(native, all_fatbins))
+        ++counts[t].first;
+    for (const auto& e : cuobjdump)
+        ++counts[e.target].second;
+    std::vector<std::string> diffs;
+    for (const auto& [t, c] : counts)
+        if (c.first != c.second)
+            diffs.push_back(fmt::format("{} ({}): native {}, cuobjdump {}", t.name(),
+                                        arch::kind_string(t.kind), c.first, c.second));
+    return diffs;
+}
+
+} // namespace forge::binary

@@ -1,0 +1,309 @@
+// Dispatch by content: zip -> members, ar -> members, fatbin, cubin, host ELF -> fatbin sections.
+#include "binary/reader.h"
+
+#include "binary/ar.h"
+#include "binary/cubin.h"
+#include "binary/elf.h"
+#include "binary/fatbin.h"
+#include "binary/mapped_file.h"
+#include "binary/zip.h"
+
+#include <fmt/format.h>
+#include <set>
+
+namespace forge::binary {
+
+std::string_view compression_string(Compression c) {
+    switch (c) {
+    case Compression::Lz4:
+        return "lz4";
+    case Compression::Zstd:
+        return "zstd";
+    case Compression::None:
+        break;
+    }
+    return "none";
+}
+
+namespace {
+
+constexpr std::uint64_t kWrapperSize = 24;
+constexpr std::uint16_t kEtRel = 1;
+
+// Section names that hold fatbins: ELF executable and relocatable fatbins, and the Mach-O style
+// name some toolchains use.
+constexpr std::string_view kFatbinSections[] = {".nv_fatbin", "__nv_relfatbin", "__nv_fatbin"};
+
+bool has_fatbin_magic(const Bytes& b) {
+    return b.has(0, 4) && b.u32(0) == kFatbinMagic;
+}
+
+bool interesting(const Bytes& head) {
+    return has_elf_magic(head) || has_ar_magic(head) || has_thin_ar_magic(head) ||
+           has_fatbin_magic(head) || has_zip_magic(head);
+}
+
+class Reader {
+  public:
+    Reader(std::string file, const ReadOptions& opts) : opts_(opts), file_(std::move(file)) {}
+
+    Status read(const Bytes& b, const std::optional<std::string>& member, int depth,
+                std::optional<std::size_t> into) {
+        Where where{file_, member};
+        if (depth > opts_.max_nesting)
+            return where.error(b.abs(0), fmt::format("containers nested deeper than {} levels",
+                                                     opts_.max_nesting));
+        if (has_zip_magic(b)) return read_zip(b, where, depth);
+        if (has_ar_magic(b) || has_thin_ar_magic(b)) return read_ar(b, where, depth, into);
+        if (has_fatbin_magic(b)) return read_standalone_fatbin(b, where, into);
+        if (has_elf_magic(b)) return read_elf(b, where, into);
+        if (depth == 0)
+            return where.error(b.abs(0),
+                               "not a recognised binary: no ELF, ar, zip or fatbin magic");
+        return ok_status(); // a wheel's .py files, an archive's odd members
+    }
+
+    std::vector<Extension> take() && { return std::move(out_); }
+
+  private:
+    std::size_t extension_for(const Where& where, std::optional<std::size_t> into) {
+        if (into) return *into;
+        out_.push_back(Extension{where.file, where.member, {}});
+        return out_.size() - 1;
+    }
+
+    Status read_zip(const Bytes& b, const Where& where, int depth) {
+        ZipLimits limits{opts_.max_member_bytes, opts_.max_total_inflated, &inflated_total_};
+        return for_each_zip_member(
+            b, where, limits, interesting,
+            [&](const std::string& name, std::vector<std::uint8_t>&& data) -> Status {
+                const std::string label = where.member ? *where.member + "/" + name : name;
+                return read(Bytes{data.data(), data.size(), 0}, label, depth + 1, std::nullopt);
+            });
+    }
+
+    Status read_ar(const Bytes& b, const Where& where, int depth, std::optional<std::size_t> into) {
+        auto members = parse_ar(b, where);
+        if (!members) return std::move(members).error();
+        const std::size_t ext = extension_for(where, into);
+        for (const auto& m : *members) {
+            const std::string label =
+                where.member ? fmt::format("{}({})", *where.member, m.name) : m.name;
+            FORGE_TRY_STATUS(read(m.data, label, depth + 1, ext));
+        }
+        return ok_status();
+    }
+
+    Status read_standalone_fatbin(const Bytes& b, const Where& where,
+                                  std::optional<std::size_t> into) {
+        auto fatbins = parse_fatbins(b, where);
+        if (!fatbins) return std::move(fatbins).error();
+        const std::size_t ext = extension_for(where, into);
+        return add_fatbins(*fatbins, "fatbin", where, ext, {}, false);
+    }
+
+    Status read_elf(const Bytes& b, const Where& where, std::optional<std::size_t> into) {
+        auto elf = parse_elf(b, where);
+        if (!elf) return std::move(elf).error();
+        if (elf->is_cubin()) return read_standalone_cubin(*elf, where, into);
+        const std::size_t ext = extension_for(where, into);
+        if (elf->sections.empty()) { // stripped section table: consistent headers only
+            return add_fatbins(scan_fatbins(b, where), "(scan)", where, ext, {}, false);
+        }
+        const bool has_relfatbin = elf->find("__nv_relfatbin") != nullptr;
+        const std::set<std::uint64_t> device_link = device_link_fatbins(*elf, where);
+        for (const auto& s : elf->sections) {
+            if (std::find(std::begin(kFatbinSections), std::end(kFatbinSections), s.name) ==
+                std::end(kFatbinSections))
+                continue;
+            auto data = elf->section_bytes(s, where);
+            if (!data) return std::move(data).error();
+            auto fatbins = parse_fatbins(*data, where);
+            if (!fatbins) return std::move(fatbins).error();
+            // Fatbins named by a version-2 wrapper come from nvcc's nvlink step. Without rdc
+            // objects in the link they are kernel-less stubs; with them they hold the kernels.
+            std::set<std::uint64_t> stubs;
+            if (!has_relfatbin)
+                for (const auto& fb : *fatbins)
+                    if (device_link.count(fb.offset)) stubs.insert(fb.offset);
+            FORGE_TRY_STATUS(add_fatbins(*fatbins, std::string(s.name), where, ext, stubs, true));
+        }
+        return ok_status();
+    }
+
+    // Offsets (in the reported buffer) of the fatbins that version-2 wrappers point at. The
+    // pointer is a link-time address in linked files and a relocation in objects.
+    static std::set<std::uint64_t> device_link_fatbins(const Elf& elf, const Where& where) {
+        std::set<std::uint64_t> out;
+        const ElfSection* seg = elf.find(".nvFatBinSegment");
+        if (!seg) return out;
+        auto bytes = elf.section_bytes(*seg, where);
+        if (!bytes) return out; // only a hint: a bad control section changes no entry
+        auto resolve = [&](std::uint32_t shndx, std::uint64_t value) {
+            if (shndx >= elf.sections.size()) return;
+            const ElfSection& s = elf.sections[shndx];
+            if (value < s.size) out.insert(elf.bytes.abs(s.offset + value));
+        };
+        for (std::uint64_t off = 0; bytes->has(off, kWrapperSize); off += kWrapperSize) {
+            if (bytes->u32(off) != kWrapperMagic || bytes->u32(off + 4) != 2) continue;
+            if (elf.type != kEtRel) {
+                const std::uint64_t va = bytes->u64(off + 8);
+                for (const auto& s : elf.sections)
+                    if (s.addr != 0 && va >= s.addr && va - s.addr < s.size)
+                        resolve(s.index, va - s.addr);
+                continue;
+            }
+            // Object file: find the RELA entry that patches this wrapper's data pointer.
+            for (const auto& rs : elf.sections) {
+                if (rs.type != kShtRela || rs.info != seg->index || rs.link >= elf.sections.size())
+                    continue;
+                auto rela = elf.section_bytes(rs, where);
+                auto symtab = elf.section_bytes(elf.sections[rs.link], where);
+                if (!rela || !symtab) continue;
+                for (std::uint64_t r = 0; rela->has(r, 24); r += 24) {
+                    if (rela->u64(r) != off + 8) continue;
+                    const std::uint64_t sym = rela->u64(r + 8) >> 32;
+                    const std::uint64_t addend = rela->u64(r + 16);
+                    auto sym_off = checked_mul(sym, 24);
+                    if (!sym_off || !symtab->has(*sym_off, 24)) continue;
+                    const std::uint16_t shndx = symtab->u16(*sym_off + 6);
+                    const std::uint64_t value = symtab->u64(*sym_off + 8);
+                    if (auto target = checked_add(value, addend)) resolve(shndx, *target);
+                }
+            }
+        }
+        return out;
+    }
+
+    Status read_standalone_cubin(const Elf& elf, const Where& where,
+                                 std::optional<std::size_t> into) {
+        auto info = opts_.inspect_payloads ? inspect_cubin(elf.bytes, where)
+                                           : inspect_cubin_headers(elf.bytes, where);
+        if (!info) return std::move(info).error();
+        if (info->sm < 10)
+            return where.error(elf.bytes.abs(48), fmt::format("cannot read an SM from the cubin's "
+                                                              "e_flags 0x{:08x}",
+                                                              elf.flags));
+        Entry e;
+        e.file = where.file;
+        e.member = where.member;
+        e.section = "cubin";
+        e.fatbin_offset = elf.bytes.abs(0);
+        e.entry_offset = elf.bytes.abs(0);
+        // A bare cubin records `a` (.nv.compat) but never `f`.
+        e.target = arch::Target{arch::Kind::Sass, info->sm,
+                                info->arch_specific.value_or(false) ? arch::Suffix::Specific
+                                                                    : arch::Suffix::None};
+        e.payload_size = elf.bytes.size();
+        e.stub = info->stub();
+        e.kernels = info->kernels;
+        e.toolkit = info->toolkit;
+        e.cubin_arch_specific = info->arch_specific;
+        out_[extension_for(where, into)].entries.push_back(std::move(e));
+        return ok_status();
+    }
+
+    Status add_fatbins(const std::vector<Fatbin>& fatbins, const std::string& section,
+                       const Where& where, std::size_t ext, const std::set<std::uint64_t>& stubs,
+                       bool /*in_host_elf*/) {
+        for (std::size_t i = 0; i < fatbins.size(); ++i) {
+            const Fatbin& fb = fatbins[i];
+            for (const auto& x : fb.entries) {
+                Entry e;
+                e.file = where.file;
+                e.member = where.member;
+                e.section = section;
+                e.fatbin_offset = fb.offset;
+                e.entry_offset = x.offset;
+                e.fatbin_index = static_cast<std::uint32_t>(i);
+                e.fatbin_size = fb.size;
+                e.target = x.target;
+                e.compression = x.compression;
+                e.payload_size = x.padded_size;
+                e.uncompressed_size = x.uncompressed_size;
+                e.flags = x.flags;
+                if (x.kind == kKindElf)
+                    FORGE_TRY_STATUS(describe_cubin(x, where, stubs.count(fb.offset) > 0, e));
+                out_[ext].entries.push_back(std::move(e));
+            }
+        }
+        return ok_status();
+    }
+
+    // Stub/kernels/toolkit of an ELF entry: from the cubin's headers when it is stored
+    // uncompressed (cheap), from the decompressed image when payloads are inspected, else from
+    // the device-link wrapper hint.
+    Status describe_cubin(const FatbinEntry& x, const Where& where, bool device_link_stub,
+                          Entry& e) {
+        e.stub = device_link_stub;
+        if (x.compression == Compression::None) {
+            auto info = opts_.inspect_payloads ? inspect_cubin(x.payload, where)
+                                               : inspect_cubin_headers(x.payload, where);
+            if (!info) return std::move(info).error();
+            apply(*info, e);
+            return ok_status();
+        }
+        if (!opts_.inspect_payloads) return ok_status();
+        const Bytes stream = x.payload.sub(0, x.compressed_size);
+        auto image = decompress_payload(stream, x.compression, x.uncompressed_size,
+                                        opts_.max_member_bytes, where);
+        if (!image) return std::move(image).error();
+        // Offsets inside a decompressed image cannot be shown in the file: report the entry's.
+        auto info = inspect_cubin(Bytes{image->data(), image->size(), x.offset}, where);
+        if (!info) {
+            Error err = std::move(info).error();
+            err.message = fmt::format("in the decompressed cubin of the entry at 0x{:x}: {}",
+                                      x.offset, err.message);
+            err.offset = x.offset;
+            return err;
+        }
+        apply(*info, e);
+        return ok_status();
+    }
+
+    static void apply(const CubinInfo& info, Entry& e) {
+        e.stub = info.stub();
+        e.kernels = info.kernels;
+        e.toolkit = info.toolkit;
+        e.cubin_arch_specific = info.arch_specific;
+    }
+
+    const ReadOptions& opts_;
+    std::string file_;
+    std::uint64_t inflated_total_ = 0;
+    std::vector<Extension> out_;
+};
+
+std::vector<Entry> flatten(std::vector<Extension>&& exts) {
+    std::vector<Entry> out;
+    for (auto& x : exts)
+        for (auto& e : x.entries)
+            out.push_back(std::move(e));
+    return out;
+}
+
+} // namespace
+
+Result<std::vector<Extension>> read_extensions_from_memory(const std::uint8_t* data,
+                                                           std::uint64_t size,
+                                                           const std::string& name,
+                                                           const ReadOptions& opts) {
+    Reader reader(name, opts);
+    FORGE_TRY_STATUS(reader.read(Bytes{data, size, 0}, std::nullopt, 0, std::nullopt));
+    return std::move(reader).take();
+}
+
+Result<std::vector<Extension>> read_extensions(const std::string& path, const ReadOptions& opts) {
+    auto file = MappedFile::open(path);
+    if (!file) return std::move(file).error();
+    const Bytes b = file->bytes();
+    return read_extensions_from_memory(b.data(), b.size(), path, opts);
+}
+
+Result<std::vector<Entry>> read_entries(const std::string& path, const ReadOptions& opts) {
+    auto exts = read_extensions(path, opts);
+    if (!exts) return std::move(exts).error();
+    return flatten(std::move(exts).value());
+}
+
+} // namespace forge::binary
