@@ -1,10 +1,22 @@
 // Policy resolution (ADR-0012 + the seeds' Steps 1-3). INTERFACE CONTRACT, owned by the policy
 // module; consumers use Resolution.
+//
+//   x86-64 / Windows (highest wins): build_matrix combination arch_list > arch_list_by_cuda[cuda]
+//     > arch_list > arch_exceptions["<cuda>/<torch minor>"] > arch_policy[cuda]
+//   aarch64: arch_list_by_cuda_aarch64[cuda] > arch_list_aarch64 > arch_policy_aarch64[cuda]
+//     (x86 fields and arch_exceptions are never read)
+//   then: clamp to nvcc_supported(cuda) and, with a torch version, to what that torch can run;
+//   an empty result is a policy finding (exit 1); then +PTX on the highest plain token.
 #pragma once
 
 #include "arch/arch.h"
+#include "arch/coverage.h"
 #include "core/result.h"
+#include "policy/package.h"
+#include "policy/policy_file.h"
+#include "policy/toolkit.h"
 
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,23 +29,62 @@ struct ClampedToken {
 };
 
 struct Resolution {
-    arch::ArchList list;                // final, clamped, +PTX ensured
-    std::string source;                 // which table/field won: "arch_policy[12.8]",
-                                        // "packages/flash_attn/arch_override.yml:arch_list_by_cuda[12.8]",
-                                        // "--arch-list"
-    std::vector<ClampedToken> clamped;  // every token removed, with its reason
-    std::optional<int> ptx_added_sm;    // where _ensure_ptx_on_highest_base put +PTX
-    std::string cuda;                   // "12.8" ("" when --arch-list was given)
-    std::string torch;                  // "2.9" or ""
-    std::string platform;               // linux_x86_64 | linux_aarch64 | win_amd64
-    std::string package;                // "" if none
-    std::string policy_file;            // path of arch_policy.yml used ("" for --arch-list)
-    std::string policy_sha256;          // of that file
-    std::optional<long> build_epoch;    // from arch_policy.yml
+    arch::ArchList list; // final, clamped, +PTX ensured
+    std::string source;  // which table/field won: "arch_policy[12.8]",
+                         // "packages/flash_attn/arch_override.yml:arch_list_by_cuda[12.8]",
+                         // "--arch-list"
+    std::vector<ClampedToken> clamped; // every token removed, with its reason
+    std::optional<int> ptx_added_sm;   // where _ensure_ptx_on_highest_base put +PTX
+    std::string cuda;                  // "12.8" ("" when --arch-list was given)
+    std::string torch;                 // "2.9" or ""
+    std::string platform;              // linux_x86_64 | linux_aarch64 | win_amd64
+    std::string package;               // "" if none
+    std::string policy_file;           // path of arch_policy.yml used ("" for --arch-list)
+    std::string policy_sha256;         // of that file
+    std::optional<long> build_epoch;   // from arch_policy.yml
     // package verify settings (packages/<pkg>/arch_override.yml `verify:`)
-    std::vector<arch::Target> allow_missing;  // waivers (with evidence comments in the file)
+    std::vector<arch::Target> allow_missing; // waivers (with evidence comments in the file)
     bool allow_pure_python = false;
     std::vector<std::string> lint_ignore;
+
+    // Extensions (policy module):
+    std::string python;             // "3.12" or ""
+    std::string requested;          // the winning list as written, before clamp and +PTX
+    std::string reason;             // the winning row's reason ("" for plain overrides)
+    std::string nvcc_source;        // where the emittable set came from
+    std::vector<std::string> notes; // e.g. "torch clamp not applied: ..."
+    WrapperSettings wrapper;        // packages/<pkg>/arch_override.yml `wrapper:`
 };
+
+// What to resolve. Empty cuda: the real nvcc on this machine decides (toolkit must then be set,
+// or resolve() probes find_real_nvcc()).
+struct ResolveRequest {
+    std::string cuda;  // any spelling normalize_cuda accepts
+    std::string torch; // "" = no torch clamp
+    std::string python;
+    std::string platform = "linux_x86_64";
+    std::string package;                // "" = policy row only
+    std::filesystem::path policy_file;  // "" = default_policy_file()
+    std::filesystem::path packages_dir; // "" = default_packages_dir()
+    std::filesystem::path gpus_file;    // "" = default_gpus_file() (Tegra flags for the clamp)
+    std::optional<ToolkitInfo> toolkit; // overrides nvcc_supported (probed when cuda is "")
+};
+
+// Loads the files and resolves. Errors: exit 2 for unusable input (missing key, bad YAML,
+// unknown key), exit 1 when the list collapses to empty.
+Result<Resolution> resolve(const ResolveRequest& request);
+
+// The resolver proper, on loaded data (tests drive it directly). `package` may be null.
+Result<Resolution> resolve_loaded(const ResolveRequest& request, const PolicyData& policy,
+                                  const PackageOverride* package,
+                                  const std::vector<arch::Gpu>& gpus);
+
+// True when the torch build's own cubins/PTX reach CC `sm` (natively or by JIT), the coverage
+// rules of arch/coverage.h with the Tegra flag from `gpus`.
+bool torch_runs(const TorchBuild& build, int sm, const std::vector<arch::Gpu>& gpus);
+
+// Stable key of a build cell: sha256 over cuda/torch/python/platform/package, the resolved list
+// and build_epoch, so a build_epoch bump changes every cell's key.
+std::string cell_key(const Resolution& r);
 
 } // namespace forge::policy

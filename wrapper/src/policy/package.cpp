@@ -1,0 +1,305 @@
+#include "policy/package.h"
+
+#include "policy/versions.h"
+#include "policy/yaml_util.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <fstream>
+#include <sstream>
+
+namespace forge::policy {
+
+namespace fs = std::filesystem;
+using yamlx::error_at;
+
+namespace {
+
+Result<std::string> read_all(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    if (!in) return Error{"cannot read file", p.string()};
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+Result<OverrideValue> parse_value(const std::string& file, const YAML::Node& node,
+                                  const std::string& where) {
+    OverrideValue v;
+    v.line = yamlx::line_of(node).value_or(0);
+    if (node.IsMap()) {
+        FORGE_TRY_STATUS(yamlx::check_map(file, node, where, {"list", "reason", "source"}));
+        for (const char* f : {"list", "reason", "source"})
+            if (!node[f]) return error_at(file, node, where, fmt::format("missing '{}:'", f));
+        auto list = yamlx::scalar(file, node["list"], where + ".list");
+        auto reason = yamlx::scalar(file, node["reason"], where + ".reason");
+        auto source = yamlx::scalar(file, node["source"], where + ".source");
+        if (!list) return std::move(list).error();
+        if (!reason) return std::move(reason).error();
+        if (!source) return std::move(source).error();
+        if (reason->empty() || source->empty())
+            return error_at(file, node, where, "'reason:' and 'source:' must not be empty");
+        v.text = *list;
+        v.reason = *reason;
+        v.source = *source;
+    } else {
+        auto s = yamlx::scalar(file, node, where);
+        if (!s) return std::move(s).error();
+        v.text = *s;
+    }
+    auto parsed = arch::ArchList::parse(v.text, file);
+    if (!parsed) {
+        Error e = std::move(parsed).error();
+        e.file = file;
+        e.line = v.line;
+        e.message = fmt::format("{}: {}", where, e.message);
+        return e;
+    }
+    if (parsed->empty()) return error_at(file, node, where, "the list is empty");
+    v.list = std::move(*parsed);
+    return v;
+}
+
+Result<std::map<std::string, OverrideValue>>
+parse_by_cuda(const std::string& file, const YAML::Node& node, const std::string& name) {
+    FORGE_TRY_STATUS(yamlx::check_any_map(file, node, name));
+    std::map<std::string, OverrideValue> out;
+    for (auto it = node.begin(); it != node.end(); ++it) {
+        std::string key = it->first.Scalar();
+        std::string where = fmt::format("{}[{}]", name, key);
+        auto norm = normalize_cuda(key);
+        if (!norm || *norm != key)
+            return error_at(file, it->first, where,
+                            "keys are CUDA major.minor versions such as 12.8");
+        auto v = parse_value(file, it->second, where);
+        if (!v) return std::move(v).error();
+        out.emplace(key, std::move(*v));
+    }
+    return out;
+}
+
+Result<std::vector<std::string>> string_list(const std::string& file, const YAML::Node& node,
+                                             const std::string& where) {
+    if (!node.IsSequence()) return error_at(file, node, where, "expected a list");
+    std::vector<std::string> out;
+    for (const auto& item : node) {
+        auto s = yamlx::scalar(file, item, where);
+        if (!s) return std::move(s).error();
+        out.push_back(*s);
+    }
+    return out;
+}
+
+Status parse_verify(const std::string& file, const YAML::Node& node, PackageOverride& pkg) {
+    FORGE_TRY_STATUS(yamlx::check_map(file, node, "verify",
+                                      {"allow_missing_archs", "allow_pure_python", "lint_ignore"}));
+    if (node["allow_missing_archs"]) {
+        const YAML::Node& list = node["allow_missing_archs"];
+        if (!list.IsSequence())
+            return error_at(file, list, "verify.allow_missing_archs", "expected a list");
+        for (const auto& item : list) {
+            std::string where = "verify.allow_missing_archs";
+            if (!item.IsMap())
+                return error_at(file, item, where,
+                                "a waiver is {arch: sm_XX, evidence: \"...\"}: upstream's absence "
+                                "needs its evidence written down");
+            FORGE_TRY_STATUS(yamlx::check_map(file, item, where, {"arch", "evidence"}));
+            if (!item["arch"]) return error_at(file, item, where, "missing 'arch:'");
+            if (!item["evidence"])
+                return error_at(file, item, where,
+                                "a waiver without 'evidence:' is not accepted (only documented "
+                                "upstream absences may be waived)");
+            auto a = yamlx::scalar(file, item["arch"], where + ".arch");
+            auto ev = yamlx::scalar(file, item["evidence"], where + ".evidence");
+            if (!a) return std::move(a).error();
+            if (!ev) return std::move(ev).error();
+            if (ev->find_first_not_of(" \t") == std::string::npos)
+                return error_at(file, item["evidence"], where, "'evidence:' is empty");
+            auto t = arch::parse_target(*a, file);
+            if (!t) {
+                // Also accept the torch spelling "11.0" for the cubin.
+                auto l = arch::ArchList::parse(*a, file);
+                if (!l || l->targets().size() != 1)
+                    return error_at(file, item["arch"], *a,
+                                    "expected one target such as sm_110 or compute_120");
+                t = l->targets().front();
+            }
+            pkg.allow_missing.push_back(Waiver{*t, *ev, yamlx::line_of(item).value_or(0)});
+        }
+    }
+    if (node["allow_pure_python"]) {
+        auto b = yamlx::boolean(file, node["allow_pure_python"], "verify.allow_pure_python");
+        if (!b) return std::move(b).error();
+        pkg.allow_pure_python = *b;
+    }
+    if (node["lint_ignore"]) {
+        auto l = string_list(file, node["lint_ignore"], "verify.lint_ignore");
+        if (!l) return std::move(l).error();
+        pkg.lint_ignore = std::move(*l);
+    }
+    return ok_status();
+}
+
+Status parse_wrapper(const std::string& file, const YAML::Node& node, WrapperSettings& w) {
+    FORGE_TRY_STATUS(
+        yamlx::check_map(file, node, "wrapper",
+                         {"mode", "inject_arch_specific", "arch_specific_sources", "max_toolkit"}));
+    if (node["mode"]) {
+        auto s = yamlx::scalar(file, node["mode"], "wrapper.mode");
+        if (!s) return std::move(s).error();
+        w.mode = *s;
+    }
+    if (node["inject_arch_specific"]) {
+        auto b = yamlx::boolean(file, node["inject_arch_specific"], "wrapper.inject_arch_specific");
+        if (!b) return std::move(b).error();
+        w.inject_arch_specific = *b;
+    }
+    if (node["arch_specific_sources"]) {
+        auto l = string_list(file, node["arch_specific_sources"], "wrapper.arch_specific_sources");
+        if (!l) return std::move(l).error();
+        w.arch_specific_sources = std::move(*l);
+    }
+    if (node["max_toolkit"]) {
+        const YAML::Node& m = node["max_toolkit"];
+        FORGE_TRY_STATUS(yamlx::check_any_map(file, m, "wrapper.max_toolkit"));
+        for (auto it = m.begin(); it != m.end(); ++it) {
+            std::string key = it->first.Scalar();
+            auto l = arch::ArchList::parse(key, file);
+            if (!l || l->empty())
+                return error_at(file, it->first, key,
+                                "wrapper.max_toolkit keys are arches such as 12.0 or sm_120");
+            auto v = yamlx::scalar(file, it->second, "wrapper.max_toolkit[" + key + "]");
+            if (!v) return std::move(v).error();
+            auto c = normalize_cuda(*v);
+            if (!c) return error_at(file, it->second, key, c.error().message);
+            w.max_toolkit.emplace(key, *c);
+        }
+    }
+    return ok_status();
+}
+
+} // namespace
+
+Result<PackageOverride> parse_arch_override(std::string_view text, const std::string& file) {
+    auto root = yamlx::load_text(text, file);
+    if (!root) return std::move(root).error();
+    PackageOverride pkg;
+    pkg.override_file = file;
+    const YAML::Node& r = *root;
+    if (r.IsNull()) return pkg; // an empty file overrides nothing
+    FORGE_TRY_STATUS(yamlx::check_map(file, r, "arch_override.yml",
+                                      {"arch_list", "arch_list_by_cuda", "arch_list_aarch64",
+                                       "arch_list_by_cuda_aarch64", "verify", "wrapper"}));
+    for (auto [name, slot] : {std::pair{"arch_list", &pkg.arch_list},
+                              std::pair{"arch_list_aarch64", &pkg.arch_list_aarch64}}) {
+        if (!r[name]) continue;
+        auto v = parse_value(file, r[name], name);
+        if (!v) return std::move(v).error();
+        *slot = std::move(*v);
+    }
+    for (auto [name, slot] :
+         {std::pair{"arch_list_by_cuda", &pkg.arch_list_by_cuda},
+          std::pair{"arch_list_by_cuda_aarch64", &pkg.arch_list_by_cuda_aarch64}}) {
+        if (!r[name]) continue;
+        auto m = parse_by_cuda(file, r[name], name);
+        if (!m) return std::move(m).error();
+        *slot = std::move(*m);
+    }
+    if (r["verify"]) FORGE_TRY_STATUS(parse_verify(file, r["verify"], pkg));
+    if (r["wrapper"]) FORGE_TRY_STATUS(parse_wrapper(file, r["wrapper"], pkg.wrapper));
+    return pkg;
+}
+
+Status parse_build_matrix(std::string_view text, const std::string& file, PackageOverride& into) {
+    auto root = yamlx::load_text(text, file);
+    if (!root) return std::move(root).error();
+    into.matrix_file = file;
+    const YAML::Node& r = *root;
+    if (r.IsNull()) return ok_status();
+    FORGE_TRY_STATUS(yamlx::check_map(file, r, "build_matrix.yml", {"combinations"}));
+    if (!r["combinations"]) return ok_status();
+    const YAML::Node& combos = r["combinations"];
+    if (!combos.IsSequence())
+        return error_at(file, combos, "combinations", "expected a list of maps");
+    int index = 0;
+    for (const auto& c : combos) {
+        std::string where = fmt::format("combinations[{}]", index);
+        FORGE_TRY_STATUS(yamlx::check_map(
+            file, c, where, {"cuda", "torch", "python", "platform", "arch_list", "reason"}));
+        Combination combo;
+        combo.index = index;
+        combo.line = yamlx::line_of(c).value_or(0);
+        for (const char* axis : {"cuda", "torch", "python", "platform"}) {
+            if (!c[axis]) continue;
+            auto s = yamlx::scalar(file, c[axis], where + "." + axis);
+            if (!s) return std::move(s).error();
+            Result<std::string> n = std::string(axis) == "cuda"     ? normalize_cuda(*s)
+                                    : std::string(axis) == "torch"  ? normalize_torch(*s)
+                                    : std::string(axis) == "python" ? normalize_python(*s)
+                                                                    : normalize_platform(*s);
+            if (!n) return error_at(file, c[axis], where + "." + axis, n.error().message);
+            combo.match.emplace(axis, *n);
+        }
+        if (c["arch_list"]) {
+            auto v = parse_value(file, c["arch_list"], where + ".arch_list");
+            if (!v) return std::move(v).error();
+            combo.arch_list = std::move(*v);
+        }
+        into.combinations.push_back(std::move(combo));
+        ++index;
+    }
+    return ok_status();
+}
+
+Result<PackageOverride> load_package(const fs::path& packages_dir, std::string_view name) {
+    std::error_code ec;
+    std::vector<std::string> candidates{std::string(name)};
+    std::string swapped(name);
+    std::replace(swapped.begin(), swapped.end(), '-', '_');
+    if (swapped != name) candidates.push_back(swapped);
+    swapped = std::string(name);
+    std::replace(swapped.begin(), swapped.end(), '_', '-');
+    if (swapped != name) candidates.push_back(swapped);
+    for (const auto& cand : candidates) {
+        fs::path dir = packages_dir / cand;
+        if (!fs::is_directory(dir, ec)) continue;
+        fs::path ov = dir / "arch_override.yml", bm = dir / "build_matrix.yml";
+        bool has_ov = fs::is_regular_file(ov, ec), has_bm = fs::is_regular_file(bm, ec);
+        if (!has_ov && !has_bm) {
+            Error e{"package directory has neither arch_override.yml nor build_matrix.yml",
+                    dir.string()};
+            e.key = std::string(name);
+            return e;
+        }
+        PackageOverride pkg;
+        if (has_ov) {
+            auto text = read_all(ov);
+            if (!text) return std::move(text).error();
+            auto parsed = parse_arch_override(*text, ov.string());
+            if (!parsed) return std::move(parsed).error();
+            pkg = std::move(*parsed);
+        }
+        if (has_bm) {
+            auto text = read_all(bm);
+            if (!text) return std::move(text).error();
+            FORGE_TRY_STATUS(parse_build_matrix(*text, bm.string(), pkg));
+        }
+        pkg.name = cand;
+        return pkg;
+    }
+    // Most packages need no override: the policy row applies (the resolution says so).
+    PackageOverride none;
+    none.name = std::string(name);
+    return none;
+}
+
+std::vector<std::string> list_packages(const fs::path& packages_dir) {
+    std::vector<std::string> out;
+    std::error_code ec;
+    for (fs::directory_iterator it(packages_dir, ec), end; !ec && it != end; it.increment(ec))
+        if (it->is_directory(ec)) out.push_back(it->path().filename().string());
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+} // namespace forge::policy

@@ -1,0 +1,77 @@
+// packages/<pkg>/arch_override.yml and packages/<pkg>/build_matrix.yml: a package's own arch
+// floors (the seeds' four fields), its verify waivers and the wrapper's per-package settings.
+#pragma once
+
+#include "arch/arch.h"
+#include "core/result.h"
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace forge::policy {
+
+// An override value: a plain string (the seeds' form) or {list, reason, source}.
+struct OverrideValue {
+    std::string text;
+    arch::ArchList list;
+    std::string reason; // "" for the plain-string form
+    std::string source; // upstream evidence (URL, file), "" for the plain-string form
+    int line = 0;
+};
+
+// verify.allow_missing_archs entry: a documented upstream absence.
+struct Waiver {
+    arch::Target target;
+    std::string evidence; // required
+    int line = 0;
+};
+
+// The wrapper's per-package settings (arch_override.yml `wrapper:`), read by the nvcc front end.
+struct WrapperSettings {
+    std::string mode;                               // "" = the front end's default
+    std::optional<bool> inject_arch_specific;       // inject into TUs that carry a/f targets
+    std::vector<std::string> arch_specific_sources; // globs of TUs that are arch-specific
+    std::map<std::string, std::string> max_toolkit; // arch token -> newest CUDA to build it with
+};
+
+struct Combination {
+    int index = 0; // position in `combinations:`
+    int line = 0;
+    std::map<std::string, std::string> match; // cuda/torch/python/platform present in the row
+    std::optional<OverrideValue> arch_list;
+};
+
+struct PackageOverride {
+    std::string name;
+    std::string override_file; // "" if the package has none
+    std::string matrix_file;   // "" if the package has none
+    // x86-64 / Windows lane
+    std::optional<OverrideValue> arch_list;
+    std::map<std::string, OverrideValue> arch_list_by_cuda;
+    // aarch64 lane
+    std::optional<OverrideValue> arch_list_aarch64;
+    std::map<std::string, OverrideValue> arch_list_by_cuda_aarch64;
+    // verify:
+    std::vector<Waiver> allow_missing;
+    bool allow_pure_python = false;
+    std::vector<std::string> lint_ignore;
+    WrapperSettings wrapper;
+    // build_matrix.yml
+    std::vector<Combination> combinations;
+};
+
+// Loads packages_dir/<name>/ (name also tried with '-' and '_' swapped). No directory: an empty
+// override (both file fields ""), since most packages ride the policy row. A directory without
+// either file is an error (exit 2).
+Result<PackageOverride> load_package(const std::filesystem::path& packages_dir,
+                                     std::string_view name);
+Result<PackageOverride> parse_arch_override(std::string_view text, const std::string& file);
+Status parse_build_matrix(std::string_view text, const std::string& file, PackageOverride& into);
+
+// Every package directory name under packages_dir (sorted).
+std::vector<std::string> list_packages(const std::filesystem::path& packages_dir);
+
+} // namespace forge::policy

@@ -1,0 +1,310 @@
+#include "policy/resolve.h"
+
+#include "core/paths.h"
+#include "policy/sha256.h"
+#include "policy/versions.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace forge::policy {
+
+namespace {
+
+struct Winner {
+    std::string text;
+    arch::ArchList list;
+    std::string source;
+    std::string reason;
+};
+
+Winner from_override(const OverrideValue& v, const std::string& pkg, std::string_view file,
+                     std::string field) {
+    return Winner{v.text, v.list, fmt::format("packages/{}/{}:{}", pkg, file, field), v.reason};
+}
+
+Winner from_row(const PolicyRow& r, std::string field) {
+    return Winner{r.text, r.list, std::move(field), r.reason};
+}
+
+Error input_error(std::string message, std::string file, std::string key,
+                  std::optional<int> line = {}) {
+    Error e{std::move(message), std::move(file)};
+    e.key = std::move(key);
+    e.line = line;
+    e.exit_code = kExitInput;
+    return e;
+}
+
+std::string describe_build(const TorchBuild& b) {
+    std::vector<std::string> sass, ptx;
+    for (const auto& t : b.targets)
+        (t.kind == arch::Kind::Sass ? sass : ptx).push_back(arch::cc_string(t.sm));
+    return fmt::format("SASS {}, PTX {}",
+                       sass.empty() ? "none" : fmt::format("{}", fmt::join(sass, " ")),
+                       ptx.empty() ? "none" : fmt::format("{}", fmt::join(ptx, " ")));
+}
+
+} // namespace
+
+bool torch_runs(const TorchBuild& build, int sm, const std::vector<arch::Gpu>& gpus) {
+    arch::Gpu gpu{sm, {}, false, {}};
+    for (const auto& g : gpus)
+        if (g.sm == sm) gpu = g;
+    return std::any_of(build.targets.begin(), build.targets.end(), [&](const arch::Target& t) {
+        return arch::sass_runs_on(t, gpu) || arch::ptx_jits_on(t, gpu);
+    });
+}
+
+Result<Resolution> resolve_loaded(const ResolveRequest& req, const PolicyData& policy,
+                                  const PackageOverride* package,
+                                  const std::vector<arch::Gpu>& gpus) {
+    Resolution res;
+    auto platform = normalize_platform(req.platform.empty() ? "linux_x86_64" : req.platform);
+    if (!platform) return std::move(platform).error();
+    res.platform = *platform;
+    const bool aarch64 = res.platform == "linux_aarch64";
+    if (!req.torch.empty()) {
+        auto t = normalize_torch(req.torch);
+        if (!t) return std::move(t).error();
+        res.torch = *t;
+    }
+    if (!req.python.empty()) {
+        auto p = normalize_python(req.python);
+        if (!p) return std::move(p).error();
+        res.python = *p;
+    }
+    if (!req.cuda.empty()) {
+        auto c = normalize_cuda(req.cuda);
+        if (!c) return std::move(c).error();
+        res.cuda = *c;
+    } else if (req.toolkit) {
+        res.cuda = req.toolkit->cuda;
+    } else {
+        return input_error("no CUDA version: pass --cuda or let a real nvcc be found", "",
+                           "--cuda");
+    }
+    res.policy_file = policy.file;
+    res.policy_sha256 = policy.sha256;
+    res.build_epoch = policy.build_epoch;
+    if (package != nullptr) {
+        res.package = package->name;
+        for (const auto& w : package->allow_missing)
+            res.allow_missing.push_back(w.target);
+        res.allow_pure_python = package->allow_pure_python;
+        res.lint_ignore = package->lint_ignore;
+        res.wrapper = package->wrapper;
+        if (package->override_file.empty() && package->matrix_file.empty())
+            res.notes.push_back(
+                fmt::format("package '{}' has no packages/{}/ files: the policy row applies",
+                            package->name, package->name));
+    }
+
+    // ---- Step 1/2: pick the list (two lanes, highest wins) ----
+    std::optional<Winner> win;
+    const std::string& cuda = res.cuda;
+    if (aarch64) {
+        if (package != nullptr) {
+            if (auto it = package->arch_list_by_cuda_aarch64.find(cuda);
+                it != package->arch_list_by_cuda_aarch64.end())
+                win = from_override(it->second, package->name, "arch_override.yml",
+                                    fmt::format("arch_list_by_cuda_aarch64[{}]", cuda));
+            else if (package->arch_list_aarch64)
+                win = from_override(*package->arch_list_aarch64, package->name, "arch_override.yml",
+                                    "arch_list_aarch64");
+        }
+        if (!win) {
+            auto it = policy.arch_policy_aarch64.find(cuda);
+            if (it == policy.arch_policy_aarch64.end())
+                return input_error(
+                    fmt::format("no arch_policy_aarch64[{}] row (the aarch64 lane never falls "
+                                "back to another table)",
+                                cuda),
+                    policy.file, fmt::format("arch_policy_aarch64[{}]", cuda));
+            win = from_row(it->second, fmt::format("arch_policy_aarch64[{}]", cuda));
+        }
+    } else {
+        if (package != nullptr) {
+            for (const auto& combo : package->combinations) {
+                if (!combo.arch_list) continue;
+                bool match = true;
+                for (const auto& [axis, value] : combo.match) {
+                    const std::string& have = axis == "cuda"     ? res.cuda
+                                              : axis == "torch"  ? res.torch
+                                              : axis == "python" ? res.python
+                                                                 : res.platform;
+                    match = match && have == value;
+                }
+                if (match) {
+                    win = from_override(*combo.arch_list, package->name, "build_matrix.yml",
+                                        fmt::format("combinations[{}].arch_list", combo.index));
+                    break;
+                }
+            }
+            if (!win) {
+                if (auto it = package->arch_list_by_cuda.find(cuda);
+                    it != package->arch_list_by_cuda.end())
+                    win = from_override(it->second, package->name, "arch_override.yml",
+                                        fmt::format("arch_list_by_cuda[{}]", cuda));
+                else if (package->arch_list)
+                    win = from_override(*package->arch_list, package->name, "arch_override.yml",
+                                        "arch_list");
+            }
+        }
+        if (!win && !res.torch.empty()) {
+            std::string key = fmt::format("{}/{}", cuda, res.torch);
+            if (auto it = policy.arch_exceptions.find(key); it != policy.arch_exceptions.end())
+                win = from_row(it->second, fmt::format("arch_exceptions[{}]", key));
+        }
+        if (!win) {
+            auto it = policy.arch_policy.find(cuda);
+            if (it == policy.arch_policy.end())
+                return input_error(
+                    fmt::format("no arch_policy[{}] row; a missing CUDA key is a hard error, "
+                                "never a guess",
+                                cuda),
+                    policy.file, fmt::format("arch_policy[{}]", cuda));
+            win = from_row(it->second, fmt::format("arch_policy[{}]", cuda));
+        }
+    }
+    res.source = win->source;
+    res.requested = win->text;
+    res.reason = win->reason;
+    arch::ArchList list = win->list;
+
+    // ---- clamp 1: what this toolkit can emit ----
+    const std::set<arch::Target>* emittable = nullptr;
+    std::string nvcc_name;
+    if (req.toolkit && (req.cuda.empty() || req.toolkit->cuda == cuda)) {
+        emittable = &req.toolkit->emittable;
+        nvcc_name = fmt::format("nvcc {}", req.toolkit->full_version);
+        res.nvcc_source = fmt::format("{} --help (probed)", req.toolkit->nvcc);
+    } else {
+        auto it = policy.nvcc_supported.find(cuda);
+        if (it == policy.nvcc_supported.end())
+            return input_error(
+                fmt::format("no nvcc_supported[{}] row: what CUDA {} can emit is unknown", cuda,
+                            cuda),
+                policy.file, fmt::format("nvcc_supported[{}]", cuda));
+        emittable = &it->second.emittable;
+        nvcc_name = fmt::format("nvcc {}", cuda);
+        res.nvcc_source = fmt::format("nvcc_supported[{}] ({})", cuda, it->second.read_from);
+    }
+    std::vector<arch::ArchEntry> kept;
+    for (const auto& e : list.entries()) {
+        std::optional<arch::Target> missing;
+        for (const auto& t : e.targets())
+            if (!emittable->count(t)) {
+                missing = t;
+                break;
+            }
+        if (missing)
+            res.clamped.push_back({e.token(), fmt::format("{} cannot emit {} ({})", nvcc_name,
+                                                          missing->name(), res.nvcc_source)});
+        else
+            kept.push_back(e);
+    }
+
+    // ---- clamp 2: what the paired torch can run ----
+    if (!res.torch.empty()) {
+        const auto& table = aarch64 ? policy.torch_runnable_aarch64 : policy.torch_runnable;
+        const char* table_name = aarch64 ? "torch_runnable_aarch64" : "torch_runnable";
+        auto it = table.find(cuda);
+        if (it == table.end() && aarch64) {
+            res.notes.push_back(
+                fmt::format("torch clamp not applied: no torch_runnable_aarch64[{}] row (the "
+                            "ADR-0012 table covers PyTorch's x86-64 wheels only)",
+                            cuda));
+        } else if (it == table.end()) {
+            return input_error(
+                fmt::format("no {}[{}] row: what torch can run on CUDA {} is unknown", table_name,
+                            cuda, cuda),
+                policy.file, fmt::format("{}[{}]", table_name, cuda));
+        } else {
+            const TorchIndex& idx = it->second;
+            if (std::find(idx.releases.begin(), idx.releases.end(), res.torch) ==
+                idx.releases.end())
+                return input_error(
+                    fmt::format("torch {} has no build on the CUDA {} index (releases: {})",
+                                res.torch, cuda, fmt::join(idx.releases, " ")),
+                    policy.file, fmt::format("{}[{}].releases", table_name, cuda),
+                    idx.line > 0 ? std::optional<int>(idx.line) : std::nullopt);
+            const TorchBuild& build = idx.build_for(res.torch);
+            std::string where =
+                idx.by_torch.count(res.torch)
+                    ? fmt::format("{}[{}].by_torch[{}]", table_name, cuda, res.torch)
+                    : fmt::format("{}[{}]", table_name, cuda);
+            std::vector<arch::ArchEntry> runnable;
+            for (const auto& e : kept) {
+                if (torch_runs(build, e.sm, gpus)) {
+                    runnable.push_back(e);
+                    continue;
+                }
+                res.clamped.push_back(
+                    {e.token(),
+                     fmt::format(
+                         "torch {} (CUDA {}) cannot run on CC {}: it ships {} and none of it "
+                         "loads or JITs there, so a cubin for it is unreachable ({})",
+                         res.torch, cuda, arch::cc_string(e.sm), describe_build(build), where)});
+            }
+            kept = std::move(runnable);
+        }
+    }
+
+    if (kept.empty()) {
+        std::vector<std::string> why;
+        for (const auto& c : res.clamped)
+            why.push_back(fmt::format("{}: {}", c.token, c.reason));
+        Error e{fmt::format("{} '{}' collapses to an empty arch list after the clamp ({})",
+                            res.source, res.requested, fmt::join(why, "; "))};
+        e.key = res.source;
+        e.file = res.source.starts_with("packages/") ? std::string() : policy.file;
+        e.exit_code = kExitPolicy;
+        return e;
+    }
+    arch::ArchList clamped_list;
+    for (const auto& e : kept)
+        clamped_list.add(e);
+
+    // ---- Step 3: +PTX on the highest plain token (never on an a/f token) ----
+    if (int sm = clamped_list.ensure_ptx_on_highest_base(); sm >= 0) res.ptx_added_sm = sm;
+    res.list = std::move(clamped_list);
+    return res;
+}
+
+Result<Resolution> resolve(const ResolveRequest& request) {
+    ResolveRequest req = request;
+    if (req.policy_file.empty()) req.policy_file = default_policy_file();
+    if (req.packages_dir.empty()) req.packages_dir = default_packages_dir();
+    if (req.gpus_file.empty()) req.gpus_file = default_gpus_file();
+    if (req.cuda.empty() && !req.toolkit) {
+        auto nvcc = find_real_nvcc();
+        if (!nvcc) return std::move(nvcc).error();
+        auto tk = probe_toolkit(*nvcc);
+        if (!tk) return std::move(tk).error();
+        req.toolkit = std::move(*tk);
+    }
+    auto policy = load_policy(req.policy_file);
+    if (!policy) return std::move(policy).error();
+    auto gpus = load_gpus(req.gpus_file);
+    if (!gpus) return std::move(gpus).error();
+    std::optional<PackageOverride> pkg;
+    if (!req.package.empty()) {
+        auto p = load_package(req.packages_dir, req.package);
+        if (!p) return std::move(p).error();
+        pkg = std::move(*p);
+    }
+    return resolve_loaded(req, *policy, pkg ? &*pkg : nullptr, *gpus);
+}
+
+std::string cell_key(const Resolution& r) {
+    std::string canonical =
+        fmt::format("nvcc-forge cell v1\ncuda={}\ntorch={}\npython={}\nplatform={}\npackage={}\n"
+                    "arch_list={}\nbuild_epoch={}\n",
+                    r.cuda, r.torch, r.python, r.platform, r.package, r.list.to_string(),
+                    r.build_epoch ? fmt::format("{}", *r.build_epoch) : std::string("none"));
+    return sha256_hex(canonical);
+}
+
+} // namespace forge::policy

@@ -1,0 +1,112 @@
+#include "policy/yaml_util.h"
+
+#include <charconv>
+#include <fmt/format.h>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace forge::policy::yamlx {
+
+std::optional<int> line_of(const YAML::Node& node) {
+    if (!node.IsDefined()) return std::nullopt;
+    YAML::Mark m = node.Mark();
+    if (m.line < 0) return std::nullopt;
+    return m.line + 1;
+}
+
+Error error_at(const std::string& file, const YAML::Node& node, std::string key,
+               std::string message) {
+    Error e{std::move(message), file};
+    e.line = line_of(node);
+    e.key = std::move(key);
+    return e;
+}
+
+Result<YAML::Node> load_text(std::string_view text, const std::string& file) {
+    try {
+        return YAML::Load(std::string(text));
+    } catch (const YAML::Exception& ex) {
+        Error e{fmt::format("YAML syntax error: {}", ex.msg), file};
+        if (ex.mark.line >= 0) e.line = ex.mark.line + 1;
+        return e;
+    }
+}
+
+Result<YAML::Node> load_file(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return Error{"cannot read file", path.string()};
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return load_text(ss.str(), path.string());
+}
+
+namespace {
+
+Status check_map_impl(const std::string& file, const YAML::Node& node, std::string_view where,
+                      const std::initializer_list<std::string_view>* allowed) {
+    if (!node.IsMap())
+        return error_at(file, node, std::string(where),
+                        node.IsNull() ? "expected a map, found nothing" : "expected a map");
+    std::set<std::string> seen;
+    for (auto it = node.begin(); it != node.end(); ++it) {
+        if (!it->first.IsScalar())
+            return error_at(file, it->first, std::string(where), "map keys must be plain scalars");
+        std::string key = it->first.Scalar();
+        if (!seen.insert(key).second)
+            return error_at(file, it->first, key, fmt::format("duplicate key in {}", where));
+        if (allowed == nullptr) continue;
+        bool known = false;
+        for (auto a : *allowed)
+            known = known || a == key;
+        if (!known) {
+            std::string list;
+            for (auto a : *allowed)
+                list += fmt::format("{}{}", list.empty() ? "" : ", ", a);
+            return error_at(file, it->first, key,
+                            fmt::format("unknown key in {} (allowed: {})", where, list));
+        }
+    }
+    return ok_status();
+}
+
+} // namespace
+
+Status check_map(const std::string& file, const YAML::Node& node, std::string_view where,
+                 std::initializer_list<std::string_view> allowed) {
+    return check_map_impl(file, node, where, &allowed);
+}
+
+Status check_any_map(const std::string& file, const YAML::Node& node, std::string_view where) {
+    return check_map_impl(file, node, where, nullptr);
+}
+
+Result<std::string> scalar(const std::string& file, const YAML::Node& node, std::string_view key) {
+    if (!node.IsScalar())
+        return error_at(file, node, std::string(key),
+                        node.IsNull() || !node.IsDefined() ? "expected a value, found nothing"
+                                                           : "expected a single value (a string)");
+    return node.Scalar();
+}
+
+Result<bool> boolean(const std::string& file, const YAML::Node& node, std::string_view key) {
+    auto s = scalar(file, node, key);
+    if (!s) return std::move(s).error();
+    if (*s == "true") return true;
+    if (*s == "false") return false;
+    return error_at(file, node, std::string(key),
+                    fmt::format("expected true or false, got '{}'", *s));
+}
+
+Result<long> integer(const std::string& file, const YAML::Node& node, std::string_view key) {
+    auto s = scalar(file, node, key);
+    if (!s) return std::move(s).error();
+    long v = 0;
+    auto [p, ec] = std::from_chars(s->data(), s->data() + s->size(), v);
+    if (ec != std::errc() || p != s->data() + s->size())
+        return error_at(file, node, std::string(key),
+                        fmt::format("expected an integer, got '{}'", *s));
+    return v;
+}
+
+} // namespace forge::policy::yamlx
