@@ -17,10 +17,10 @@ namespace forge::nvcc {
 // What the installed nvcc can emit and what it does by default: the model needs it to expand
 // `-arch=all`, `all-major`, no-target defaults and to know what cannot be emitted (the clamp).
 struct ToolkitCaps {
-    int major = 13, minor = 0;             // CUDA release of the real nvcc
-    std::set<arch::Target> emittable;      // every sm_/compute_/lto_ target nvcc accepts (a/f incl.)
-    int default_sm = 75;                   // nvcc's default arch when no target flag is given
-    std::optional<int> native_sm;          // what -arch=native resolves to (nullopt: no GPU -> default)
+    int major = 13, minor = 0;        // CUDA release of the real nvcc
+    std::set<arch::Target> emittable; // every sm_/compute_/lto_ target nvcc accepts (a/f incl.)
+    int default_sm = 75;              // nvcc's default arch when no target flag is given
+    std::optional<int> native_sm;     // what -arch=native resolves to (nullopt: no GPU -> default)
 };
 
 // Why a call produces no device code and is passed through byte for byte.
@@ -36,13 +36,13 @@ enum class NoDeviceReason {
 };
 
 enum class Phase {
-    Compile,     // -c (whole-program device code)
-    CompileRdc,  // -dc / -rdc=true -c
-    DeviceLink,  // -dlink
-    Link,        // no phase flag: compile and/or link (host link does a device link for rdc objs)
-    Ptx,         // -ptx (one virtual arch only: never inject)
-    Cubin,       // -cubin (one code only: never inject)
-    Fatbin,      // -fatbin
+    Compile,    // -c (whole-program device code)
+    CompileRdc, // -dc / -rdc=true -c
+    DeviceLink, // -dlink
+    Link,       // no phase flag: compile and/or link (host link does a device link for rdc objs)
+    Ptx,        // -ptx (one virtual arch only: never inject)
+    Cubin,      // -cubin (one code only: never inject)
+    Fatbin,     // -fatbin
     OtherSingleTarget, // -optix-ir, -ltoir: never inject
 };
 
@@ -50,25 +50,26 @@ enum class Phase {
 struct Arg {
     std::string text;
     enum class Source { Argv, OptionsFile, PrependEnv, AppendEnv } source = Source::Argv;
-    std::string origin; // options file path, env var name
+    std::string origin;  // options file path, env var name
+    int argv_index = -1; // index into Invocation::argv for Source::Argv, else -1
 };
 
 struct Invocation {
-    std::vector<std::string> argv;          // the original argv[1..] as given (never modified)
-    std::vector<Arg> effective;             // PREPEND + argv (options files expanded) + APPEND
+    std::vector<std::string> argv; // the original argv[1..] as given (never modified)
+    std::vector<Arg> effective;    // PREPEND + argv (options files expanded) + APPEND
     NoDeviceReason no_device = NoDeviceReason::None;
     Phase phase = Phase::Link;
-    bool dryrun = false;                    // -dryrun/--dryrun: rewritten like the real compile
+    bool dryrun = false; // -dryrun/--dryrun: rewritten like the real compile
     bool dlto = false;
     bool rdc = false;
-    std::vector<std::string> sources;       // device inputs (.cu or -x cu) as written
-    std::vector<std::string> objects;       // .o/.a inputs (device link)
-    std::string output;                     // -o value, "" if none
-    std::set<arch::Target> requested;       // the images nvcc will emit, after expansions
-    bool targets_explicit = false;          // false: nvcc's default applies
-    bool arch_specific = false;             // any a/f target requested
-    bool uses_native = false;               // -arch=native
-    std::vector<std::string> warnings;      // e.g. "-arch=native in a distributable build"
+    std::vector<std::string> sources;  // device inputs (.cu or -x cu) as written
+    std::vector<std::string> objects;  // .o/.a inputs (device link)
+    std::string output;                // -o value, "" if none
+    std::set<arch::Target> requested;  // the images nvcc will emit, after expansions
+    bool targets_explicit = false;     // false: nvcc's default applies
+    bool arch_specific = false;        // any a/f target requested
+    bool uses_native = false;          // -arch=native
+    std::vector<std::string> warnings; // e.g. "-arch=native in a distributable build"
 };
 
 // Parses argv (without argv[0]) with NVCC_PREPEND_FLAGS/NVCC_APPEND_FLAGS values (empty if
@@ -80,9 +81,13 @@ Result<Invocation> parse_invocation(const std::vector<std::string>& argv,
 
 // A rewrite of one call: the argv to run instead of the original.
 struct Rewrite {
-    std::vector<std::string> argv;       // new argv[1..]
-    std::vector<arch::Target> injected;  // targets added (as -gencode tokens appended)
-    std::vector<std::string> clamped;    // user tokens removed because nvcc cannot emit them
+    std::vector<std::string> argv;             // new argv[1..]
+    std::vector<arch::Target> injected;        // targets added (as -gencode tokens appended)
+    std::vector<std::string> clamped;          // user tokens removed because nvcc cannot emit them
+    std::vector<arch::Target> clamped_targets; // the targets those tokens named (for the log)
+    // Why something asked for was not done (a token outside argv that cannot be rewritten, a
+    // -dlto link step, a default made explicit ...). Empty in the ordinary case.
+    std::vector<std::string> notes;
 };
 
 // Adds `-gencode arch=compute_X,code=sm_X` / `code=compute_X` for each missing target at the end
@@ -91,6 +96,12 @@ struct Rewrite {
 // targets are added as code=[compute_X,lto_X]. Never called for Ptx/Cubin/OtherSingleTarget.
 Rewrite inject(const Invocation& inv, const std::vector<arch::Target>& missing, bool clamp,
                const ToolkitCaps& caps);
+
+// Target images of an -arch shorthand value ("sm_90a" -> sm_90a, compute_90, compute_90a;
+// "all" -> every plain SASS + the highest major's PTX ...), as nvcc 13.0 expands it for a compile
+// (without -dlto). Error for a value nvcc rejects.
+Result<std::set<arch::Target>> expand_arch_shorthand(std::string_view value,
+                                                     const ToolkitCaps& caps);
 
 // Names of the phase/reason, for logs.
 std::string_view phase_string(Phase p);

@@ -1,0 +1,59 @@
+// ToolkitCaps of nvcc 13.0.88, built by the probe's parsers from that nvcc's captured output
+// (data/nvcc-13.0-*.txt), so unit tests need no toolkit and still use the real lists.
+#pragma once
+
+#include "nvcc/cmdline.h"
+#include "nvcc/probe.h"
+
+#include <fstream>
+#include <gtest/gtest.h>
+#include <sstream>
+#include <string>
+
+namespace forge::nvcc::testing {
+
+inline std::string read_data(const std::string& name) {
+    std::ifstream f(std::string(FORGE_TEST_SOURCE_DIR) + "/unit/nvcc/data/" + name);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+}
+
+inline ToolkitCaps caps13() {
+    ToolkitCaps caps;
+    auto rel = parse_release(read_data("nvcc-13.0-version.txt"));
+    EXPECT_TRUE(rel.ok());
+    if (rel) {
+        caps.major = rel->first;
+        caps.minor = rel->second;
+    }
+    caps.default_sm = default_sm_for(caps.major);
+    auto plain = parse_target_list(read_data("nvcc-13.0-list-gpu-code.txt"));
+    auto all = parse_help_gpu_codes(read_data("nvcc-13.0-help.txt"));
+    EXPECT_TRUE(plain.ok() && all.ok());
+    if (plain) caps.emittable = *plain;
+    if (all) caps.emittable.insert(all->begin(), all->end());
+    return caps;
+}
+
+inline arch::Target T(std::string_view name) {
+    auto t = arch::parse_target(name);
+    EXPECT_TRUE(t.ok()) << name;
+    return t ? *t : arch::Target{};
+}
+
+inline std::set<arch::Target> Ts(std::initializer_list<std::string_view> names) {
+    std::set<arch::Target> out;
+    for (auto n : names)
+        out.insert(T(n));
+    return out;
+}
+
+inline std::string names(const std::set<arch::Target>& ts) {
+    std::string s;
+    for (const auto& t : ts)
+        s += (s.empty() ? "" : " ") + t.name();
+    return s;
+}
+
+} // namespace forge::nvcc::testing
