@@ -1,0 +1,505 @@
+// parse_invocation(): targets, phases, passthrough reasons, option-argument traps, options files
+// and NVCC_*_FLAGS. Expected values are nvcc 13.0.88 `-dryrun` observations; the integration
+// test (tests/integration/nvcc) checks the same table against the real nvcc.
+#include "caps_fixture.h"
+#include "nvcc/options.h"
+
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+
+namespace forge::nvcc {
+namespace {
+
+using testing::caps13;
+using testing::names;
+using testing::Ts;
+
+Result<Invocation> parse(std::vector<std::string> argv, const std::string& pre = "",
+                         const std::string& app = "", const std::string& cwd = "",
+                         const ToolkitCaps& caps = caps13()) {
+    return parse_invocation(argv, pre, app, cwd, caps);
+}
+
+std::string requested(std::vector<std::string> argv, const std::string& pre = "",
+                      const std::string& app = "") {
+    auto inv = parse(std::move(argv), pre, app);
+    if (!inv) return "ERROR: " + inv.error().to_string();
+    return names(inv->requested);
+}
+
+TEST(Caps, FromNvcc13Output) {
+    auto caps = caps13();
+    EXPECT_EQ(caps.major, 13);
+    EXPECT_EQ(caps.minor, 0);
+    EXPECT_EQ(caps.default_sm, 75);
+    EXPECT_TRUE(caps.emittable.contains(testing::T("sm_90a")));
+    EXPECT_TRUE(caps.emittable.contains(testing::T("compute_100f")));
+    EXPECT_TRUE(caps.emittable.contains(testing::T("lto_121f")));
+    EXPECT_TRUE(caps.emittable.contains(testing::T("sm_110")));
+    EXPECT_FALSE(caps.emittable.contains(testing::T("sm_72")));
+    EXPECT_FALSE(caps.emittable.contains(testing::T("sm_101"))); // renamed sm_110 in 13.0
+    // 12 plain CCs, a for 90..121 (6), f for 100..121 (5), each as sm_, compute_ and lto_.
+    EXPECT_EQ(caps.emittable.size(), (12u + 6u + 5u) * 3);
+    EXPECT_EQ(default_sm_for(12), 52);
+    EXPECT_EQ(default_sm_for(11), 52);
+}
+
+TEST(Probe, ParsersRejectGarbage) {
+    EXPECT_FALSE(parse_release("nvcc: NVIDIA (R) Cuda compiler driver\n").ok());
+    auto r = parse_release("Cuda compilation tools, release 12.8, V12.8.93");
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->first, 12);
+    EXPECT_EQ(r->second, 8);
+    auto bad = parse_target_list("sm_80\nbogus\n");
+    ASSERT_FALSE(bad.ok());
+    EXPECT_EQ(bad.error().key, "bogus");
+    EXPECT_FALSE(parse_target_list("").ok());
+    EXPECT_FALSE(parse_help_gpu_codes("--gpu-architecture <arch> (-arch)\n").ok());
+}
+
+TEST(Targets, DefaultWhenNoTargetFlag) {
+    auto inv = parse({"-c", "k.cu", "-o", "k.o"});
+    ASSERT_TRUE(inv.ok());
+    EXPECT_FALSE(inv->targets_explicit);
+    EXPECT_EQ(names(inv->requested), "sm_75 compute_75");
+    EXPECT_EQ(inv->phase, Phase::Compile);
+    EXPECT_EQ(inv->no_device, NoDeviceReason::None);
+    EXPECT_EQ(inv->output, "k.o");
+    EXPECT_EQ(inv->sources, std::vector<std::string>{"k.cu"});
+    // CUDA 12's default is sm_52: the model follows the caps, not a constant.
+    auto caps12 = caps13();
+    caps12.major = 12;
+    caps12.default_sm = default_sm_for(12);
+    auto old = parse({"-c", "k.cu"}, "", "", "", caps12);
+    ASSERT_TRUE(old.ok());
+    EXPECT_EQ(names(old->requested), "sm_52 compute_52");
+}
+
+TEST(Targets, ArchShorthands) {
+    EXPECT_EQ(requested({"-c", "k.cu", "-arch=sm_80"}), "sm_80 compute_80");
+    EXPECT_EQ(requested({"-c", "k.cu", "-arch", "sm_80"}), "sm_80 compute_80");
+    EXPECT_EQ(requested({"-c", "k.cu", "--gpu-architecture=sm_80"}), "sm_80 compute_80");
+    EXPECT_EQ(requested({"-c", "k.cu", "--gpu-architecture", "sm_80"}), "sm_80 compute_80");
+    EXPECT_EQ(requested({"-c", "k.cu", "-arch=compute_80"}), "compute_80");
+    EXPECT_EQ(requested({"-c", "k.cu", "-arch=sm_90a"}), "sm_90a compute_90 compute_90a");
+    EXPECT_EQ(requested({"-c", "k.cu", "-arch=compute_90a"}), "compute_90 compute_90a");
+    EXPECT_EQ(requested({"-c", "k.cu", "-arch=sm_100f"}), "sm_100f compute_100 compute_100f");
+    EXPECT_EQ(requested({"-dc", "k.cu", "-arch=lto_80"}), "lto_80");
+    EXPECT_EQ(requested({"-dc", "k.cu", "-arch=lto_90a"}), "lto_90 lto_90a");
+    EXPECT_EQ(requested({"-c", "k.cu", "-arch=all"}),
+              "sm_75 sm_80 sm_86 sm_87 sm_88 sm_89 sm_90 sm_100 sm_103 sm_110 sm_120 sm_121 "
+              "compute_120");
+    EXPECT_EQ(requested({"-c", "k.cu", "-arch=all-major"}),
+              "sm_75 sm_80 sm_90 sm_100 sm_110 sm_120 compute_120");
+}
+
+TEST(Targets, Native) {
+    auto inv = parse({"-c", "k.cu", "-arch=native"});
+    ASSERT_TRUE(inv.ok());
+    EXPECT_TRUE(inv->uses_native);
+    EXPECT_EQ(names(inv->requested), "sm_75 compute_75"); // no GPU: nvcc's default
+    ASSERT_EQ(inv->warnings.size(), 1u);
+    EXPECT_NE(inv->warnings[0].find("native"), std::string::npos);
+    auto caps = caps13();
+    caps.native_sm = 90;
+    auto h200 = parse({"-c", "k.cu", "-arch=native"}, "", "", "", caps);
+    ASSERT_TRUE(h200.ok());
+    EXPECT_EQ(names(h200->requested), "sm_90"); // SASS only, no PTX
+    EXPECT_FALSE(parse({"-c", "k.cu"})->uses_native);
+}
+
+TEST(Targets, GencodeSpellings) {
+    const std::string want = "sm_80 compute_80";
+    for (std::vector<std::string> argv : {
+             std::vector<std::string>{"-gencode", "arch=compute_80,code=[sm_80,compute_80]"},
+             {"-gencode=arch=compute_80,code=[sm_80,compute_80]"},
+             {"--generate-code", "arch=compute_80,code=[sm_80,compute_80]"},
+             {"--generate-code=arch=compute_80,code=[sm_80,compute_80]"},
+             {"-gencode", "arch=compute_80,code=\"sm_80,compute_80\""},
+             {"-gencode=arch=compute_80,code=\"sm_80,compute_80\""},
+             {"-gencode", "code=[sm_80,compute_80],arch=compute_80"},
+             {"-gencode", "arch=compute_80, code=[sm_80,compute_80]"},
+             {"-gencode", "arch=compute_80,code=sm_80", "-gencode",
+              "arch=compute_80,code=compute_80"},
+             {"-gencode", "arch=compute_80,code=[sm_80]",
+              "-gencode=arch=compute_80,code=[compute_80]"},
+             {"-gencode=arch=compute_80,code=sm_80", "-gencode=arch=compute_80,code=sm_80",
+              "--generate-code=arch=compute_80,code=compute_80"},
+         }) {
+        argv.insert(argv.begin(), {"-c", "k.cu"});
+        EXPECT_EQ(requested(argv), want) << argv[2];
+    }
+    EXPECT_EQ(requested({"-c", "k.cu", "-gencode", "arch=compute_80,code=[sm_80,sm_86,sm_89]"}),
+              "sm_80 sm_86 sm_89");
+    EXPECT_EQ(requested({"-c", "k.cu", "-gencode", "arch=compute_90a,code=sm_90a"}), "sm_90a");
+    EXPECT_EQ(requested({"-c", "k.cu", "-gencode", "arch=compute_90,code=sm_90a"}), "sm_90a");
+    // A family arch rewrites a plain code into the family image [obs: elf sm=103f].
+    EXPECT_EQ(requested({"-c", "k.cu", "-gencode", "arch=compute_100f,code=sm_103"}), "sm_103f");
+    EXPECT_EQ(requested({"-c", "k.cu", "-gencode", "arch=compute_100f,code=sm_103a"}), "sm_103a");
+    EXPECT_EQ(requested({"-c", "k.cu", "-gencode", "arch=compute_100,code=sm_100f"}), "sm_100f");
+    EXPECT_EQ(requested({"-c", "k.cu", "-gencode", "arch=compute_120f,code=sm_121f"}), "sm_121f");
+    EXPECT_EQ(requested({"-dc", "k.cu", "-gencode", "arch=compute_90,code=[compute_90,lto_90]"}),
+              "compute_90 lto_90");
+}
+
+TEST(Targets, CodeListsAndMixing) {
+    EXPECT_EQ(requested({"-c", "k.cu", "-arch=compute_80", "-code=sm_80,sm_86"}), "sm_80 sm_86");
+    EXPECT_EQ(requested({"-c", "k.cu", "-arch=compute_80", "-code=sm_80,compute_80"}),
+              "sm_80 compute_80");
+    EXPECT_EQ(
+        requested({"-c", "k.cu", "-arch", "compute_80", "-code", "sm_80", "--gpu-code=sm_86"}),
+        "sm_80 sm_86"); // -code accumulates
+    EXPECT_EQ(requested({"-c", "k.cu", "-arch=compute_90a", "-code=sm_90a"}), "sm_90a");
+    EXPECT_EQ(requested({"-c", "k.cu", "-arch=compute_100f", "-code=sm_103"}), "sm_103f");
+    // -arch is last-wins, -gencode accumulates, mixing is additive.
+    EXPECT_EQ(requested({"-c", "k.cu", "-arch=sm_80", "-arch=sm_86"}), "sm_86 compute_86");
+    EXPECT_EQ(requested({"-c", "k.cu", "-arch=sm_80", "-gencode", "arch=compute_90,code=sm_90"}),
+              "sm_80 sm_90 compute_80");
+    auto mix = parse({"-c", "k.cu", "-arch=all", "-gencode", "arch=compute_90a,code=sm_90a"});
+    ASSERT_TRUE(mix.ok());
+    EXPECT_TRUE(mix->requested.contains(testing::T("sm_90a")));
+    EXPECT_TRUE(mix->requested.contains(testing::T("sm_121")));
+    EXPECT_TRUE(mix->arch_specific);
+}
+
+TEST(Targets, ArchSpecific) {
+    EXPECT_TRUE(parse({"-c", "k.cu", "-arch=sm_90a"})->arch_specific);
+    EXPECT_TRUE(parse({"-c", "k.cu", "-gencode", "arch=compute_100f,code=sm_100f"})->arch_specific);
+    EXPECT_TRUE(parse({"-c", "k.cu", "-gencode", "arch=compute_100f,code=sm_103"})->arch_specific);
+    EXPECT_FALSE(parse({"-c", "k.cu", "-arch=sm_90"})->arch_specific);
+    EXPECT_FALSE(parse({"-c", "k.cu", "-arch=all"})->arch_specific);
+}
+
+TEST(Targets, Dlto) {
+    auto inv = parse({"-dc", "-dlto", "k.cu", "-arch=sm_80"});
+    ASSERT_TRUE(inv.ok());
+    EXPECT_TRUE(inv->dlto);
+    EXPECT_TRUE(inv->rdc);
+    EXPECT_EQ(names(inv->requested), "compute_80 lto_80");
+    EXPECT_EQ(requested({"-dc", "--lto", "k.cu", "-arch=sm_80"}), "compute_80 lto_80");
+    EXPECT_EQ(requested({"-dc", "--dlink-time-opt", "k.cu", "-arch=compute_80"}),
+              "compute_80 lto_80");
+    EXPECT_EQ(requested({"-dc", "-dlto", "k.cu", "-arch=sm_90a"}),
+              "compute_90 compute_90a lto_90 lto_90a");
+    EXPECT_EQ(requested({"-dc", "-dlto", "k.cu"}), "compute_75 lto_75");
+    EXPECT_EQ(requested({"-c", "-dlto", "k.cu", "-arch=sm_80"}), "compute_80 lto_80");
+    // -dlto with -gencode/-code at compile is fatal in nvcc.
+    EXPECT_FALSE(parse({"-dc", "-dlto", "k.cu", "-gencode", "arch=compute_90,code=lto_90"}).ok());
+    // At device link it is what CMake's IPO does.
+    EXPECT_EQ(requested({"-dlink", "-dlto", "a.o",
+                         "--generate-code=arch=compute_80,code=[compute_80,sm_80]", "-o", "d.o"}),
+              "sm_80");
+}
+
+TEST(Targets, DeviceLinkYieldsSassOnly) {
+    auto inv = parse({"-dlink", "a.o", "b.o", "-o", "d.o", "-arch=sm_80"});
+    ASSERT_TRUE(inv.ok());
+    EXPECT_EQ(inv->phase, Phase::DeviceLink);
+    EXPECT_EQ(inv->no_device, NoDeviceReason::None);
+    EXPECT_EQ(inv->objects, (std::vector<std::string>{"a.o", "b.o"}));
+    EXPECT_EQ(names(inv->requested), "sm_80");
+    EXPECT_EQ(requested({"-dlink", "a.o", "-o", "d.o"}), "sm_75");
+    EXPECT_EQ(requested({"-dlink", "a.o", "-o", "d.o", "-arch=sm_90a"}), "sm_90a");
+    EXPECT_EQ(requested({"-dlink", "a.o", "-o", "d.o", "-arch=compute_80"}), "");
+    EXPECT_EQ(requested({"a.o", "-o", "app", "-arch=sm_90"}), "sm_90"); // host link device-links
+    auto link = parse({"a.o", "b.a", "-o", "app"});
+    ASSERT_TRUE(link.ok());
+    EXPECT_EQ(link->phase, Phase::Link);
+    EXPECT_EQ(link->no_device, NoDeviceReason::None);
+}
+
+TEST(Targets, MalformedSpecsAreErrorsNamingTheToken) {
+    struct Case {
+        std::vector<std::string> argv;
+        std::string key;
+    };
+    for (const auto& c : std::vector<Case>{
+             {{"-code=sm_80"}, "-code=sm_80"},
+             {{"-arch=sm_80", "-code=sm_80"}, "-arch=sm_80"},
+             {{"-gencode", "arch=compute_80,code=sm_80,sm_86"}, "-gencode"},
+             {{"-gencode=arch=compute_80,code=[]"}, "-gencode=arch=compute_80,code=[]"},
+             {{"-gencode=arch=sm_80,code=sm_80"}, "-gencode=arch=sm_80,code=sm_80"},
+             {{"-gencode=arch=compute_80,code=sm_80,arch=compute_90"},
+              "-gencode=arch=compute_80,code=sm_80,arch=compute_90"},
+             {{"-gencode=arch=compute_80"}, "-gencode=arch=compute_80"},
+             {{"-gencode=code=sm_80"}, "-gencode=code=sm_80"},
+             {{"-gencode=arch=compute_90,code=sm_80"}, "-gencode=arch=compute_90,code=sm_80"},
+             {{"-gencode=arch=compute_90a,code=sm_90"}, "-gencode=arch=compute_90a,code=sm_90"},
+             {{"-gencode=arch=compute_100f,code=sm_110f"},
+              "-gencode=arch=compute_100f,code=sm_110f"},
+             {{"-gencode=arch=compute_80,code=compute_86"},
+              "-gencode=arch=compute_80,code=compute_86"},
+             {{"-gencode=arch=all,code=sm_80"}, "-gencode=arch=all,code=sm_80"},
+             {{"-gencode", "arch=compute_80,code=[sm_80, sm_86]"}, "-gencode"},
+             {{"-arch=sm_80,sm_86"}, "-arch=sm_80,sm_86"},
+             {{"-arch=80"}, "-arch=80"},
+             {{"-arch=SM_80"}, "-arch=SM_80"},
+             {{"-arch=sm_80a"}, "-arch=sm_80a"},
+             {{"-arch=all", "-code=sm_80"}, "-arch=all"},
+         }) {
+        std::vector<std::string> argv = {"-c", "k.cu"};
+        argv.insert(argv.end(), c.argv.begin(), c.argv.end());
+        auto inv = parse(argv);
+        ASSERT_FALSE(inv.ok()) << c.argv.back();
+        EXPECT_EQ(inv.error().key, c.key) << inv.error().to_string();
+    }
+    // nvcc ignores target flags where it compiles nothing: `--version -arch=bogus` is fine.
+    auto v = parse({"--version", "-arch=bogus"});
+    ASSERT_TRUE(v.ok());
+    EXPECT_EQ(v->no_device, NoDeviceReason::Version);
+}
+
+// The argument of any value-taking option is never a target, a flag or an input.
+TEST(Traps, OptionArgumentsAreNeverTargetsOrInputs) {
+    int checked = 0;
+    for (const auto& o : option_table()) {
+        if (o.arg != ArgKind::Required) continue;
+        if (o.role == Role::OptionsFile || o.role == Role::GpuArch || o.role == Role::GpuCode ||
+            o.role == Role::GenCode || o.role == Role::Language)
+            continue;
+        for (auto sp : {o.long_name, o.short_name}) {
+            if (sp.empty()) continue;
+            ++checked;
+            auto inv = parse({std::string(sp), "-arch=sm_90", "-c", "k.cu"});
+            ASSERT_TRUE(inv.ok()) << sp;
+            EXPECT_EQ(names(inv->requested), "sm_75 compute_75") << sp;
+            EXPECT_FALSE(inv->targets_explicit) << sp;
+            auto in = parse({std::string(sp), "other.cu", "-c", "k.cu"});
+            ASSERT_TRUE(in.ok()) << sp;
+            EXPECT_EQ(in->sources, std::vector<std::string>{"k.cu"}) << sp;
+            auto ph = parse({std::string(sp), "-ptx", "-c", "k.cu"});
+            ASSERT_TRUE(ph.ok()) << sp;
+            EXPECT_EQ(ph->phase, Phase::Compile) << sp; // "-ptx" was the argument
+        }
+    }
+    EXPECT_GT(checked, 120);
+}
+
+TEST(Traps, KnownCases) {
+    // -Xptxas's argument goes to ptxas [obs: compiles sm_80].
+    EXPECT_EQ(requested({"-Xptxas", "-arch=sm_86", "-arch=sm_80", "-c", "k.cu"}),
+              "sm_80 compute_80");
+    EXPECT_EQ(requested({"-Xcompiler", "-march=native", "-c", "k.cu"}), "sm_75 compute_75");
+    EXPECT_EQ(requested({"-Xnvlink", "-arch=sm_86", "-c", "k.cu"}), "sm_75 compute_75");
+    EXPECT_EQ(requested({"--ptxas-options=-arch=sm_86", "-c", "k.cu"}), "sm_75 compute_75");
+    EXPECT_EQ(requested({"-Xcicc", "-arch", "-c", "k.cu"}), "sm_75 compute_75");
+    auto o = parse({"-c", "k.cu", "-o", "-arch.o"});
+    ASSERT_TRUE(o.ok());
+    EXPECT_EQ(o->output, "-arch.o");
+    EXPECT_FALSE(o->targets_explicit);
+    // Unknown options (forwarded to the host compiler) never take an argument.
+    auto u = parse({"-forward-unknown-to-host-compiler", "-fPIC", "extra.cu", "-c", "k.cu"});
+    ASSERT_TRUE(u.ok());
+    EXPECT_EQ(u->sources, (std::vector<std::string>{"extra.cu", "k.cu"}));
+    // Attached values: -lineinfo is a flag, -lfoo a library, -Ifoo.cu an include dir.
+    auto a = parse({"-lineinfo", "-lcuda", "-Idir.cu", "-DARCH=sm_90", "-c", "k.cu"});
+    ASSERT_TRUE(a.ok());
+    EXPECT_EQ(a->sources, std::vector<std::string>{"k.cu"});
+    EXPECT_FALSE(a->targets_explicit);
+    // -x cu applies to every input wherever it stands; -x c++ turns .cu into host code.
+    auto x = parse({"-c", "h.cpp", "-arch=sm_90", "-x", "cu"});
+    ASSERT_TRUE(x.ok());
+    EXPECT_EQ(x->sources, std::vector<std::string>{"h.cpp"});
+    EXPECT_EQ(x->no_device, NoDeviceReason::None);
+    auto xc = parse({"-x", "c++", "-c", "k.cu"});
+    ASSERT_TRUE(xc.ok());
+    EXPECT_EQ(xc->no_device, NoDeviceReason::HostOnly);
+    EXPECT_EQ(parse({"--x=cu", "-c", "h.cc"})->no_device, NoDeviceReason::None);
+}
+
+TEST(Phases, DetectedFromFlags) {
+    struct Case {
+        std::vector<std::string> argv;
+        Phase phase;
+    };
+    for (const auto& c : std::vector<Case>{
+             {{"-c", "k.cu"}, Phase::Compile},
+             {{"--compile", "k.cu"}, Phase::Compile},
+             {{"-dc", "k.cu"}, Phase::CompileRdc},
+             {{"--device-c", "k.cu"}, Phase::CompileRdc},
+             {{"-rdc=true", "-c", "k.cu"}, Phase::CompileRdc},
+             {{"-rdc", "true", "-c", "k.cu"}, Phase::CompileRdc},
+             {{"-rdc=false", "-c", "k.cu"}, Phase::Compile},
+             {{"-dlink", "a.o"}, Phase::DeviceLink},
+             {{"--device-link", "a.o"}, Phase::DeviceLink},
+             {{"k.cu", "-o", "app"}, Phase::Link},
+             {{"-ptx", "k.cu"}, Phase::Ptx},
+             {{"--ptx", "k.cu"}, Phase::Ptx},
+             {{"-cubin", "k.cu"}, Phase::Cubin},
+             {{"-fatbin", "k.cu"}, Phase::Fatbin},
+             {{"-optix-ir", "k.cu"}, Phase::OtherSingleTarget},
+             {{"-ltoir", "-dlto", "k.cu"}, Phase::OtherSingleTarget},
+             {{"-dw", "k.cu"}, Phase::Compile},
+             {{"-cuda", "k.cu"}, Phase::Compile},
+             {{"-lib", "k.cu"}, Phase::Compile},
+         }) {
+        auto inv = parse(c.argv);
+        ASSERT_TRUE(inv.ok()) << c.argv[0];
+        EXPECT_EQ(inv->phase, c.phase) << c.argv[0] << " " << phase_string(inv->phase);
+    }
+    EXPECT_TRUE(parse({"-dryrun", "-c", "k.cu"})->dryrun);
+    EXPECT_TRUE(parse({"--dryrun", "-c", "k.cu"})->dryrun);
+    EXPECT_FALSE(parse({"-c", "k.cu"})->dryrun);
+    EXPECT_EQ(parse({"-dryrun", "-c", "k.cu"})->no_device, NoDeviceReason::None);
+}
+
+TEST(Passthrough, NoDeviceReasons) {
+    struct Case {
+        std::vector<std::string> argv;
+        NoDeviceReason reason;
+    };
+    for (const auto& c : std::vector<Case>{
+             {{"--version"}, NoDeviceReason::Version},
+             {{"-V"}, NoDeviceReason::Version},
+             {{"--version", "-arch=sm_90", "-c", "k.cu"}, NoDeviceReason::Version},
+             {{"-h"}, NoDeviceReason::Help},
+             {{"--help"}, NoDeviceReason::Help},
+             {{"--list-gpu-arch"}, NoDeviceReason::ListGpu},
+             {{"--list-gpu-code"}, NoDeviceReason::ListGpu},
+             {{"-arch-ls"}, NoDeviceReason::ListGpu},
+             {{"-code-ls"}, NoDeviceReason::ListGpu},
+             {{"-E", "k.cu"}, NoDeviceReason::Preprocess},
+             {{"--preprocess", "k.cu", "-arch=sm_90"}, NoDeviceReason::Preprocess},
+             {{"-M", "k.cu"}, NoDeviceReason::Preprocess},
+             {{"-MM", "k.cu"}, NoDeviceReason::Preprocess},
+             {{"--generate-dependencies", "k.cu"}, NoDeviceReason::Preprocess},
+             {{"-MD", "-MF", "k.d", "-c", "k.cu"}, NoDeviceReason::None},
+             {{"-MMD", "-c", "k.cu"}, NoDeviceReason::None},
+             {{"--generate-dependencies-with-compile", "-c", "k.cu"}, NoDeviceReason::None},
+             {{"-c", "h.cpp", "-arch=sm_90"}, NoDeviceReason::HostOnly},
+             {{"-c", "a.c", "b.cc", "c.cxx"}, NoDeviceReason::HostOnly},
+             {{"-lib", "a.o", "-o", "liba.a"}, NoDeviceReason::HostOnly},
+             {{"--keep", "--keep-dir", "tmp", "-v", "CMakeCUDACompilerId.cu"},
+              NoDeviceReason::CMakeCompilerId},
+             {{"-c", "/x/CMakeFiles/4.4/CompilerIdCUDA/CMakeCUDACompilerId.cu"},
+              NoDeviceReason::CMakeCompilerId},
+             {{"-v", "__cmake_determine_cuda"}, NoDeviceReason::CMakeCompilerId},
+             {{}, NoDeviceReason::NoInput},
+             {{"-arch=sm_90", "-c"}, NoDeviceReason::NoInput},
+         }) {
+        auto inv = parse(c.argv);
+        ASSERT_TRUE(inv.ok()) << (c.argv.empty() ? "" : c.argv[0]);
+        EXPECT_EQ(inv->no_device, c.reason)
+            << (c.argv.empty() ? "" : c.argv[0]) << ": " << no_device_string(inv->no_device);
+    }
+}
+
+class OptionsFiles : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        dir_ = std::filesystem::path(FORGE_TEST_BINARY_DIR) / "nvcc-optf" /
+               ::testing::UnitTest::GetInstance()->current_test_info()->name();
+        std::filesystem::remove_all(dir_);
+        std::filesystem::create_directories(dir_ / "sub");
+    }
+    void write(const std::string& rel, const std::string& text) {
+        std::ofstream(dir_ / rel, std::ios::binary) << text;
+    }
+    Result<Invocation> run(std::vector<std::string> argv, const std::string& app = "") {
+        return parse_invocation(argv, "", app, dir_.string(), caps13());
+    }
+    std::filesystem::path dir_;
+};
+
+TEST_F(OptionsFiles, AllSpellingsExpandInPlace) {
+    write("t.rsp", "-arch=sm_86\n");
+    for (std::vector<std::string> argv : {std::vector<std::string>{"-optf", "t.rsp"},
+                                          {"-optf=t.rsp"},
+                                          {"--options-file", "t.rsp"},
+                                          {"--options-file=t.rsp"}}) {
+        argv.insert(argv.end(), {"-c", "k.cu"});
+        auto inv = run(argv);
+        ASSERT_TRUE(inv.ok()) << inv.error().to_string();
+        EXPECT_EQ(names(inv->requested), "sm_86 compute_86") << argv[0];
+        ASSERT_EQ(inv->effective.size(), 3u);
+        EXPECT_EQ(inv->effective[0].text, "-arch=sm_86");
+        EXPECT_EQ(inv->effective[0].source, Arg::Source::OptionsFile);
+        EXPECT_EQ(inv->effective[0].origin, (dir_ / "t.rsp").string());
+        EXPECT_EQ(inv->effective[0].argv_index, -1);
+        EXPECT_EQ(inv->effective[1].argv_index, static_cast<int>(argv.size()) - 2);
+        EXPECT_EQ(inv->argv, argv); // the original is kept as given
+    }
+}
+
+TEST_F(OptionsFiles, CommaListsNestingAndCwdRelativePaths) {
+    // [obs] sub/n.rsp's `-optf o1.rsp` opens ./o1.rsp (the cwd), not sub/o1.rsp.
+    write("o1.rsp", "-gencode=arch=compute_90,code=[sm_90,compute_90]\n");
+    write("sub/n.rsp", "-optf o1.rsp");
+    write("sub/o1.rsp", "-arch=sm_80");
+    write("files.rsp", "k.cu -c\n");
+    auto inv = run({"--options-file", "sub/n.rsp,files.rsp", "-arch=sm_86"});
+    ASSERT_TRUE(inv.ok()) << inv.error().to_string();
+    EXPECT_EQ(names(inv->requested), "sm_86 sm_90 compute_86 compute_90");
+    EXPECT_EQ(inv->sources, std::vector<std::string>{"k.cu"}); // inputs in files count
+    EXPECT_EQ(inv->phase, Phase::Compile);
+}
+
+TEST_F(OptionsFiles, Tokenizer) {
+    // Double quotes group and are removed; `\ ` escapes a space; single quotes are literal.
+    write("q.rsp", "-DX=\"a b\" -DY=a\\ b \"-DW=1\" -DS='x' -c\tk.cu\r\n-o \"out dir/k.o\"");
+    auto inv = run({"-optf", "q.rsp"});
+    ASSERT_TRUE(inv.ok()) << inv.error().to_string();
+    std::vector<std::string> texts;
+    for (const auto& a : inv->effective)
+        texts.push_back(a.text);
+    EXPECT_EQ(texts, (std::vector<std::string>{"-DX=a b", "-DY=a b", "-DW=1", "-DS='x'", "-c",
+                                               "k.cu", "-o", "out dir/k.o"}));
+    EXPECT_EQ(inv->output, "out dir/k.o");
+    // Quotes are stripped there, so `code="sm_90,compute_90"` breaks inside an options file [obs].
+    write("g.rsp", "-gencode=arch=compute_90,code=\"sm_90,compute_90\"");
+    EXPECT_FALSE(run({"-optf", "g.rsp", "-c", "k.cu"}).ok());
+    // Single quotes do not group: `'a b'` is two tokens, `b'` becomes an input.
+    write("s.rsp", "-DFOO='a b'");
+    auto s = run({"-optf", "s.rsp", "-c", "k.cu"});
+    ASSERT_TRUE(s.ok());
+    EXPECT_EQ(s->effective[1].text, "b'");
+}
+
+TEST_F(OptionsFiles, MissingFileIsAnErrorNamingIt) {
+    auto inv = run({"-optf", "missing.rsp", "-c", "k.cu"});
+    ASSERT_FALSE(inv.ok());
+    EXPECT_NE(inv.error().to_string().find("missing.rsp"), std::string::npos);
+    EXPECT_EQ(inv.error().file, (dir_ / "missing.rsp").string());
+    EXPECT_EQ(inv.error().key, "-optf");
+    // Nested: the inner name is reported.
+    write("outer.rsp", "-optf=inner-missing.rsp");
+    auto nested = run({"-optf", "outer.rsp"});
+    ASSERT_FALSE(nested.ok());
+    EXPECT_NE(nested.error().message.find("inner-missing.rsp"), std::string::npos);
+    // A file that includes itself ends with an error, not a hang or a crash.
+    write("loop.rsp", "-optf loop.rsp");
+    auto loop = run({"-optf", "loop.rsp"});
+    ASSERT_FALSE(loop.ok());
+    EXPECT_NE(loop.error().message.find("nested"), std::string::npos);
+    // An -optf argument of another option is not an options file.
+    auto o = run({"-o", "-optf", "-c", "k.cu"});
+    ASSERT_TRUE(o.ok());
+    EXPECT_EQ(o->output, "-optf");
+}
+
+TEST(EnvFlags, PrependAndAppend) {
+    auto inv = parse({"-c", "k.cu", "-arch=sm_80"}, "-ccbin=g++  -DA=1", "-arch=sm_86");
+    ASSERT_TRUE(inv.ok());
+    EXPECT_EQ(names(inv->requested), "sm_86 compute_86"); // APPEND comes last: it wins
+    ASSERT_EQ(inv->effective.size(), 6u);
+    EXPECT_EQ(inv->effective[0].source, Arg::Source::PrependEnv);
+    EXPECT_EQ(inv->effective[0].origin, "NVCC_PREPEND_FLAGS");
+    EXPECT_EQ(inv->effective[1].text, "-DA=1");
+    EXPECT_EQ(inv->effective[5].source, Arg::Source::AppendEnv);
+    EXPECT_EQ(requested({"-c", "k.cu", "-arch=sm_80"}, "-arch=sm_86"), "sm_80 compute_80");
+    EXPECT_EQ(requested({"-c", "k.cu"}, "", "-gencode arch=compute_90,code=sm_90"), "sm_90");
+    // The env tokenizer keeps double quotes, so the quoted code list works there [obs].
+    EXPECT_EQ(requested({"-c", "k.cu"}, "", "-gencode=arch=compute_80,code=\"sm_80,compute_80\""),
+              "sm_80 compute_80");
+    auto q = parse({"-c", "k.cu"}, "-DZ=\"q r\"s");
+    ASSERT_TRUE(q.ok());
+    EXPECT_EQ(q->effective[0].text, "-DZ=\"q r\"s");
+    // An env value can hold an options file too.
+    auto err = parse({"-c", "k.cu"}, "", "-optf /nonexistent/forge.rsp");
+    ASSERT_FALSE(err.ok());
+    EXPECT_EQ(err.error().file, "/nonexistent/forge.rsp");
+}
+
+} // namespace
+} // namespace forge::nvcc
