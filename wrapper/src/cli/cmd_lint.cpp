@@ -1,0 +1,93 @@
+// nvcc-forge lint SRC_DIR (--arch-list LIST | resolve options) [--format text|json]
+//   [--lint-ignore ENTRY]...
+// Arch-gated device code the list does not declare, and build scripts that decide archs
+// themselves (tools/lint.h has the rules and the lint_ignore format).
+// Exit 0 clean (or every finding ignored), 1 findings, 2 unusable input.
+#include "cli/command.h"
+#include "cli/policy_options.h"
+#include "tools/lint.h"
+#include "tools/lint_report.h"
+
+#include <boost/program_options.hpp>
+#include <fmt/format.h>
+#include <iostream>
+
+namespace po = boost::program_options;
+
+namespace forge::cli {
+namespace {
+
+int run_lint(int argc, char** argv) {
+    po::options_description desc(
+        "nvcc-forge lint SRC_DIR (--arch-list LIST | resolve options) [--format text|json]");
+    std::string src, format = "text";
+    std::vector<std::string> extra_ignores;
+    desc.add_options()("help,h", "show this help")(
+        "src", po::value(&src), "source tree (or one file) to lint")("format", po::value(&format),
+                                                                     "text | json")(
+        "lint-ignore", po::value(&extra_ignores)->composing(),
+        "GLOB[:RULE]: silence matching findings visibly (added to the package's lint_ignore)");
+    add_resolve_options(desc, /*with_arch_list=*/true);
+    po::positional_options_description pos;
+    pos.add("src", 1);
+    po::variables_map vm;
+    try {
+        po::store(po::command_line_parser(argc, argv).options(desc).positional(pos).run(), vm);
+        po::notify(vm);
+    } catch (const po::error& e) {
+        fmt::print(stderr, "nvcc-forge lint: {}\n", e.what());
+        return kExitInput;
+    }
+    if (vm.count("help")) {
+        std::cout << desc
+                  << "\nRules and the lint_ignore format (GLOB or GLOB:RULE): see "
+                     "wrapper/src/tools/lint.h.\nExit: 0 clean, 1 findings, 2 unusable input.\n";
+        return kExitOk;
+    }
+    if (src.empty()) {
+        fmt::print(stderr, "nvcc-forge lint: no SRC_DIR given\n");
+        return kExitInput;
+    }
+    if (format != "text" && format != "json") {
+        fmt::print(stderr, "nvcc-forge lint: --format must be text or json, not '{}'\n", format);
+        return kExitInput;
+    }
+    auto resolution = resolve_from_options(vm);
+    if (!resolution) {
+        fmt::print(stderr, "nvcc-forge lint: {}\n", resolution.error().to_string());
+        return resolution.error().exit_code;
+    }
+
+    tools::LintOptions opts;
+    opts.list = resolution->list;
+    opts.ignore = resolution->lint_ignore;
+    opts.ignore.insert(opts.ignore.end(), extra_ignores.begin(), extra_ignores.end());
+    opts.ignore_origin = resolution->package.empty()
+                             ? std::string("--lint-ignore")
+                             : fmt::format("packages/{}/arch_override.yml lint_ignore / "
+                                           "--lint-ignore",
+                                           resolution->package);
+    auto report = tools::lint_tree(src, opts);
+    if (!report) {
+        fmt::print(stderr, "nvcc-forge lint: {}\n", report.error().to_string());
+        return kExitInput;
+    }
+    if (format == "json") {
+        std::cout << tools::lint_to_json(*report).dump(2) << "\n";
+        for (const auto& s : report->skipped)
+            fmt::print(stderr, "nvcc-forge lint: skipped {}\n", s);
+        for (const auto& u : report->unused_ignores)
+            fmt::print(stderr, "nvcc-forge lint: lint_ignore entry '{}' matched no finding\n", u);
+    } else {
+        std::cout << tools::lint_to_text(*report, opts.list);
+    }
+    if (report->unreadable) return kExitInput;
+    return report->active_count() > 0 ? kExitPolicy : kExitOk;
+}
+
+} // namespace
+
+FORGE_COMMAND("lint", "find arch-gated code and build scripts the arch list does not cover",
+              run_lint);
+
+} // namespace forge::cli

@@ -1,0 +1,22 @@
+// Rendering a lint report: text for people, JSON for CI (a list of findings).
+#pragma once
+
+#include "tools/lint.h"
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace forge::tools {
+
+// One line per finding:
+//   csrc/q.cu:12: arch-gate: __CUDA_ARCH__ >= 890 (needs 8.9; list has 8.0 8.6 9.0+PTX) — why
+//   setup.py:40: script-emits-gencode: cc_flag.append("-gencode") — why
+// An ignored finding ends in "— ignored (lint_ignore: ENTRY)" instead of the why. A summary line
+// follows; skipped files and unused lint_ignore entries are listed after it.
+std::string lint_to_text(const LintReport& report, const arch::ArchList& list);
+
+// [{"file", "line", "rule", "needs" (null for script rules), "pattern", "why", "ignored",
+//   "ignored_by" (null when active)}, ...]
+nlohmann::json lint_to_json(const LintReport& report);
+
+} // namespace forge::tools
