@@ -297,6 +297,23 @@ TEST_F(Dryrun, EnvFlagsAndOptionsFiles) {
         EXPECT_NE(p.rc, 0) << bad;
         EXPECT_FALSE(model(compile(bad)).ok()) << bad;
     }
+    // Quoted paths and escapes: the model's -o is the file nvcc writes.
+    std::ofstream(dir_ / "p.rsp") << "-c \"k.cu\" -o \"out dir/k.o\" -DQ=c\\d\n";
+    {
+        Plan p = dryrun({"-optf", "p.rsp"});
+        ASSERT_EQ(p.rc, 0) << p.output;
+        EXPECT_NE(p.output.find("-o \"out dir/k.o\""), std::string::npos) << p.output;
+        EXPECT_NE(p.output.find("-D \"Q=cd\""), std::string::npos) << p.output;
+        auto inv = model({"-optf", "p.rsp"});
+        ASSERT_TRUE(inv.ok());
+        EXPECT_EQ(inv->output, "out dir/k.o");
+        EXPECT_EQ(inv->sources, std::vector<std::string>{"k.cu"});
+    }
+    std::ofstream(dir_ / "stray.rsp") << "-DA=\"b\n";
+    EXPECT_NE(dryrun(compile("-optf stray.rsp")).rc, 0);
+    EXPECT_FALSE(model(compile("-optf stray.rsp")).ok());
+    EXPECT_NE(dryrun(compile(""), "", "-DA=\"b").rc, 0);
+    EXPECT_FALSE(model(compile(""), "", "-DA=\"b").ok());
     std::ofstream(dir_ / "q.rsp") << "-gencode=arch=compute_90,code=\"sm_90,compute_90\"\n";
     EXPECT_NE(dryrun(compile("-optf q.rsp")).rc, 0);
     EXPECT_FALSE(model(compile("-optf q.rsp")).ok());

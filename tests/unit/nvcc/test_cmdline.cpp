@@ -446,6 +446,19 @@ TEST_F(OptionsFiles, Tokenizer) {
     EXPECT_EQ(texts, (std::vector<std::string>{"-DX=a b", "-DY=a b", "-DW=1", "-DS='x'", "-c",
                                                "k.cu", "-o", "out dir/k.o"}));
     EXPECT_EQ(inv->output, "out dir/k.o");
+    // A backslash makes any next character literal and is removed [obs: `c\d` -> `cd`,
+    // `\\,b` reaches nvcc's list splitter as `\,b`].
+    write("b.rsp", "-DQ=c\\d -DR=\\\\,b -DV=a\\\"b -c k.cu");
+    auto b = run({"-optf", "b.rsp"});
+    ASSERT_TRUE(b.ok()) << b.error().to_string();
+    EXPECT_EQ(b->effective[0].text, "-DQ=cd");
+    EXPECT_EQ(b->effective[1].text, "-DR=\\,b");
+    EXPECT_EQ(b->effective[2].text, "-DV=a\"b");
+    // An unbalanced double quote is fatal to nvcc ("Stray '\"' character"): an error naming the file.
+    write("u.rsp", "-DA=\"b");
+    auto u = run({"-optf", "u.rsp", "-c", "k.cu"});
+    ASSERT_FALSE(u.ok());
+    EXPECT_EQ(u.error().file, (dir_ / "u.rsp").string());
     // Quotes are stripped there, so `code="sm_90,compute_90"` breaks inside an options file [obs].
     write("g.rsp", "-gencode=arch=compute_90,code=\"sm_90,compute_90\"");
     EXPECT_FALSE(run({"-optf", "g.rsp", "-c", "k.cu"}).ok());
@@ -495,6 +508,12 @@ TEST(EnvFlags, PrependAndAppend) {
     auto q = parse({"-c", "k.cu"}, "-DZ=\"q r\"s");
     ASSERT_TRUE(q.ok());
     EXPECT_EQ(q->effective[0].text, "-DZ=\"q r\"s");
+    // Unbalanced quotes there are fatal too.
+    auto stray = parse({"-c", "k.cu"}, "", "-DA=\"b");
+    ASSERT_FALSE(stray.ok());
+    EXPECT_EQ(stray.error().file, "NVCC_APPEND_FLAGS");
+    // Backslashes are kept in env tokens (nvcc's list splitter sees them).
+    EXPECT_EQ(parse({"-c", "k.cu"}, "-DA=x\\y")->effective[0].text, "-DA=x\\y");
     // An env value can hold an options file too.
     auto err = parse({"-c", "k.cu"}, "", "-optf /nonexistent/forge.rsp");
     ASSERT_FALSE(err.ok());

@@ -26,20 +26,21 @@ bool is_space(char c) {
     return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
 }
 
-// nvcc's options-file tokenizer: whitespace separates; double quotes group and are removed;
-// a backslash before whitespace makes it part of the token; single quotes are literal; no
-// comments. Other backslashes are kept for nvcc's list splitter (`-DX=a\,b`).
-std::vector<std::string> tokenize_options_file(std::string_view text) {
+// nvcc's options-file tokenizer [obs]: whitespace separates; double quotes group and are removed;
+// a backslash makes the next character literal (`\ ` a space, `\"` a quote, `\\` a backslash) and
+// is removed; single quotes are literal; no comments. An unbalanced quote is fatal to nvcc
+// ("Stray '"' character").
+Result<std::vector<std::string>> tokenize_options_file(std::string_view text) {
     std::vector<std::string> out;
     std::string cur;
     bool in_token = false, in_quotes = false;
     for (std::size_t i = 0; i < text.size(); ++i) {
         char c = text[i];
-        if (c == '"') {
-            in_quotes = !in_quotes;
-            in_token = true;
-        } else if (c == '\\' && i + 1 < text.size() && is_space(text[i + 1])) {
+        if (c == '\\' && i + 1 < text.size()) {
             cur += text[++i];
+            in_token = true;
+        } else if (c == '"') {
+            in_quotes = !in_quotes;
             in_token = true;
         } else if (is_space(c) && !in_quotes) {
             if (in_token) out.push_back(std::move(cur));
@@ -50,13 +51,14 @@ std::vector<std::string> tokenize_options_file(std::string_view text) {
             in_token = true;
         }
     }
+    if (in_quotes) return Error{"stray '\"' character (unbalanced double quote)"};
     if (in_token) out.push_back(std::move(cur));
     return out;
 }
 
 // NVCC_PREPEND_FLAGS / NVCC_APPEND_FLAGS: whitespace separates, double quotes group and are KEPT
-// (`code="sm_90,compute_90"` works there), single quotes are literal.
-std::vector<std::string> tokenize_env(std::string_view text) {
+// (`code="sm_90,compute_90"` works there), single quotes and backslashes are literal [obs].
+Result<std::vector<std::string>> tokenize_env(std::string_view text) {
     std::vector<std::string> out;
     std::string cur;
     bool in_token = false, in_quotes = false;
@@ -71,6 +73,7 @@ std::vector<std::string> tokenize_env(std::string_view text) {
             in_token = true;
         }
     }
+    if (in_quotes) return Error{"stray '\"' character (unbalanced double quote)"};
     if (in_token) out.push_back(std::move(cur));
     return out;
 }
@@ -144,8 +147,15 @@ Status expand(const std::vector<Arg>& in, const std::string& cwd, int depth,
             }
             std::stringstream ss;
             ss << f.rdbuf();
+            auto tokens = tokenize_options_file(ss.str());
+            if (!tokens) {
+                Error e = std::move(tokens).error();
+                e.file = p.string();
+                e.key = a.text;
+                return e;
+            }
             std::vector<Arg> nested;
-            for (auto& t : tokenize_options_file(ss.str()))
+            for (auto& t : *tokens)
                 nested.push_back(Arg{std::move(t), Arg::Source::OptionsFile, p.string(), -1});
             FORGE_TRY_STATUS(expand(nested, cwd, depth + 1, out));
         }
@@ -597,12 +607,16 @@ Result<std::set<Target>> expand_arch_shorthand(std::string_view v, const Toolkit
 Result<Invocation> parse_invocation(const std::vector<std::string>& argv,
                                     const std::string& prepend_env, const std::string& append_env,
                                     const std::string& cwd, const ToolkitCaps& caps) {
+    auto pre = tokenize_env(prepend_env);
+    if (!pre) return std::move(pre.error().in_file("NVCC_PREPEND_FLAGS"));
+    auto app = tokenize_env(append_env);
+    if (!app) return std::move(app.error().in_file("NVCC_APPEND_FLAGS"));
     std::vector<Arg> raw;
-    for (auto& t : tokenize_env(prepend_env))
+    for (auto& t : *pre)
         raw.push_back(Arg{std::move(t), Arg::Source::PrependEnv, "NVCC_PREPEND_FLAGS", -1});
     for (std::size_t i = 0; i < argv.size(); ++i)
         raw.push_back(Arg{argv[i], Arg::Source::Argv, "", static_cast<int>(i)});
-    for (auto& t : tokenize_env(append_env))
+    for (auto& t : *app)
         raw.push_back(Arg{std::move(t), Arg::Source::AppendEnv, "NVCC_APPEND_FLAGS", -1});
     std::vector<Arg> effective;
     FORGE_TRY_STATUS(expand(raw, cwd, 0, effective));
