@@ -2,6 +2,7 @@
 // predicts must be the images `nvcc -dryrun` plans (fatbinary --image3 kind=elf/ptx/nvvm, nvlink
 // --arch, with the cicc -arch and ptxas -arch passes consistent with them); every command line the
 // model rejects must be rejected by nvcc and vice versa; inject() round trips through nvcc.
+#include "../../unit/nvcc/caps_fixture.h"
 #include "nvcc/cmdline.h"
 #include "nvcc/probe.h"
 
@@ -72,17 +73,8 @@ class Dryrun : public ::testing::Test {
         auto caps = probe_toolkit(nvcc_path());
         ASSERT_TRUE(caps.ok()) << caps.error().to_string();
         caps_ = *caps;
-        // -arch=native follows the build machine's GPU; ask nvcc's own helper like nvcc does.
-        fs::path query = fs::path(nvcc_path()).parent_path() / "__nvcc_device_query";
-        if (fs::exists(query)) {
-            std::error_code ec;
-            bp::ipstream out;
-            bp::child c(bp::exe = query.string(), bp::std_out > out, bp::std_err > bp::null, ec);
-            std::string text{std::istreambuf_iterator<char>(out), {}};
-            if (!ec) c.wait(ec);
-            if (!ec && c.exit_code() == 0 && !text.empty() && std::isdigit(text[0]))
-                caps_.native_sm = std::stoi(text);
-        }
+        // -arch=native follows the build machine's GPU (none on CI: nvcc's default).
+        caps_.native_sm = query_native_sm(nvcc_path());
     }
     void SetUp() override {
         if (nvcc_path().empty() || !fs::exists(nvcc_path()))
@@ -196,6 +188,11 @@ TEST_F(Dryrun, ProbeMatchesTheToolkit) {
         Plan p = dryrun(compile("-gencode arch=compute_" + std::to_string(t.sm) +
                                 std::string(arch::suffix_string(t.suffix)) + ",code=" + t.name()));
         EXPECT_EQ(p.rc, 0) << t.name() << p.output;
+    }
+    // The unit tests' captured nvcc 13.0 output is what this toolkit says, if it is 13.0.
+    if (caps->major == 13 && caps->minor == 0) {
+        EXPECT_EQ(names(caps->emittable), names(testing::caps13().emittable));
+        EXPECT_EQ(caps->default_sm, testing::caps13().default_sm);
     }
     auto bad = probe_toolkit("/nonexistent/bin/nvcc");
     ASSERT_FALSE(bad.ok());

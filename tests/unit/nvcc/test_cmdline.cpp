@@ -58,6 +58,14 @@ TEST(Probe, ParsersRejectGarbage) {
     EXPECT_FALSE(parse_help_gpu_codes("--gpu-architecture <arch> (-arch)\n").ok());
 }
 
+TEST(Probe, DeviceQueryOutput) {
+    EXPECT_EQ(parse_device_query("90\n"), 90);
+    EXPECT_EQ(parse_device_query("90,80"), 80);
+    EXPECT_EQ(parse_device_query("120"), 120);
+    EXPECT_EQ(parse_device_query(""), std::nullopt);
+    EXPECT_EQ(parse_device_query("failed to call load_driver_entries()"), std::nullopt);
+}
+
 TEST(Targets, DefaultWhenNoTargetFlag) {
     auto inv = parse({"-c", "k.cu", "-o", "k.o"});
     ASSERT_TRUE(inv.ok());
@@ -454,7 +462,8 @@ TEST_F(OptionsFiles, Tokenizer) {
     EXPECT_EQ(b->effective[0].text, "-DQ=cd");
     EXPECT_EQ(b->effective[1].text, "-DR=\\,b");
     EXPECT_EQ(b->effective[2].text, "-DV=a\"b");
-    // An unbalanced double quote is fatal to nvcc ("Stray '\"' character"): an error naming the file.
+    // An unbalanced double quote is fatal to nvcc ("Stray '\"' character"): an error naming the
+    // file.
     write("u.rsp", "-DA=\"b");
     auto u = run({"-optf", "u.rsp", "-c", "k.cu"});
     ASSERT_FALSE(u.ok());

@@ -51,6 +51,16 @@ TEST(Inject, NeverDuplicatesAnImage) {
     EXPECT_TRUE(same.injected.empty());
 }
 
+TEST(Inject, NeverInjectsWhatNvccCannotEmit) {
+    auto inv = parsed({"-c", "k.cu", "-arch=sm_80"});
+    auto rw = inject(inv, targets({"sm_101", "sm_70", "sm_90"}), false, caps13());
+    EXPECT_EQ(rw.injected, targets({"sm_90"}));
+    EXPECT_EQ(rw.argv.size(), inv.argv.size() + 2);
+    ASSERT_EQ(rw.notes.size(), 2u);
+    EXPECT_NE(rw.notes[0].find("sm_101"), std::string::npos);
+    EXPECT_NE(rw.notes[1].find("sm_70"), std::string::npos);
+}
+
 TEST(Inject, ArchSpecificAndFamilyTargetsAreExplicit) {
     auto inv = parsed({"-c", "k.cu", "-arch=sm_80"});
     auto rw = inject(inv, targets({"sm_90a", "sm_100f", "compute_120f"}), false, caps13());

@@ -788,6 +788,11 @@ Rewrite inject(const Invocation& inv, const std::vector<Target>& missing, bool c
     std::set<Target> add;
     for (auto t : missing) {
         if (device_link && t.kind != Kind::Sass) continue; // nvlink makes SASS only
+        if (!emittable(caps, t)) { // fatal to nvcc: never inject what it does not know
+            rw.notes.push_back(fmt::format("not injected: nvcc {}.{} cannot emit {}", caps.major,
+                                           caps.minor, t.name()));
+            continue;
+        }
         if (dlto_compile && t.kind == Kind::Sass) {
             // A -dlto compile delivers SASS later, at the device link, from its LTO-IR.
             Target lto{Kind::Lto, t.sm, t.suffix};

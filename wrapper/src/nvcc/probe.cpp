@@ -14,7 +14,9 @@ namespace {
 Result<std::string> run_capture(const std::string& exe, const std::string& arg) {
     std::error_code ec;
     bp::ipstream out;
-    bp::child child(bp::exe = exe, bp::args = {arg}, bp::std_out > out, bp::std_err > bp::null,
+    std::vector<std::string> args;
+    if (!arg.empty()) args.push_back(arg);
+    bp::child child(bp::exe = exe, bp::args = args, bp::std_out > out, bp::std_err > bp::null,
                     bp::std_in < bp::null, ec);
     if (ec) return Error{fmt::format("cannot run '{} {}': {}", exe, arg, ec.message()), exe};
     std::string text{std::istreambuf_iterator<char>(out), std::istreambuf_iterator<char>()};
@@ -26,6 +28,35 @@ Result<std::string> run_capture(const std::string& exe, const std::string& arg) 
 }
 
 } // namespace
+
+std::optional<int> parse_device_query(std::string_view text) {
+    std::optional<int> lowest;
+    int value = 0;
+    bool in_number = false;
+    for (std::size_t i = 0; i <= text.size(); ++i) {
+        const bool digit = i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]));
+        if (digit) {
+            value = in_number ? value * 10 + (text[i] - '0') : text[i] - '0';
+            in_number = true;
+            if (value > 10000) return std::nullopt;
+        } else if (in_number) {
+            if (!lowest || value < *lowest) lowest = value;
+            in_number = false;
+        } else if (i < text.size() && text[i] != ',' &&
+                   !std::isspace(static_cast<unsigned char>(text[i]))) {
+            return std::nullopt; // an error message, not a list of CCs
+        }
+    }
+    return lowest;
+}
+
+std::optional<int> query_native_sm(const std::string& nvcc_path) {
+    auto slash = nvcc_path.find_last_of('/');
+    std::string dir = slash == std::string::npos ? "." : nvcc_path.substr(0, slash);
+    auto out = run_capture(dir + "/__nvcc_device_query", "");
+    if (!out) return std::nullopt;
+    return parse_device_query(*out);
+}
 
 int default_sm_for(int major) {
     return major >= 13 ? 75 : 52;

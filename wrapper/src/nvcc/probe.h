@@ -4,6 +4,7 @@
 #include "core/result.h"
 #include "nvcc/cmdline.h"
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -14,6 +15,13 @@ namespace forge::nvcc {
 // from the "Allowed values" of --gpu-code in --help), default_sm 75 for CUDA >= 13, 52 for 11/12.
 // native_sm stays unset (the frontend asks __nvcc_device_query only when -arch=native is used).
 Result<ToolkitCaps> probe_toolkit(const std::string& nvcc_path);
+
+// What `-arch=native` resolves to here: runs `__nvcc_device_query` next to nvcc (what nvcc itself
+// runs; it prints "90" on an H200 and fails without a driver). nullopt: no GPU, nvcc falls back to
+// its default. With several GPUs the lowest CC is returned.
+std::optional<int> query_native_sm(const std::string& nvcc_path);
+// Parses __nvcc_device_query's output ("90", "80,90"); nullopt if none.
+std::optional<int> parse_device_query(std::string_view output);
 
 // The parsing halves, for tests and for callers that cache the tool outputs.
 Result<std::pair<int, int>> parse_release(std::string_view version_output);
