@@ -7,6 +7,8 @@
 #include "policy/resolve.h"
 
 #include <boost/program_options.hpp>
+#include <optional>
+#include <string_view>
 
 namespace forge::cli {
 
@@ -16,6 +18,24 @@ void add_resolve_options(boost::program_options::options_description& desc, bool
 
 // --arch-list wins (source "--arch-list"); otherwise runs the resolver. Errors carry exit codes
 // (2 unusable input, 1 a list that collapses to empty).
+// With --arch-list the list is taken as given (no clamp, no +PTX); --package still loads the
+// package's verify/wrapper settings, and --cuda/--torch/--platform/--python are recorded.
+// Without --cuda the real nvcc on this machine gives the CUDA version and what it can emit.
 Result<policy::Resolution> resolve_from_options(const boost::program_options::variables_map& vm);
+
+// --gpus FILE or the bundled policy/gpus.yml.
+Result<std::vector<arch::Gpu>> gpus_from_options(const boost::program_options::variables_map& vm);
+// --policy FILE or the bundled policy/arch_policy.yml.
+std::filesystem::path policy_file_from_options(const boost::program_options::variables_map& vm);
+
+// Parses argv (argv[0] = subcommand) into vm. Returns an exit code when the command should stop:
+// 2 after a usage error (message on stderr), 0 after --help (usage on stdout).
+std::optional<int> parse_command_line(int argc, char** argv,
+                                      const boost::program_options::options_description& desc,
+                                      boost::program_options::variables_map& vm,
+                                      std::string_view usage);
+
+// Prints "nvcc-forge <cmd>: <error>" on stderr and returns the error's exit code.
+int report_error(std::string_view command, const Error& error);
 
 } // namespace forge::cli

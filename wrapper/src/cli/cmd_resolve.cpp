@@ -1,0 +1,60 @@
+// nvcc-forge resolve: the arch list a build cell gets (policy row or package override, clamped,
+// +PTX ensured), in the spelling the consumer needs.
+#include "cli/command.h"
+#include "cli/policy_options.h"
+#include "policy/report.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace forge::cli {
+
+namespace {
+
+int run_resolve(int argc, char** argv) {
+    namespace po = boost::program_options;
+    po::options_description desc("resolve options");
+    desc.add_options()("help,h", "show this help")(
+        "format", po::value<std::string>()->default_value("torch"),
+        "torch (TORCH_CUDA_ARCH_LIST) | gencode (nvcc flags) | cmake (CUDA_ARCHITECTURES) | json");
+    add_resolve_options(desc, false);
+    po::variables_map vm;
+    if (auto rc = parse_command_line(
+            argc, argv, desc, vm,
+            "nvcc-forge resolve [--cuda 12.8] [--torch 2.9] [--platform P] [--python 3.12] "
+            "[--package NAME] [--policy FILE] [--packages-dir DIR] [--format F]"))
+        return *rc;
+    std::string format = vm["format"].as<std::string>();
+    if (format != "torch" && format != "gencode" && format != "cmake" && format != "json") {
+        fmt::print(stderr,
+                   "nvcc-forge resolve: unknown --format '{}' (torch, gencode, cmake, json)\n",
+                   format);
+        return kExitInput;
+    }
+    auto res = resolve_from_options(vm);
+    if (!res) return report_error("resolve", res.error());
+    if (format == "json") {
+        fmt::print("{}\n", policy::resolution_json(*res).dump(2));
+        return kExitOk;
+    }
+    for (const auto& c : res->clamped)
+        fmt::print(stderr, "nvcc-forge resolve: clamped {}: {}\n", c.token, c.reason);
+    for (const auto& n : res->notes)
+        fmt::print(stderr, "nvcc-forge resolve: note: {}\n", n);
+    if (format == "torch") {
+        auto t = res->list.to_torch();
+        if (!t) return report_error("resolve", t.error());
+        fmt::print("{}\n", *t);
+    } else if (format == "cmake") {
+        fmt::print("{}\n", res->list.to_cmake());
+    } else {
+        fmt::print("{}\n", fmt::join(res->list.to_gencode(), " "));
+    }
+    return kExitOk;
+}
+
+} // namespace
+} // namespace forge::cli
+
+FORGE_COMMAND("resolve", "print the arch list of a build cell (policy + package, clamped)",
+              forge::cli::run_resolve);

@@ -1,0 +1,403 @@
+#include "policy/report.h"
+
+#include "policy/versions.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace forge::policy {
+
+using nlohmann::json;
+
+namespace {
+
+std::string products_of(const arch::Gpu& g) {
+    return g.products.empty() ? std::string("(no confirmed product)")
+                              : fmt::format("{}", fmt::join(g.products, ", "));
+}
+
+std::string html_escape(std::string_view s) {
+    std::string out;
+    for (char c : s) {
+        switch (c) {
+        case '&':
+            out += "&amp;";
+            break;
+        case '<':
+            out += "&lt;";
+            break;
+        case '>':
+            out += "&gt;";
+            break;
+        case '"':
+            out += "&quot;";
+            break;
+        case '\'':
+            out += "&#39;";
+            break;
+        default:
+            out += c;
+        }
+    }
+    return out;
+}
+
+std::vector<const arch::CoverageRow*> rows_with(const CoverageReport& r, arch::Tier t) {
+    std::vector<const arch::CoverageRow*> out;
+    for (const auto& row : r.rows)
+        if (row.tier == t) out.push_back(&row);
+    return out;
+}
+
+std::string cc_list(const std::vector<const arch::CoverageRow*>& rows) {
+    std::vector<std::string> parts;
+    for (const auto* r : rows)
+        parts.push_back(arch::cc_string(r->gpu.sm));
+    return parts.empty() ? std::string("none") : fmt::format("{}", fmt::join(parts, " "));
+}
+
+std::string gap_sentence(const arch::GapFinding& g) {
+    if (g.has_ptx_net)
+        return fmt::format("major {} has no cubin; {} PTX below it is the JIT net", g.major, g.net);
+    return fmt::format(
+        "major {} has no cubin and no PTX below it: add +PTX on {} (ADR-0012's second PTX) or a "
+        "cubin for it",
+        g.major,
+        g.suggested_sm > 0 ? arch::cc_string(g.suggested_sm) : std::string("the arch below"));
+}
+
+} // namespace
+
+json resolution_json(const Resolution& r) {
+    json j;
+    j["arch_list"] = r.list.to_string();
+    json tokens = json::array();
+    for (const auto& e : r.list.entries())
+        tokens.push_back(e.token());
+    j["tokens"] = tokens;
+    json targets = json::array();
+    for (const auto& t : r.list.targets())
+        targets.push_back(t.name());
+    j["targets"] = targets;
+    j["source"] = r.source;
+    j["requested"] = r.requested;
+    j["reason"] = r.reason;
+    json clamped = json::array();
+    for (const auto& c : r.clamped)
+        clamped.push_back({{"token", c.token}, {"reason", c.reason}});
+    j["clamped"] = clamped;
+    j["ptx_added"] = r.ptx_added_sm ? json(arch::cc_string(*r.ptx_added_sm)) : json(nullptr);
+    j["cuda"] = r.cuda;
+    j["torch"] = r.torch.empty() ? json(nullptr) : json(r.torch);
+    j["python"] = r.python.empty() ? json(nullptr) : json(r.python);
+    j["platform"] = r.platform;
+    j["package"] = r.package.empty() ? json(nullptr) : json(r.package);
+    j["policy_file"] = r.policy_file;
+    j["policy_sha256"] = r.policy_sha256;
+    j["build_epoch"] = r.build_epoch ? json(*r.build_epoch) : json(nullptr);
+    j["nvcc_source"] = r.nvcc_source;
+    j["cmake"] = r.list.to_cmake();
+    j["gencode"] = r.list.to_gencode();
+    json waivers = json::array();
+    for (const auto& t : r.allow_missing)
+        waivers.push_back(t.name());
+    j["verify"] = {{"allow_missing_archs", waivers},
+                   {"allow_pure_python", r.allow_pure_python},
+                   {"lint_ignore", r.lint_ignore}};
+    json w = json::object();
+    if (!r.wrapper.mode.empty()) w["mode"] = r.wrapper.mode;
+    if (r.wrapper.inject_arch_specific) w["inject_arch_specific"] = *r.wrapper.inject_arch_specific;
+    if (!r.wrapper.arch_specific_sources.empty())
+        w["arch_specific_sources"] = r.wrapper.arch_specific_sources;
+    if (!r.wrapper.max_toolkit.empty()) w["max_toolkit"] = r.wrapper.max_toolkit;
+    j["wrapper"] = w;
+    j["notes"] = r.notes;
+    return j;
+}
+
+CoverageReport coverage_report(const arch::ArchList& list, const std::vector<arch::Gpu>& gpus) {
+    auto targets = list.targets();
+    return CoverageReport{arch::coverage(targets, gpus), arch::major_gaps(targets)};
+}
+
+json coverage_json(const CoverageReport& report) {
+    json j = json::object();
+    for (const auto& row : report.rows) {
+        json e;
+        e["tier"] = std::string(arch::tier_string(row.tier));
+        e["products"] = row.gpu.products;
+        e["via"] = row.via;
+        e["why"] = row.why;
+        e["tegra"] = row.gpu.tegra;
+        if (!row.gpu.note.empty()) e["note"] = row.gpu.note;
+        j[arch::cc_string(row.gpu.sm)] = e;
+    }
+    return j;
+}
+
+std::string coverage_text(const Resolution& r, const CoverageReport& report) {
+    std::string out = fmt::format("arch list: {}\nsource:    {}\n", r.list.to_string(), r.source);
+    if (!r.cuda.empty())
+        out += fmt::format("cell:      cuda {} torch {} platform {}{}\n", r.cuda,
+                           r.torch.empty() ? "-" : r.torch, r.platform,
+                           r.package.empty() ? "" : fmt::format(" package {}", r.package));
+    out += "\n";
+    for (const auto& row : report.rows) {
+        out += fmt::format("{:>5}  {:<6}  {}\n", arch::cc_string(row.gpu.sm),
+                           arch::tier_string(row.tier), products_of(row.gpu));
+        out += fmt::format("       {}\n", row.why);
+        if (!row.gpu.note.empty()) out += fmt::format("       note: {}\n", row.gpu.note);
+    }
+    auto jit = rows_with(report, arch::Tier::Jit);
+    auto dead = rows_with(report, arch::Tier::Dead);
+    out += fmt::format("\nnative: {}\njit:    {}\ndead:   {}\n",
+                       cc_list(rows_with(report, arch::Tier::Native)), cc_list(jit), cc_list(dead));
+    if (!dead.empty()) {
+        out += "\nExcluded (these GPUs get cudaErrorNoKernelImageForDevice at first launch):\n";
+        for (const auto* d : dead)
+            out += fmt::format("  - {} {}: {}\n", arch::cc_string(d->gpu.sm), products_of(d->gpu),
+                               d->why);
+    }
+    if (!jit.empty()) {
+        out += "\nJIT only (minutes-long first load, driver-cache fragile; functional, not "
+               "supported):\n";
+        for (const auto* d : jit)
+            out += fmt::format("  - {} {}\n", arch::cc_string(d->gpu.sm), products_of(d->gpu));
+    }
+    if (!r.clamped.empty()) {
+        out += "\nClamped from the requested list:\n";
+        for (const auto& c : r.clamped)
+            out += fmt::format("  - {}: {}\n", c.token, c.reason);
+    }
+    if (!report.gaps.empty()) {
+        out += "\nMajor gaps:\n";
+        for (const auto& g : report.gaps)
+            out += fmt::format("  - {}{}\n", g.has_ptx_net ? "" : "FINDING: ", gap_sentence(g));
+    }
+    for (const auto& n : r.notes)
+        out += fmt::format("\nnote: {}\n", n);
+    return out;
+}
+
+std::string coverage_markdown(const Resolution& r, const CoverageReport& report) {
+    std::string out =
+        fmt::format("## Coverage of `{}`\n\nSource: `{}`", r.list.to_string(), r.source);
+    if (!r.cuda.empty())
+        out += fmt::format(" (CUDA {}, torch {}, {}{})", r.cuda, r.torch.empty() ? "-" : r.torch,
+                           r.platform,
+                           r.package.empty() ? "" : fmt::format(", package {}", r.package));
+    out += "\n\n| CC | tier | products | why |\n|---|---|---|---|\n";
+    for (const auto& row : report.rows) {
+        std::string why = row.why;
+        if (!row.gpu.note.empty()) why += fmt::format(" ({})", row.gpu.note);
+        std::replace(why.begin(), why.end(), '|', '/');
+        out += fmt::format("| {} | {} | {} | {} |\n", arch::cc_string(row.gpu.sm),
+                           arch::tier_string(row.tier), products_of(row.gpu), why);
+    }
+    auto dead = rows_with(report, arch::Tier::Dead);
+    if (!dead.empty()) {
+        out += "\n### Excluded\n\n";
+        for (const auto* d : dead)
+            out += fmt::format("- **{}** {}: {}\n", arch::cc_string(d->gpu.sm), products_of(d->gpu),
+                               d->why);
+    }
+    if (!r.clamped.empty()) {
+        out += "\n### Clamped\n\n";
+        for (const auto& c : r.clamped)
+            out += fmt::format("- `{}`: {}\n", c.token, c.reason);
+    }
+    if (!report.gaps.empty()) {
+        out += "\n### Major gaps\n\n";
+        for (const auto& g : report.gaps)
+            out += fmt::format("- {}{}\n", g.has_ptx_net ? "" : "**Finding:** ", gap_sentence(g));
+    }
+    for (const auto& n : r.notes)
+        out += fmt::format("\n> note: {}\n", n);
+    return out;
+}
+
+std::vector<MatrixCell> policy_matrix(const PolicyData& policy, const PackageOverride* package,
+                                      const std::vector<arch::Gpu>& gpus) {
+    std::vector<MatrixCell> cells;
+    auto sorted_keys = [](const auto& map) {
+        std::vector<std::string> keys;
+        for (const auto& [k, v] : map)
+            keys.push_back(k);
+        std::sort(keys.begin(), keys.end(),
+                  [](const auto& a, const auto& b) { return version_less(a, b); });
+        return keys;
+    };
+    auto add_cell = [&](const std::string& cuda, const std::string& torch,
+                        std::vector<std::string> platforms) {
+        MatrixCell cell;
+        cell.cuda = cuda;
+        cell.torch = torch;
+        cell.platforms = std::move(platforms);
+        ResolveRequest req;
+        req.cuda = cuda;
+        req.torch = torch;
+        req.platform = cell.platforms.front();
+        auto res = resolve_loaded(req, policy, package, gpus);
+        if (res) {
+            cell.coverage = coverage_report(res->list, gpus);
+            cell.resolution = std::move(*res);
+        } else {
+            cell.error = res.error().to_string();
+        }
+        cells.push_back(std::move(cell));
+    };
+    // Windows resolves through the x86 lane; a package's build_matrix may still tell them apart.
+    bool platform_specific =
+        package != nullptr &&
+        std::any_of(package->combinations.begin(), package->combinations.end(),
+                    [](const Combination& c) { return c.match.count("platform") > 0; });
+    for (const auto& cuda : sorted_keys(policy.arch_policy)) {
+        std::vector<std::string> torches{""};
+        if (auto it = policy.torch_runnable.find(cuda); it != policy.torch_runnable.end())
+            torches = it->second.releases;
+        for (const auto& torch : torches) {
+            if (platform_specific) {
+                add_cell(cuda, torch, {"linux_x86_64"});
+                add_cell(cuda, torch, {"win_amd64"});
+            } else {
+                add_cell(cuda, torch, {"linux_x86_64", "win_amd64"});
+            }
+        }
+    }
+    for (const auto& cuda : sorted_keys(policy.arch_policy_aarch64)) {
+        std::vector<std::string> torches{""};
+        if (auto it = policy.torch_runnable_aarch64.find(cuda);
+            it != policy.torch_runnable_aarch64.end())
+            torches = it->second.releases;
+        for (const auto& torch : torches)
+            add_cell(cuda, torch, {"linux_aarch64"});
+    }
+    return cells;
+}
+
+json matrix_json(const std::vector<MatrixCell>& cells) {
+    json out = json::array();
+    for (const auto& c : cells) {
+        json j{{"cuda", c.cuda},
+               {"torch", c.torch.empty() ? json(nullptr) : json(c.torch)},
+               {"platforms", c.platforms}};
+        if (c.resolution) {
+            j["resolution"] = resolution_json(*c.resolution);
+            j["coverage"] = coverage_json(c.coverage);
+        } else {
+            j["error"] = c.error;
+        }
+        out.push_back(j);
+    }
+    return out;
+}
+
+std::string matrix_html(const PolicyData& policy, const std::vector<MatrixCell>& cells,
+                        const std::vector<arch::Gpu>& gpus, const std::string& title) {
+    std::string h;
+    h += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n";
+    h += fmt::format("<title>{}</title>\n", html_escape(title));
+    h += R"(<style>
+body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px;color:#1d1d1f;background:#fff}
+h1{font-size:20px;margin:0 0 4px}
+.meta{color:#555;margin:0 0 14px;font-size:12px}
+table.grid{border-collapse:collapse;font-size:12px}
+.grid th,.grid td{border:1px solid #d0d0d0;padding:0}
+.grid thead th{padding:4px 2px;background:#f4f4f4;font-weight:600;writing-mode:vertical-rl;transform:rotate(180deg);height:48px}
+.grid th.cell{writing-mode:horizontal-tb;transform:none;text-align:left;padding:4px 8px;white-space:nowrap;background:#fafafa;font-weight:500}
+.grid thead th.cell{height:auto;vertical-align:bottom}
+.grid td.t{width:30px;height:26px;text-align:center;font-weight:700;font-size:11px}
+.n{background:#2e9e44;color:#fff}.j{background:#f2b632;color:#3a2a00}.d{background:#c8342c;color:#fff}
+.grid td.words{padding:4px 8px;font-size:12px;color:#333;min-width:360px;max-width:640px}
+.grid td.err{padding:4px 8px;color:#c8342c}
+tr.lane th{background:#e9eef6;text-align:left;padding:6px 8px;font-size:13px}
+.legend{display:flex;gap:18px;align-items:center;margin:0 0 14px;font-size:13px}
+.legend span{display:inline-flex;align-items:center;gap:6px}
+.src{color:#666;font-size:11px}
+.tegra{text-decoration:underline dotted}
+</style></head><body>
+)";
+    h += fmt::format("<h1>{}</h1>\n", html_escape(title));
+    h += fmt::format("<p class=\"meta\">policy {} &middot; sha256 {} &middot; build_epoch {} "
+                     "&middot; {} cells</p>\n",
+                     html_escape(policy.file), policy.sha256.substr(0, 16), policy.build_epoch,
+                     cells.size());
+    h += "<div class=\"legend\">";
+    for (auto [cls, letter, label] :
+         {std::tuple{"n", "N", "native: a cubin runs it"},
+          std::tuple{"j", "J", "jit: only a PTX tail reaches it (slow first load)"},
+          std::tuple{"d", "D", "dead: no kernel image"}})
+        h += fmt::format("<span><svg width=\"16\" height=\"16\" aria-hidden=\"true\"><rect "
+                         "width=\"16\" height=\"16\" "
+                         "rx=\"3\" class=\"{}\" fill=\"{}\"/></svg>{} {}</span>",
+                         cls,
+                         std::string(cls) == "n"   ? "#2e9e44"
+                         : std::string(cls) == "j" ? "#f2b632"
+                                                   : "#c8342c",
+                         letter, html_escape(label));
+    h += "<span class=\"tegra\">underlined CC = Tegra (own cubin only)</span></div>\n";
+    h += "<table class=\"grid\">\n<thead><tr><th class=\"cell\">CUDA &middot; torch &middot; "
+         "platform</th>";
+    for (const auto& g : gpus)
+        h += fmt::format("<th title=\"{}\"{}>{}</th>",
+                         html_escape(products_of(g) + (g.note.empty() ? "" : " - " + g.note)),
+                         g.tegra ? " class=\"tegra\"" : "", arch::cc_string(g.sm));
+    h += "<th class=\"cell\">arch list, clamped and excluded</th></tr></thead>\n<tbody>\n";
+    std::string lane;
+    for (const auto& c : cells) {
+        std::string this_lane = c.platforms.front() == "linux_aarch64"
+                                    ? "linux_aarch64 (arch_policy_aarch64)"
+                                    : "linux_x86_64 / win_amd64 (arch_policy)";
+        if (this_lane != lane) {
+            lane = this_lane;
+            h += fmt::format("<tr class=\"lane\"><th colspan=\"{}\">{}</th></tr>\n",
+                             gpus.size() + 2, html_escape(lane));
+        }
+        h += fmt::format("<tr><th class=\"cell\">CUDA {} &middot; torch {} &middot; {}</th>",
+                         html_escape(c.cuda), c.torch.empty() ? "any" : html_escape(c.torch),
+                         html_escape(fmt::format("{}", fmt::join(c.platforms, ", "))));
+        if (!c.resolution) {
+            h += fmt::format("<td class=\"err\" colspan=\"{}\">{}</td></tr>\n", gpus.size() + 1,
+                             html_escape(c.error));
+            continue;
+        }
+        for (const auto& row : c.coverage.rows) {
+            const char* cls = row.tier == arch::Tier::Native ? "n"
+                              : row.tier == arch::Tier::Jit  ? "j"
+                                                             : "d";
+            const char* letter = row.tier == arch::Tier::Native ? "N"
+                                 : row.tier == arch::Tier::Jit  ? "J"
+                                                                : "D";
+            h += fmt::format("<td class=\"t {}\" title=\"{} {}: {}\">{}</td>", cls,
+                             arch::cc_string(row.gpu.sm), arch::tier_string(row.tier),
+                             html_escape(row.why), letter);
+        }
+        const Resolution& r = *c.resolution;
+        std::string words = fmt::format("<b>{}</b> <span class=\"src\">({})</span>",
+                                        html_escape(r.list.to_string()), html_escape(r.source));
+        std::vector<std::string> dead;
+        for (const auto& row : c.coverage.rows)
+            if (row.tier == arch::Tier::Dead)
+                dead.push_back(fmt::format("{}{}", arch::cc_string(row.gpu.sm),
+                                           row.gpu.products.empty()
+                                               ? ""
+                                               : fmt::format(" ({})", row.gpu.products.front())));
+        if (!dead.empty())
+            words += fmt::format("<br>excluded: {}",
+                                 html_escape(fmt::format("{}", fmt::join(dead, ", "))));
+        for (const auto& cl : r.clamped)
+            words +=
+                fmt::format("<br>clamped {}: {}", html_escape(cl.token), html_escape(cl.reason));
+        for (const auto& g : c.coverage.gaps)
+            if (!g.has_ptx_net)
+                words += fmt::format("<br>finding: {}", html_escape(gap_sentence(g)));
+        for (const auto& n : r.notes)
+            words += fmt::format("<br><i>{}</i>", html_escape(n));
+        h += fmt::format("<td class=\"words\">{}</td></tr>\n", words);
+    }
+    h += "</tbody></table>\n</body></html>\n";
+    return h;
+}
+
+} // namespace forge::policy

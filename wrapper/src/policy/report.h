@@ -1,0 +1,43 @@
+// Renderings of a resolution and its coverage (resolve --format json, coverage text/markdown/json,
+// coverage --matrix html/json). Kept in the library so the output is unit-tested.
+#pragma once
+
+#include "arch/coverage.h"
+#include "policy/resolve.h"
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace forge::policy {
+
+nlohmann::json resolution_json(const Resolution& r);
+
+struct CoverageReport {
+    std::vector<arch::CoverageRow> rows;
+    std::vector<arch::GapFinding> gaps; // majors with no cubin; has_ptx_net=false is a finding
+};
+CoverageReport coverage_report(const arch::ArchList& list, const std::vector<arch::Gpu>& gpus);
+
+// {"8.9": {"tier": "native", "products": [...], "via": [...], "why": "...", "tegra": false}, ...}
+nlohmann::json coverage_json(const CoverageReport& report);
+std::string coverage_text(const Resolution& r, const CoverageReport& report);
+std::string coverage_markdown(const Resolution& r, const CoverageReport& report);
+
+// One cell of the policy matrix: CUDA x torch x platform(s), resolved or failed.
+struct MatrixCell {
+    std::string cuda, torch;
+    std::vector<std::string> platforms; // lanes that resolve identically share a row
+    std::optional<Resolution> resolution;
+    std::string error; // when resolution is empty
+    CoverageReport coverage;
+};
+// Every cell of the policy: x86/Windows rows of arch_policy x torch_runnable releases, aarch64 rows
+// of arch_policy_aarch64 (x torch_runnable_aarch64 releases where known). `package` may be null.
+std::vector<MatrixCell> policy_matrix(const PolicyData& policy, const PackageOverride* package,
+                                      const std::vector<arch::Gpu>& gpus);
+std::string matrix_html(const PolicyData& policy, const std::vector<MatrixCell>& cells,
+                        const std::vector<arch::Gpu>& gpus, const std::string& title);
+nlohmann::json matrix_json(const std::vector<MatrixCell>& cells);
+
+} // namespace forge::policy
