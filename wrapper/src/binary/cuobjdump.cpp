@@ -183,6 +183,9 @@ Result<std::vector<Entry>> read_entries_cuobjdump(const std::string& cuobjdump,
     } catch (const std::exception& ex) {
         return Error{fmt::format("cannot run {}: {}", cuobjdump, ex.what()), path};
     }
+    // A file without fatbins is not a failure of the listing: it lists nothing.
+    if (err_text.find("does not contain device code") != std::string::npos && out_text.empty())
+        return std::vector<Entry>{};
     if (rc != 0) {
         std::string why = err_text;
         while (!why.empty() && (why.back() == '\n' || why.back() == ' '))

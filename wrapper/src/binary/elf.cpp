@@ -57,6 +57,19 @@ Result<Elf> parse_elf(const Bytes& b, const Where& where) {
     const std::uint16_t shentsize = b.u16(58);
     std::uint64_t shnum = b.u16(60);
     std::uint32_t shstrndx = b.u16(62);
+    // The program header table must lie inside the file too: a cubin ends with it, so this is
+    // what catches a truncated cubin.
+    const std::uint64_t phoff = b.u64(32);
+    const std::uint16_t phentsize = b.u16(54), phnum = b.u16(56);
+    if (phnum != 0) {
+        auto table = checked_mul(phnum, phentsize);
+        if (phentsize < 56 || !table || !b.has(phoff, *table))
+            return where.error(b.abs(32),
+                               fmt::format("program header table ({} entries of {} bytes "
+                                           "at 0x{:x}) extends past the end of the file "
+                                           "(0x{:x} bytes)",
+                                           phnum, phentsize, phoff, b.size()));
+    }
     if (elf.shoff == 0) return elf; // no section table: caller falls back to a magic scan
     if (shentsize != kShdrSize)
         return where.error(b.abs(58), fmt::format("bad e_shentsize {} (expected 64)", shentsize));

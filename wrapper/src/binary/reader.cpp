@@ -236,25 +236,26 @@ class Reader {
     Status describe_cubin(const FatbinEntry& x, const Where& where, bool device_link_stub,
                           Entry& e) {
         e.stub = device_link_stub;
-        if (x.compression == Compression::None) {
-            auto info = opts_.inspect_payloads ? inspect_cubin(x.payload, where)
-                                               : inspect_cubin_headers(x.payload, where);
-            if (!info) return std::move(info).error();
-            apply(*info, e);
-            return ok_status();
+        if (x.compression != Compression::None && !opts_.inspect_payloads) return ok_status();
+        std::vector<std::uint8_t> image;
+        Bytes cubin = x.payload;
+        if (x.compression != Compression::None) {
+            const Bytes stream = x.payload.sub(0, x.compressed_size);
+            auto decompressed = decompress_payload(stream, x.compression, x.uncompressed_size,
+                                                   opts_.max_member_bytes, where);
+            if (!decompressed) return std::move(decompressed).error();
+            image = std::move(*decompressed);
+            // Offsets inside a decompressed image cannot be shown in the file: use the entry's.
+            cubin = Bytes{image.data(), image.size(), x.offset};
         }
-        if (!opts_.inspect_payloads) return ok_status();
-        const Bytes stream = x.payload.sub(0, x.compressed_size);
-        auto image = decompress_payload(stream, x.compression, x.uncompressed_size,
-                                        opts_.max_member_bytes, where);
-        if (!image) return std::move(image).error();
-        // Offsets inside a decompressed image cannot be shown in the file: report the entry's.
-        auto info = inspect_cubin(Bytes{image->data(), image->size(), x.offset}, where);
+        auto info = opts_.inspect_payloads ? inspect_cubin(cubin, where)
+                                           : inspect_cubin_headers(cubin, where);
         if (!info) {
             Error err = std::move(info).error();
-            err.message = fmt::format("in the decompressed cubin of the entry at 0x{:x}: {}",
+            err.message = fmt::format("in the {}cubin of the fatbin entry at 0x{:x}: {}",
+                                      x.compression != Compression::None ? "decompressed " : "",
                                       x.offset, err.message);
-            err.offset = x.offset;
+            if (x.compression != Compression::None) err.offset = x.offset;
             return err;
         }
         apply(*info, e);

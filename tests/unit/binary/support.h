@@ -1,0 +1,178 @@
+// Shared helpers of the binary reader tests: the nvcc-built fixtures, and byte builders for
+// synthetic (hostile) inputs.
+#pragma once
+
+#include "binary/reader.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <iterator>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace forge::binary::test {
+
+// Builds the fixtures once per build tree (the script is idempotent and locks); nullopt when
+// nvcc is not installed.
+inline std::optional<std::string> fixture_dir() {
+    static const std::optional<std::string> dir = []() -> std::optional<std::string> {
+        const std::string out = std::string(FORGE_TEST_BINARY_DIR) + "/binary-fixtures";
+        const std::string cmd = std::string("bash '") + FORGE_TEST_SOURCE_DIR +
+                                "/fixtures/binary/make_fixtures.sh' '" + out + "' >'" + out +
+                                ".log' 2>&1";
+        std::filesystem::create_directories(out);
+        const int rc = std::system(cmd.c_str());
+        if (rc != 0) return std::nullopt;
+        return out;
+    }();
+    return dir;
+}
+
+#define FORGE_NEED_FIXTURES(var)                                                                   \
+    auto var##_opt = ::forge::binary::test::fixture_dir();                                         \
+    if (!var##_opt) GTEST_SKIP() << "nvcc fixtures unavailable (see binary-fixtures.log)";         \
+    const std::string var = *var##_opt
+
+// "13.0" from `nvcc --version` of the toolkit that built the fixtures.
+inline std::string nvcc_release() {
+    const char* nvcc = std::getenv("NVCC");
+    std::string cmd = std::string(nvcc ? nvcc : "/usr/local/cuda/bin/nvcc") + " --version";
+    std::string text;
+    if (FILE* p = ::popen(cmd.c_str(), "r")) {
+        char buf[256];
+        while (std::fgets(buf, sizeof buf, p))
+            text += buf;
+        ::pclose(p);
+    }
+    auto pos = text.find("release ");
+    if (pos == std::string::npos) return "?";
+    auto end = text.find(',', pos);
+    return text.substr(pos + 8, end - pos - 8);
+}
+
+inline std::vector<std::uint8_t> slurp(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+inline Result<std::vector<Entry>> read_memory(const std::vector<std::uint8_t>& bytes,
+                                              const ReadOptions& opts = {}) {
+    auto exts = read_extensions_from_memory(bytes.data(), bytes.size(), "mem.bin", opts);
+    if (!exts) return std::move(exts).error();
+    std::vector<Entry> out;
+    for (auto& x : *exts)
+        for (auto& e : x.entries)
+            out.push_back(e);
+    return out;
+}
+
+// Little-endian byte builder.
+struct Buf {
+    std::vector<std::uint8_t> b;
+    Buf& u8(std::uint8_t v) {
+        b.push_back(v);
+        return *this;
+    }
+    Buf& u16(std::uint16_t v) { return raw(&v, 2); }
+    Buf& u32(std::uint32_t v) { return raw(&v, 4); }
+    Buf& u64(std::uint64_t v) { return raw(&v, 8); }
+    Buf& zeros(std::size_t n) {
+        b.insert(b.end(), n, 0);
+        return *this;
+    }
+    Buf& str(const std::string& s) {
+        b.insert(b.end(), s.begin(), s.end());
+        return *this;
+    }
+    Buf& raw(const void* p, std::size_t n) {
+        auto* c = static_cast<const std::uint8_t*>(p);
+        b.insert(b.end(), c, c + n);
+        return *this;
+    }
+    Buf& bytes(const std::vector<std::uint8_t>& v) {
+        b.insert(b.end(), v.begin(), v.end());
+        return *this;
+    }
+    void put32(std::size_t off, std::uint32_t v) { std::memcpy(&b[off], &v, 4); }
+    void put64(std::size_t off, std::uint64_t v) { std::memcpy(&b[off], &v, 8); }
+    void put16(std::size_t off, std::uint16_t v) { std::memcpy(&b[off], &v, 2); }
+};
+
+// A minimal ELF64 LE host object whose only named section is `name` holding `data`.
+inline std::vector<std::uint8_t> host_elf(const std::string& name,
+                                          const std::vector<std::uint8_t>& data,
+                                          std::uint16_t machine = 62) {
+    const std::string shstr = std::string("\0", 1) + name + std::string("\0.shstrtab\0", 11);
+    Buf f;
+    f.str("\x7f"
+          "ELF")
+        .u8(2)
+        .u8(1)
+        .u8(1)
+        .u8(0)
+        .zeros(8);
+    f.u16(1).u16(machine).u32(1).u64(0).u64(0);
+    const std::uint64_t data_off = 64, str_off = data_off + data.size(),
+                        sh_off = (str_off + shstr.size() + 7) & ~7ull;
+    f.u64(sh_off).u32(0).u16(64).u16(0).u16(0).u16(64).u16(3).u16(2);
+    f.bytes(data).str(shstr);
+    f.zeros(sh_off - f.b.size());
+    f.zeros(64); // null section
+    f.u32(1).u32(1).u64(2).u64(0).u64(data_off).u64(data.size()).u32(0).u32(0).u64(8).u64(0);
+    f.u32(1 + name.size() + 1)
+        .u32(3)
+        .u64(0)
+        .u64(0)
+        .u64(str_off)
+        .u64(shstr.size())
+        .u32(0)
+        .u32(0)
+        .u64(1)
+        .u64(0);
+    return f.b;
+}
+
+// A tiny cubin: one `.text.k` section, new-ABI e_flags (SM in bits 8-15).
+inline std::vector<std::uint8_t> tiny_cubin(int sm, std::uint32_t top = 0x06) {
+    auto elf = host_elf(".text.k", std::vector<std::uint8_t>(16, 0), 190);
+    Buf b{elf};
+    b.b[8] = 8; // EI_ABIVERSION
+    b.put32(48, (top << 24) | 0x02u | (static_cast<std::uint32_t>(sm) << 8));
+    return b.b;
+}
+
+struct EntrySpec {
+    std::uint16_t kind = 2;
+    std::uint32_t arch = 80;
+    std::uint64_t flags = 0x11;
+    std::vector<std::uint8_t> payload = tiny_cubin(80);
+    std::uint32_t compressed_size = 0;
+    std::uint64_t uncompressed_size = 0;
+};
+
+inline std::vector<std::uint8_t> entry_bytes(const EntrySpec& s) {
+    Buf e;
+    e.u16(s.kind).u16(0x0101).u32(0x40).u64(s.payload.size()).u32(s.compressed_size).u32(0);
+    e.u16(0).u16(8).u32(s.arch).u32(0).u32(0).u64(s.flags).u64(0).u64(s.uncompressed_size);
+    e.bytes(s.payload);
+    return e.b;
+}
+
+inline std::vector<std::uint8_t> fatbin_bytes(const std::vector<EntrySpec>& entries) {
+    std::vector<std::uint8_t> body;
+    for (const auto& s : entries) {
+        auto e = entry_bytes(s);
+        body.insert(body.end(), e.begin(), e.end());
+    }
+    Buf f;
+    f.u32(0xBA55ED50).u16(1).u16(0x10).u64(body.size()).bytes(body);
+    return f.b;
+}
+
+} // namespace forge::binary::test

@@ -1,0 +1,376 @@
+// Hostile and malformed input: every case is an Error with the file and a byte offset, never a
+// crash, a hang or a silent pass.
+#include "support.h"
+
+#include <lz4.h>
+#include <zstd.h>
+
+namespace forge::binary::test {
+namespace {
+
+Error must_fail(const std::vector<std::uint8_t>& bytes, const ReadOptions& opts = {}) {
+    auto r = read_memory(bytes, opts);
+    EXPECT_FALSE(r.ok()) << "accepted hostile input";
+    if (r.ok()) return Error{};
+    EXPECT_EQ(r.error().file, "mem.bin");
+    EXPECT_TRUE(r.error().offset) << r.error().to_string();
+    EXPECT_EQ(r.error().exit_code, kExitInput);
+    return r.error();
+}
+
+bool mentions(const Error& e, const std::string& text) {
+    return e.to_string().find(text) != std::string::npos;
+}
+
+TEST(BinaryHostile, WellFormedSyntheticFatbinReads) {
+    auto fb = fatbin_bytes(
+        {{.kind = 2, .arch = 90, .flags = 0x100011}, {.kind = 1, .arch = 120, .flags = 0x200011}});
+    auto r = read_memory(fb);
+    ASSERT_TRUE(r.ok()) << r.error().to_string();
+    ASSERT_EQ(r->size(), 2u);
+    EXPECT_EQ((*r)[0].target.name(), "sm_90a");
+    EXPECT_EQ((*r)[1].target.name(), "compute_120f");
+    EXPECT_EQ((*r)[0].entry_offset, 16u);
+    EXPECT_EQ((*r)[1].entry_offset, 16u + 0x40 + tiny_cubin(80).size());
+}
+
+TEST(BinaryHostile, FatSizeOverflowAndPastEnd) {
+    auto fb = fatbin_bytes({{}});
+    Buf b{fb};
+    b.put64(8, 0xFFFFFFFFFFFFFFF8ull); // 16 + fat_size wraps around
+    auto e = must_fail(b.b);
+    EXPECT_EQ(e.offset, 8u);
+    b.put64(8, fb.size()); // 16 bytes too many
+    e = must_fail(b.b);
+    EXPECT_EQ(e.offset, 8u);
+    EXPECT_TRUE(mentions(e, "past the end"));
+}
+
+TEST(BinaryHostile, EntrySizesPastTheEnd) {
+    auto fb = fatbin_bytes({{}});
+    Buf b{fb};
+    b.put64(16 + 8, 0xFFFFFFFFFFFFFF00ull); // padded_size overflowing the entry end
+    EXPECT_EQ(must_fail(b.b).offset, 16u + 8);
+    b = Buf{fb};
+    b.put32(16 + 4, 0xFFFFFFF0u); // header_size huge
+    EXPECT_EQ(must_fail(b.b).offset, 16u + 8);
+    b = Buf{fb};
+    b.put32(16 + 4, 0x20); // header_size below the base header
+    EXPECT_EQ(must_fail(b.b).offset, 16u + 4);
+    b = Buf{fb};
+    b.put32(16 + 0x10, 0x10000); // compressed size beyond the stored payload
+    EXPECT_EQ(must_fail(b.b).offset, 16u + 0x10);
+}
+
+TEST(BinaryHostile, BadEntryFields) {
+    auto fb = fatbin_bytes({{}});
+    Buf b{fb};
+    b.put16(16, 0x40); // unknown kind
+    EXPECT_TRUE(mentions(must_fail(b.b), "unknown fatbin entry kind"));
+    b = Buf{fb};
+    b.put16(18, 0x0202); // entry version
+    EXPECT_EQ(must_fail(b.b).offset, 18u);
+    b = Buf{fb};
+    b.put64(16 + 0x28, 0x300011); // both a and f
+    EXPECT_EQ(must_fail(b.b).offset, 16u + 0x28);
+    b = Buf{fb};
+    b.put64(16 + 0x28, 0xA011); // both LZ4 and ZSTD
+    EXPECT_EQ(must_fail(b.b).offset, 16u + 0x28);
+    b = Buf{fb};
+    b.put32(16 + 0x1c, 70000); // arch
+    EXPECT_EQ(must_fail(b.b).offset, 16u + 0x1c);
+    b = Buf{fb};
+    b.put16(4, 2); // fatbin version
+    EXPECT_EQ(must_fail(b.b).offset, 4u);
+}
+
+TEST(BinaryHostile, TruncatedEntryHeaderInsideFatbin) {
+    auto fb = fatbin_bytes({{}});
+    Buf b{fb};
+    b.zeros(8);
+    b.put64(8, fb.size() - 16 + 8); // 8 stray bytes inside the fatbin: not a whole entry
+    auto e = must_fail(b.b);
+    EXPECT_EQ(e.offset, fb.size());
+    EXPECT_TRUE(mentions(e, "truncated fatbin entry header"));
+}
+
+TEST(BinaryHostile, ZeroPaddingBetweenFatbinsIsToleratedGarbageIsNot) {
+    EntrySpec odd{.kind = 1};
+    odd.payload.assign(4, 0x7); // fatbin of 16 + 0x40 + 4 bytes: next one needs padding
+    auto one = fatbin_bytes({odd});
+    auto two = fatbin_bytes({{.arch = 120}});
+    std::vector<std::uint8_t> section = one;
+    section.insert(section.end(), 4, 0);
+    section.insert(section.end(), two.begin(), two.end());
+    section.insert(section.end(), 16, 0); // zero tail
+    auto elf = host_elf(".nv_fatbin", section);
+    auto r = read_memory(elf);
+    ASSERT_TRUE(r.ok()) << r.error().to_string();
+    ASSERT_EQ(r->size(), 2u);
+    EXPECT_EQ((*r)[1].fatbin_index, 1u);
+    EXPECT_EQ((*r)[1].target.name(), "sm_120");
+    EXPECT_EQ((*r)[1].fatbin_offset, 64u + one.size() + 4); // section starts at 64
+
+    section[one.size() + 1] = 0x55; // garbage in the padding
+    auto e = must_fail(host_elf(".nv_fatbin", section));
+    EXPECT_EQ(e.offset, 64u + one.size());
+}
+
+TEST(BinaryHostile, ElfHeaderProblems) {
+    auto good = host_elf(".nv_fatbin", fatbin_bytes({{}}));
+    ASSERT_TRUE(read_memory(good).ok());
+    Buf b{good};
+    b.b[4] = 1; // ELFCLASS32
+    auto e = must_fail(b.b);
+    EXPECT_TRUE(mentions(e, "ELF64 little-endian")) << e.to_string();
+    b = Buf{good};
+    b.b[5] = 2; // big-endian
+    EXPECT_TRUE(mentions(must_fail(b.b), "big-endian"));
+    b = Buf{good};
+    b.put64(40, 1ull << 40); // e_shoff past the end
+    EXPECT_EQ(must_fail(b.b).offset, 40u);
+    b = Buf{good};
+    b.put16(62, 9); // e_shstrndx out of range
+    EXPECT_EQ(must_fail(b.b).offset, 62u);
+    b = Buf{good};
+    b.put16(58, 40); // e_shentsize
+    EXPECT_EQ(must_fail(b.b).offset, 58u);
+    b = Buf{good};
+    const std::uint64_t shoff = b.b[40] | (b.b[41] << 8);
+    b.put64(shoff + 64 + 32, 1ull << 50); // .nv_fatbin size past the end
+    EXPECT_TRUE(mentions(must_fail(b.b), "'.nv_fatbin'"));
+    b = Buf{good};
+    b.put32(shoff + 64, 0xFFFFFF); // section name offset outside the name table
+    EXPECT_TRUE(mentions(must_fail(b.b), "name offset"));
+}
+
+TEST(BinaryHostile, MagicScanWithoutSectionTableAcceptsOnlyConsistentHeaders) {
+    auto fb = fatbin_bytes({{.arch = 86}, {.kind = 1, .arch = 86}});
+    auto elf = host_elf(".renamed", fb);
+    Buf b{elf};
+    b.put64(40, 0); // no section table
+    b.put16(60, 0);
+    auto r = read_memory(b.b);
+    ASSERT_TRUE(r.ok()) << r.error().to_string();
+    ASSERT_EQ(r->size(), 2u);
+    EXPECT_EQ((*r)[0].section, "(scan)");
+    EXPECT_EQ((*r)[0].fatbin_offset, 64u);
+    // A magic with an inconsistent chain (entry runs past fat_size) is not a fatbin.
+    b.put64(64 + 16 + 8, 0x1000);
+    r = read_memory(b.b);
+    ASSERT_TRUE(r.ok());
+    EXPECT_TRUE(r->empty());
+}
+
+TEST(BinaryHostile, ArchiveLies) {
+    auto obj = host_elf(".nv_fatbin", fatbin_bytes({{}}));
+    auto member = [](const std::string& name, const std::vector<std::uint8_t>& data,
+                     std::string size = "") {
+        if (size.empty()) size = std::to_string(data.size());
+        Buf h;
+        std::string n = name;
+        n.resize(16, ' ');
+        size.resize(10, ' ');
+        h.str(n)
+            .str(std::string(12, '0'))
+            .str("0     0     644     ")
+            .str(size)
+            .str("`\n")
+            .bytes(data);
+        if (data.size() % 2) h.u8('\n');
+        return h.b;
+    };
+    Buf ar;
+    ar.str("!<arch>\n").bytes(member("k.o/", obj));
+    auto r = read_memory(ar.b);
+    ASSERT_TRUE(r.ok()) << r.error().to_string();
+    ASSERT_EQ(r->size(), 1u);
+    EXPECT_EQ((*r)[0].member, "k.o");
+    EXPECT_EQ((*r)[0].entry_offset, 8u + 60 + 64 + 16); // offsets are within the archive file
+
+    Buf lie;
+    lie.str("!<arch>\n").bytes(member("k.o/", obj, std::to_string(obj.size() + 100)));
+    auto e = must_fail(lie.b);
+    EXPECT_EQ(e.offset, 8u + 48);
+    Buf bad;
+    bad.str("!<arch>\n").bytes(member("k.o/", obj, "12x"));
+    EXPECT_EQ(must_fail(bad.b).offset, 8u + 48);
+    Buf trunc;
+    trunc.str("!<arch>\n").str("k.o/      ");
+    EXPECT_EQ(must_fail(trunc.b).offset, 8u);
+    Buf longname;
+    longname.str("!<arch>\n").bytes(member("/999", obj));
+    EXPECT_TRUE(mentions(must_fail(longname.b), "long name"));
+    Buf thin;
+    thin.str("!<thin>\n");
+    EXPECT_TRUE(mentions(must_fail(thin.b), "thin"));
+    // GNU long names through the "//" table.
+    Buf gnu;
+    std::string table = "a_member_name_longer_than_16.o/\n";
+    std::vector<std::uint8_t> tbytes(table.begin(), table.end());
+    gnu.str("!<arch>\n").bytes(member("//", tbytes)).bytes(member("/0", obj));
+    r = read_memory(gnu.b);
+    ASSERT_TRUE(r.ok()) << r.error().to_string();
+    EXPECT_EQ((*r)[0].member, "a_member_name_longer_than_16.o");
+    // A member that holds a member that holds ... stops at the nesting limit.
+    std::vector<std::uint8_t> nested = obj;
+    for (int i = 0; i < 8; ++i) {
+        Buf a;
+        a.str("!<arch>\n").bytes(member("n.a/", nested));
+        nested = a.b;
+    }
+    EXPECT_TRUE(mentions(must_fail(nested), "nested deeper"));
+}
+
+std::vector<std::uint8_t> tiny_cubin(int sm) {
+    // A tiny CUDA ELF: one `.text.k` section, new ABI e_flags (sm in bits 8-15).
+    auto elf = host_elf(".text.k", std::vector<std::uint8_t>(16, 0), 190);
+    Buf b{elf};
+    b.b[8] = 8;                           // EI_ABIVERSION 8
+    b.put32(48, 0x06000002u | (sm << 8)); // e_flags
+    return b.b;
+}
+
+TEST(BinaryHostile, CompressedPayloadsAreCheckedWhenInspected) {
+    const auto cubin = tiny_cubin(100);
+    ReadOptions inspect;
+    inspect.inspect_payloads = true;
+    // Sanity: a correct ZSTD and a correct LZ4 payload inspect fine.
+    std::vector<std::uint8_t> z(ZSTD_compressBound(cubin.size()));
+    z.resize(ZSTD_compress(z.data(), z.size(), cubin.data(), cubin.size(), 3));
+    std::vector<std::uint8_t> l(LZ4_compressBound(static_cast<int>(cubin.size())));
+    l.resize(LZ4_compress_default(reinterpret_cast<const char*>(cubin.data()),
+                                  reinterpret_cast<char*>(l.data()), static_cast<int>(cubin.size()),
+                                  static_cast<int>(l.size())));
+    auto pad = [](std::vector<std::uint8_t> v) {
+        v.resize((v.size() + 7) & ~std::size_t{7}, 0);
+        return v;
+    };
+    EntrySpec zs{.kind = 2,
+                 .arch = 100,
+                 .flags = 0x8011,
+                 .payload = pad(z),
+                 .compressed_size = static_cast<std::uint32_t>(z.size()),
+                 .uncompressed_size = cubin.size()};
+    EntrySpec ls{.kind = 2,
+                 .arch = 100,
+                 .flags = 0x2011,
+                 .payload = pad(l),
+                 .compressed_size = static_cast<std::uint32_t>(l.size()),
+                 .uncompressed_size = cubin.size()};
+    auto r = read_memory(fatbin_bytes({zs, ls}), inspect);
+    ASSERT_TRUE(r.ok()) << r.error().to_string();
+    EXPECT_EQ((*r)[0].kernels, 1);
+    EXPECT_EQ((*r)[1].kernels, 1);
+    EXPECT_EQ((*r)[0].compression, Compression::Zstd);
+    EXPECT_EQ((*r)[1].compression, Compression::Lz4);
+
+    // Listing never decompresses: a corrupt payload lists, inspecting it fails.
+    EntrySpec corrupt = zs;
+    for (std::size_t i = 4; i < corrupt.payload.size(); ++i)
+        corrupt.payload[i] ^= 0x5a;
+    ASSERT_TRUE(read_memory(fatbin_bytes({corrupt})).ok());
+    EXPECT_EQ(must_fail(fatbin_bytes({corrupt}), inspect).offset, 16u + 0x40); // the payload
+
+    EntrySpec zlie = zs;
+    zlie.uncompressed_size = cubin.size() + 8; // header disagrees with the frame
+    EXPECT_TRUE(mentions(must_fail(fatbin_bytes({zlie}), inspect), "header says"));
+    EntrySpec llie = ls;
+    llie.uncompressed_size = cubin.size() - 8;
+    must_fail(fatbin_bytes({llie}), inspect);
+    EntrySpec huge = ls;
+    huge.uncompressed_size = 1ull << 40; // a decompression bomb by declaration
+    EXPECT_TRUE(mentions(must_fail(fatbin_bytes({huge}), inspect), "over the limit"));
+    // The decompressed image must be a cubin.
+    std::vector<std::uint8_t> junk(64, 0x41);
+    std::vector<std::uint8_t> jz(ZSTD_compressBound(junk.size()));
+    jz.resize(ZSTD_compress(jz.data(), jz.size(), junk.data(), junk.size(), 3));
+    EntrySpec notelf{.kind = 2,
+                     .arch = 100,
+                     .flags = 0x8011,
+                     .payload = pad(jz),
+                     .compressed_size = static_cast<std::uint32_t>(jz.size()),
+                     .uncompressed_size = junk.size()};
+    EXPECT_TRUE(mentions(must_fail(fatbin_bytes({notelf}), inspect), "decompressed cubin"));
+}
+
+TEST(BinaryHostile, LtoIsNeverDecompressed) {
+    EntrySpec lto{.kind = 8,
+                  .arch = 80,
+                  .flags = 0x18011,
+                  .payload = std::vector<std::uint8_t>(16, 0xee),
+                  .compressed_size = 16,
+                  .uncompressed_size = 1ull << 40};
+    ReadOptions inspect;
+    inspect.inspect_payloads = true;
+    auto r = read_memory(fatbin_bytes({lto}), inspect);
+    ASSERT_TRUE(r.ok()) << r.error().to_string();
+    EXPECT_EQ((*r)[0].target.name(), "lto_80");
+}
+
+TEST(BinaryHostile, NotABinaryAtTopLevel) {
+    std::vector<std::uint8_t> text{'h', 'e', 'l', 'l', 'o'};
+    EXPECT_TRUE(mentions(must_fail(text), "not a recognised binary"));
+    EXPECT_EQ(must_fail({}).offset, 0u);
+}
+
+TEST(BinaryHostile, CubinWithoutKernelsOrWithStubFlagIsStub) {
+    auto cubin = tiny_cubin(80);
+    auto r = read_memory(cubin);
+    ASSERT_TRUE(r.ok()) << r.error().to_string();
+    EXPECT_EQ((*r)[0].target.name(), "sm_80");
+    EXPECT_FALSE((*r)[0].stub);
+    Buf b{cubin};
+    b.put32(48, 0x05005004u); // nvlink stub e_flags
+    r = read_memory(b.b);
+    ASSERT_TRUE(r.ok());
+    EXPECT_TRUE((*r)[0].stub);
+    auto empty = host_elf(".nv.info", std::vector<std::uint8_t>(8, 0), 190);
+    Buf e{empty};
+    e.b[8] = 8;
+    e.put32(48, 0x06005004u);
+    r = read_memory(e.b);
+    ASSERT_TRUE(r.ok());
+    EXPECT_TRUE((*r)[0].stub);
+    EXPECT_EQ((*r)[0].kernels, 0);
+}
+
+} // namespace
+} // namespace forge::binary::test
+
+namespace forge::binary::test {
+namespace {
+
+std::vector<std::uint8_t> corpus_file(const std::string& name) {
+    return slurp(std::string(FORGE_TEST_SOURCE_DIR) + "/../bench/fuzz/corpus/" + name);
+}
+
+TEST(BinaryHostileZip, BombDeclaredHugeIsRefusedBeforeInflating) {
+    auto bytes = corpus_file("zip-bomb-declared-huge.whl"); // 8 KB inflating to 8 MB
+    ASSERT_FALSE(bytes.empty());
+    ReadOptions opts;
+    opts.max_member_bytes = 1 << 20;
+    auto e = must_fail(bytes, opts);
+    EXPECT_EQ(e.key, "pkg/bomb.so");
+    EXPECT_TRUE(mentions(e, "over the limit"));
+    opts.max_member_bytes = 64 << 20;
+    opts.max_total_inflated = 1 << 20;
+    EXPECT_TRUE(mentions(must_fail(bytes, opts), "total limit"));
+}
+
+TEST(BinaryHostileZip, DeclaredSmallerThanActualIsAnError) {
+    auto e = must_fail(corpus_file("zip-declared-small.whl"));
+    EXPECT_EQ(e.key, "pkg/_C.so");
+}
+
+TEST(BinaryHostileZip, TruncatedAndNestedZips) {
+    must_fail(corpus_file("zip-truncated.whl"));
+    EXPECT_TRUE(mentions(must_fail(corpus_file("zip-nested-deep.whl")), "nested deeper"));
+    auto r = read_memory(corpus_file("zip-stored-ar.whl"));
+    ASSERT_TRUE(r.ok()) << r.error().to_string();
+    ASSERT_EQ(r->size(), 2u);
+    EXPECT_EQ((*r)[0].member, "pkg/lib.a(k.o)");
+}
+
+} // namespace
+} // namespace forge::binary::test

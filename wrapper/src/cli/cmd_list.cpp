@@ -1,0 +1,192 @@
+// nvcc-forge list FILE... [--format text|json] [--toolkit] [--backend native|cuobjdump|both]
+//   [--all] [--cuobjdump PATH]
+// One row per fatbin entry (every section, every fatbin). Exit 0, or 2 when any file is
+// unreadable (the others are still listed) or when `both` finds a difference.
+#include "binary/cuobjdump.h"
+#include "binary/reader.h"
+#include "cli/command.h"
+
+#include <algorithm>
+#include <boost/program_options.hpp>
+#include <fmt/format.h>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+namespace po = boost::program_options;
+
+namespace forge::cli {
+namespace {
+
+nlohmann::json to_json(const binary::Entry& e) {
+    nlohmann::json j;
+    j["file"] = e.file;
+    j["member"] = e.member ? nlohmann::json(*e.member) : nlohmann::json(nullptr);
+    j["section"] = e.section;
+    j["fatbin"] = e.fatbin_index;
+    j["fatbin_offset"] = e.fatbin_offset;
+    j["offset"] = e.entry_offset;
+    j["kind"] = std::string(arch::kind_string(e.target.kind));
+    j["arch"] = e.target.name();
+    j["compression"] = std::string(binary::compression_string(e.compression));
+    j["size"] = e.payload_size;
+    j["uncompressed_size"] = e.uncompressed_size;
+    j["stub"] = e.stub;
+    j["kernels"] = e.kernels ? nlohmann::json(*e.kernels) : nlohmann::json(nullptr);
+    j["toolkit"] = e.toolkit ? nlohmann::json(*e.toolkit) : nlohmann::json(nullptr);
+    return j;
+}
+
+void print_table(const std::vector<binary::Entry>& rows, bool toolkit) {
+    std::vector<std::vector<std::string>> cells;
+    std::vector<std::string> head{"FILE", "MEMBER",      "SECTION", "FATBIN", "OFFSET", "KIND",
+                                  "ARCH", "COMPRESSION", "SIZE",    "STUB",   "KERNELS"};
+    if (toolkit) head.emplace_back("TOOLKIT");
+    cells.push_back(head);
+    for (const auto& e : rows) {
+        std::vector<std::string> r{e.file,
+                                   e.member.value_or("-"),
+                                   e.section,
+                                   std::to_string(e.fatbin_index),
+                                   fmt::format("0x{:x}", e.entry_offset),
+                                   std::string(arch::kind_string(e.target.kind)),
+                                   e.target.name(),
+                                   std::string(binary::compression_string(e.compression)),
+                                   std::to_string(e.payload_size),
+                                   e.stub ? "yes" : "no",
+                                   e.kernels ? std::to_string(*e.kernels) : "-"};
+        if (toolkit) r.push_back(e.toolkit.value_or("-"));
+        cells.push_back(std::move(r));
+    }
+    std::vector<std::size_t> width(head.size(), 0);
+    for (const auto& r : cells)
+        for (std::size_t i = 0; i < r.size(); ++i)
+            width[i] = std::max(width[i], r[i].size());
+    for (const auto& r : cells) {
+        std::string line;
+        for (std::size_t i = 0; i < r.size(); ++i) {
+            line += r[i];
+            if (i + 1 < r.size()) line += std::string(width[i] - r[i].size() + 2, ' ');
+        }
+        fmt::print("{}\n", line);
+    }
+}
+
+int run_list(int argc, char** argv) {
+    po::options_description desc("nvcc-forge list FILE... [options]");
+    std::vector<std::string> files;
+    std::string format = "text", backend = "native", cuobjdump_path;
+    desc.add_options()("help,h", "show this help")(
+        "file", po::value(&files), "files: .so, executables, .o, .a, .cubin, .fatbin, .whl/.zip")(
+        "format", po::value(&format), "text (default) | json")(
+        "toolkit", po::bool_switch(),
+        "decompress cubins to report the CUDA release that built each, and kernel counts")(
+        "backend", po::value(&backend),
+        "native (default) | cuobjdump | both (native rows, cross-checked against cuobjdump)")(
+        "all", po::bool_switch(),
+        "cuobjdump -all: also the relocatable fatbins (native always lists every section)")(
+        "cuobjdump", po::value(&cuobjdump_path),
+        "path of cuobjdump (else NVCC_FORGE_CUOBJDUMP, "
+        "PATH, pip nvidia-cuda-cuobjdump)");
+    po::positional_options_description pos;
+    pos.add("file", -1);
+    po::variables_map vm;
+    try {
+        po::store(po::command_line_parser(argc, argv).options(desc).positional(pos).run(), vm);
+        po::notify(vm);
+    } catch (const po::error& e) {
+        fmt::print(stderr, "nvcc-forge list: {}\n", e.what());
+        return kExitInput;
+    }
+    if (vm.count("help")) {
+        std::cout << desc
+                  << "\nExit: 0 ok, 2 unreadable input (or a cuobjdump difference with "
+                     "--backend both).\n";
+        return kExitOk;
+    }
+    if (files.empty()) {
+        fmt::print(stderr, "nvcc-forge list: no FILE given\n");
+        return kExitInput;
+    }
+    if (format != "text" && format != "json") {
+        fmt::print(stderr, "nvcc-forge list: --format must be text or json, not '{}'\n", format);
+        return kExitInput;
+    }
+    if (backend != "native" && backend != "cuobjdump" && backend != "both") {
+        fmt::print(stderr,
+                   "nvcc-forge list: --backend must be native, cuobjdump or both, not '{}'\n",
+                   backend);
+        return kExitInput;
+    }
+    const bool toolkit = vm["toolkit"].as<bool>();
+    const bool all = vm["all"].as<bool>();
+    std::string cuobjdump;
+    if (backend != "native") {
+        auto found = binary::locate_cuobjdump(
+            cuobjdump_path.empty() ? std::nullopt : std::optional<std::string>(cuobjdump_path));
+        if (!found) {
+            fmt::print(stderr, "nvcc-forge list: {}\n", found.error().to_string());
+            return kExitInput;
+        }
+        cuobjdump = *found;
+    }
+
+    binary::ReadOptions opts;
+    opts.inspect_payloads = toolkit;
+    int rc = kExitOk;
+    std::vector<binary::Entry> rows;
+    std::vector<std::string> no_code;
+    for (const auto& f : files) {
+        std::vector<binary::Entry> entries;
+        if (backend == "cuobjdump") {
+            auto r = binary::read_entries_cuobjdump(cuobjdump, f, all);
+            if (!r) {
+                fmt::print(stderr, "nvcc-forge list: {}\n", r.error().to_string());
+                rc = kExitInput;
+                continue;
+            }
+            entries = std::move(*r);
+        } else {
+            auto r = binary::read_entries(f, opts);
+            if (!r) {
+                fmt::print(stderr, "nvcc-forge list: {}\n", r.error().to_string());
+                rc = kExitInput;
+                continue;
+            }
+            entries = std::move(*r);
+            if (backend == "both") {
+                auto other = binary::read_entries_cuobjdump(cuobjdump, f, all);
+                if (!other) {
+                    fmt::print(stderr, "nvcc-forge list: {}\n", other.error().to_string());
+                    rc = kExitInput;
+                } else {
+                    auto diffs = binary::compare_with_cuobjdump(entries, *other, all);
+                    for (const auto& d : diffs)
+                        fmt::print(stderr, "nvcc-forge list: {}: differs from cuobjdump{}: {}\n", f,
+                                   all ? " -all" : "", d);
+                    if (!diffs.empty()) rc = kExitInput;
+                }
+            }
+        }
+        if (entries.empty()) no_code.push_back(f);
+        for (auto& e : entries)
+            rows.push_back(std::move(e));
+    }
+
+    if (format == "json") {
+        nlohmann::json arr = nlohmann::json::array();
+        for (const auto& e : rows)
+            arr.push_back(to_json(e));
+        fmt::print("{}\n", arr.dump(2));
+    } else {
+        if (!rows.empty()) print_table(rows, toolkit);
+        for (const auto& f : no_code)
+            fmt::print("{}: no device code\n", f);
+    }
+    return rc;
+}
+
+} // namespace
+} // namespace forge::cli
+
+FORGE_COMMAND("list", "list the GPU code (fatbin entries) inside binaries, wheels and archives",
+              forge::cli::run_list);
