@@ -1,0 +1,374 @@
+// Toolkit discovery and per-SM pinning (tools/toolkits.h, tools/toolkits_pin.h).
+#include "tools/toolkits.h"
+#include "tools/toolkits_pin.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+using namespace forge;
+using namespace forge::tools;
+
+namespace {
+
+const char* kNvcc130Version = "nvcc: NVIDIA (R) Cuda compiler driver\n"
+                              "Copyright (c) 2005-2025 NVIDIA Corporation\n"
+                              "Built on Wed_Aug_20_01:58:59_PM_PDT_2025\n"
+                              "Cuda compilation tools, release 13.0, V13.0.88\n"
+                              "Build cuda_13.0.r13.0/compiler.36424714_0\n";
+
+arch::Target sass(int sm, arch::Suffix s = arch::Suffix::None) {
+    return {arch::Kind::Sass, sm, s};
+}
+
+Toolkit fake_toolkit(const std::string& version, std::vector<int> sms, const std::string& path) {
+    Toolkit tk;
+    tk.version = parse_version_text(version).value();
+    tk.nvcc = path;
+    for (int sm : sms)
+        tk.sass.push_back(sass(sm));
+    return tk;
+}
+
+SmToolkitPolicy policy_of(const std::string& yaml) {
+    auto p = parse_sm_toolkit(yaml, "sm_toolkit.yml");
+    EXPECT_TRUE(p.ok()) << p.error().to_string();
+    return p.value();
+}
+
+} // namespace
+
+TEST(ToolkitVersionTest, ParsesFullVersionFromNvccOutput) {
+    auto v = parse_nvcc_version(kNvcc130Version);
+    ASSERT_TRUE(v.ok()) << v.error().to_string();
+    EXPECT_EQ(v->full(), "13.0.88");
+    EXPECT_EQ(v->release(), "13.0");
+    auto v12 = parse_nvcc_version("Cuda compilation tools, release 12.8, V12.8.93\n");
+    ASSERT_TRUE(v12.ok());
+    EXPECT_LT(*v12, *v);
+}
+
+TEST(ToolkitVersionTest, RejectsOutputThatIsNotNvcc) {
+    EXPECT_FALSE(parse_nvcc_version("nvcc-forge 0.1.0\n").ok());
+    EXPECT_FALSE(parse_nvcc_version("").ok());
+    // release and V-string disagree: not a toolkit we can trust
+    EXPECT_FALSE(parse_nvcc_version("release 12.8, V13.0.88").ok());
+}
+
+TEST(ToolkitVersionTest, VersionOrderIsNumericNotLexical) {
+    EXPECT_LT(parse_version_text("12.9").value(), parse_version_text("12.10").value());
+    EXPECT_LT(parse_version_text("12.8.61").value(), parse_version_text("12.8.93").value());
+    EXPECT_FALSE(parse_version_text("12").ok());
+    EXPECT_FALSE(parse_version_text("v12.8").ok());
+}
+
+TEST(VersionSpecTest, ExactAndAtLeast) {
+    auto exact = parse_version_spec("==12.8");
+    ASSERT_TRUE(exact.ok());
+    EXPECT_TRUE(exact->matches(parse_version_text("12.8.93").value()));
+    EXPECT_TRUE(exact->matches(parse_version_text("12.8.61").value()));
+    EXPECT_FALSE(exact->matches(parse_version_text("12.9.86").value()));
+    EXPECT_FALSE(exact->matches(parse_version_text("13.0.88").value()));
+    auto min = parse_version_spec(">=13.0");
+    ASSERT_TRUE(min.ok());
+    EXPECT_TRUE(min->matches(parse_version_text("13.0.48").value()));
+    EXPECT_TRUE(min->matches(parse_version_text("13.1.115").value()));
+    EXPECT_FALSE(min->matches(parse_version_text("12.9.86").value()));
+    EXPECT_EQ(min->to_string(), ">=13.0");
+}
+
+TEST(VersionSpecTest, RejectsOtherOperatorsAndShapes) {
+    for (const char* bad :
+         {"12.8", "~=12.8", ">13.0", "<=12.8", ">=13", "==12.8.93", "== twelve", ""})
+        EXPECT_FALSE(parse_version_spec(bad).ok()) << bad;
+}
+
+TEST(SmToolkitPolicyTest, ParsesMapWithLines) {
+    auto p = parse_sm_toolkit("# comment\n90: \"==12.8\"\nsm_110: \">=13.0\"\n", "f.yml");
+    ASSERT_TRUE(p.ok()) << p.error().to_string();
+    EXPECT_EQ(p->specs.at(90).to_string(), "==12.8");
+    EXPECT_EQ(p->specs.at(110).to_string(), ">=13.0");
+    EXPECT_EQ(p->lines.at(90), 2);
+    EXPECT_EQ(p->lines.at(110), 3);
+}
+
+TEST(SmToolkitPolicyTest, BadSpecErrorNamesFileAndLine) {
+    auto p = parse_sm_toolkit("90: \"==12.8\"\n100: \"==12.8\"\n120: \"12.8\"\n", "pol.yml");
+    ASSERT_FALSE(p.ok());
+    EXPECT_EQ(p.error().file, "pol.yml");
+    EXPECT_EQ(p.error().line, 3);
+    EXPECT_NE(p.error().to_string().find("pol.yml:3"), std::string::npos) << p.error().to_string();
+}
+
+TEST(SmToolkitPolicyTest, UnquotedAtLeastIsAYamlErrorWithLine) {
+    // `>` starts a YAML block scalar: the spec must be quoted, and the error must say where.
+    auto p = parse_sm_toolkit("90: \"==12.8\"\n110: >=13.0\n", "pol.yml");
+    ASSERT_FALSE(p.ok());
+    EXPECT_EQ(p.error().line, 2) << p.error().to_string();
+}
+
+TEST(SmToolkitPolicyTest, DuplicateAndNonNumericKeysAreErrors) {
+    auto dup = parse_sm_toolkit("90: \"==12.8\"\n90: \">=13.0\"\n", "pol.yml");
+    ASSERT_FALSE(dup.ok());
+    EXPECT_EQ(dup.error().line, 2);
+    auto word = parse_sm_toolkit("hopper: \"==12.8\"\n", "pol.yml");
+    ASSERT_FALSE(word.ok());
+    EXPECT_EQ(word.error().key, "hopper");
+    EXPECT_FALSE(parse_sm_toolkit("", "pol.yml").ok());
+    EXPECT_FALSE(parse_sm_toolkit("- 90\n", "pol.yml").ok());
+}
+
+TEST(SmToolkitPolicyTest, ShippedPolicyPinsEverySmTo128Except110) {
+    auto p = load_sm_toolkit(std::string(FORGE_TEST_SOURCE_DIR) + "/../policy/sm_toolkit.yml");
+    ASSERT_TRUE(p.ok()) << p.error().to_string();
+    for (int sm : {90, 100, 120})
+        EXPECT_EQ(p->specs.at(sm).to_string(), "==12.8") << sm;
+    EXPECT_EQ(p->specs.at(110).to_string(), ">=13.0");
+    for (const auto& [sm, spec] : p->specs)
+        if (sm != 110) EXPECT_EQ(spec.to_string(), "==12.8") << sm;
+}
+
+TEST(PlanToolkitsTest, SplitsSmsByPinnedToolkitOldestFirst) {
+    std::vector<Toolkit> found{
+        fake_toolkit("13.0.88", {75, 80, 90, 100, 110, 120}, "/cuda-13.0/bin/nvcc"),
+        fake_toolkit("12.8.93", {75, 80, 90, 100, 101, 120}, "/cuda-12.8/bin/nvcc"),
+        fake_toolkit("13.1.115", {75, 80, 90, 100, 110, 120}, "/cu131/bin/nvcc")};
+    auto policy = policy_of("90: \"==12.8\"\n100: \"==12.8\"\n110: \">=13.0\"\n120: \"==12.8\"\n");
+    auto plan = plan_toolkits({120, 90, 110, 100}, policy, found);
+    ASSERT_TRUE(plan.ok()) << plan.error().to_string();
+    ASSERT_EQ(plan->groups.size(), 2u);
+    EXPECT_EQ(plan->groups[0].toolkit->version.full(), "12.8.93");
+    EXPECT_EQ(plan->groups[0].sms, (std::vector<int>{90, 100, 120}));
+    // >=13.0 takes the OLDEST release at or above: 13.0, not 13.1
+    EXPECT_EQ(plan->groups[1].toolkit->version.full(), "13.0.88");
+    EXPECT_EQ(plan->groups[1].sms, (std::vector<int>{110}));
+}
+
+TEST(PlanToolkitsTest, ExactPinPrefersNewestPatchOfThatRelease) {
+    std::vector<Toolkit> found{fake_toolkit("12.8.61", {90}, "/a/bin/nvcc"),
+                               fake_toolkit("12.8.93", {90}, "/b/bin/nvcc"),
+                               fake_toolkit("12.9.86", {90}, "/c/bin/nvcc")};
+    auto plan = plan_toolkits({90}, policy_of("90: \"==12.8\"\n"), found);
+    ASSERT_TRUE(plan.ok());
+    EXPECT_EQ(plan->groups.at(0).toolkit->nvcc, "/b/bin/nvcc");
+}
+
+TEST(PlanToolkitsTest, MissingToolkitListsEveryMissingSmAndWhatWasFound) {
+    std::vector<Toolkit> found{
+        fake_toolkit("13.0.88", {75, 90, 100, 110, 120}, "/usr/local/cuda-13.0/bin/nvcc")};
+    auto policy = policy_of("90: \"==12.8\"\n100: \"==12.8\"\n110: \">=13.0\"\n120: \"==12.8\"\n");
+    auto plan = plan_toolkits({90, 100, 110, 120}, policy, found);
+    ASSERT_FALSE(plan.ok());
+    const std::string msg = plan.error().to_string();
+    EXPECT_EQ(plan.error().exit_code, kExitInput);
+    for (const char* needle :
+         {"sm_90", "sm_100", "sm_120", "==12.8", "13.0.88", "/usr/local/cuda-13.0/bin/nvcc"})
+        EXPECT_NE(msg.find(needle), std::string::npos) << needle << " in:\n" << msg;
+    EXPECT_EQ(msg.find("sm_110:"), std::string::npos) << "sm_110 is satisfiable:\n" << msg;
+}
+
+TEST(PlanToolkitsTest, SmWithoutSpecIsNamed) {
+    std::vector<Toolkit> found{fake_toolkit("13.0.88", {103, 110}, "/x/bin/nvcc")};
+    auto plan = plan_toolkits({110, 103}, policy_of("110: \">=13.0\"\n"), found);
+    ASSERT_FALSE(plan.ok());
+    EXPECT_NE(plan.error().to_string().find("sm_103: no toolkit spec"), std::string::npos)
+        << plan.error().to_string();
+}
+
+TEST(PlanToolkitsTest, MatchingReleaseThatCannotEmitTheSmIsNotUsed) {
+    // 12.8 cannot emit sm_110 ("Unsupported gpu architecture 'compute_110'"): say so.
+    std::vector<Toolkit> found{fake_toolkit("12.8.93", {90, 100, 120}, "/cu128/bin/nvcc")};
+    auto plan = plan_toolkits({110}, policy_of("110: \">=12.0\"\n"), found);
+    ASSERT_FALSE(plan.ok());
+    EXPECT_NE(plan.error().to_string().find("cannot emit sm_110"), std::string::npos)
+        << plan.error().to_string();
+}
+
+// ---- discovery over fake toolkits ---------------------------------------------------------------
+
+namespace {
+
+struct TempTree {
+    fs::path root;
+    TempTree() {
+        std::string tmpl = (fs::temp_directory_path() / "forge-toolkits-XXXXXX").string();
+        root = ::mkdtemp(tmpl.data());
+    }
+    ~TempTree() {
+        std::error_code ec;
+        fs::remove_all(root, ec);
+    }
+};
+
+void write_exe(const fs::path& p, const std::string& text) {
+    fs::create_directories(p.parent_path());
+    std::ofstream(p) << text;
+    fs::permissions(p, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec);
+}
+
+// A CUDA root whose bin/nvcc answers like nvcc `version` would, with a ptxas beside it.
+fs::path fake_cuda(const fs::path& root, const std::string& version, const std::string& sms) {
+    std::string release = version.substr(0, version.rfind('.'));
+    std::string help_values;
+    std::string list;
+    for (std::size_t pos = 0; pos < sms.size();) {
+        auto end = sms.find(' ', pos);
+        if (end == std::string::npos) end = sms.size();
+        std::string sm = sms.substr(pos, end - pos);
+        help_values += "'sm_" + sm + "','sm_" + sm + "a','compute_" + sm + "',";
+        list += "echo sm_" + sm + "\n";
+        pos = end + 1;
+    }
+    help_values.pop_back();
+    // nvcc --help quotes every value ('sm_90a'): a here-document keeps the quotes.
+    const std::string script = "#!/bin/sh\ncase \"$1\" in\n"
+                               "--version) echo 'Cuda compilation tools, release " +
+                               release + ", V" + version +
+                               "';;\n-dryrun) echo '#$ _HERE_=" + (root / "bin").string() +
+                               "';;\n--list-gpu-code)\n" + list +
+                               ";;\n--help) cat <<'EOF'\nUsage\n--gpu-code <code>\n"
+                               "        Allowed values for this option:  " +
+                               help_values + ".\n--next-option\nEOF\n;;\nesac\n";
+    write_exe(root / "bin" / "nvcc", script);
+    write_exe(root / "bin" / "ptxas", "#!/bin/sh\nexit 0\n");
+    return root;
+}
+
+DiscoveryInputs bare_inputs(const fs::path& tree) {
+    DiscoveryInputs in;
+    in.usr_local = (tree / "usr_local").string(); // empty: nothing from the real /usr/local
+    return in;
+}
+
+} // namespace
+
+TEST(DiscoverToolkitsTest, FindsEverySourceAndDedupsByRealpath) {
+    TempTree t;
+    fake_cuda(t.root / "usr_local" / "cuda-12.8", "12.8.93", "90 100 120");
+    fs::create_directory_symlink(t.root / "usr_local" / "cuda-12.8", t.root / "usr_local" / "cuda");
+    fake_cuda(t.root / "site" / "nvidia" / "cu13", "13.1.115", "90 110");
+    fake_cuda(t.root / "home13", "13.0.88", "90 110 120");
+    auto in = bare_inputs(t.root);
+    in.site_dirs = {(t.root / "site").string()};
+    in.cuda_home = (t.root / "home13").string();
+    in.path_env = (t.root / "usr_local" / "cuda" / "bin").string() + ":/nonexistent";
+    in.candidates_env =
+        (t.root / "home13" / "bin" / "nvcc").string() + ":" + (t.root / "missing").string();
+
+    auto report = discover_toolkits(in);
+    ASSERT_EQ(report.toolkits.size(), 3u);
+    EXPECT_EQ(report.toolkits[0].version.full(), "12.8.93"); // sorted by version
+    EXPECT_EQ(report.toolkits[1].version.full(), "13.0.88");
+    EXPECT_EQ(report.toolkits[2].version.full(), "13.1.115");
+    // cuda-12.8 seen three ways (PATH through the cuda symlink, cuda-*, cuda): one toolkit
+    EXPECT_EQ(report.toolkits[0].nvcc,
+              fs::canonical(t.root / "usr_local/cuda-12.8/bin/nvcc").string());
+    EXPECT_GE(report.toolkits[0].found_via.size(), 2u);
+    EXPECT_EQ(report.toolkits[1].found_via.front(), "NVCC_FORGE_NVCC_CANDIDATES");
+    EXPECT_TRUE(report.toolkits[2].can_emit_sass(110));
+    EXPECT_FALSE(report.toolkits[0].can_emit_sass(110));
+    EXPECT_NE(std::find(report.toolkits[0].sass.begin(), report.toolkits[0].sass.end(),
+                        sass(90, arch::Suffix::Specific)),
+              report.toolkits[0].sass.end());
+    bool noted_missing = false;
+    for (const auto& s : report.skipped)
+        noted_missing |= s.find("missing") != std::string::npos;
+    EXPECT_TRUE(noted_missing);
+}
+
+TEST(DiscoverToolkitsTest, CandidateRootDirectoryAndBinDirectoryBothWork) {
+    TempTree t;
+    fake_cuda(t.root / "a", "12.8.93", "90");
+    fake_cuda(t.root / "b", "13.0.88", "110");
+    auto in = bare_inputs(t.root);
+    in.candidates_env = (t.root / "a").string() + ":" + (t.root / "b" / "bin").string();
+    auto report = discover_toolkits(in);
+    ASSERT_EQ(report.toolkits.size(), 2u);
+}
+
+TEST(DiscoverToolkitsTest, TheWrapperItselfNeverCounts) {
+    TempTree t;
+    fake_cuda(t.root / "real", "13.0.88", "90");
+    // a copy of "this binary" named nvcc, first on PATH
+    fake_cuda(t.root / "wrap", "13.0.88", "90 100"); // other bytes than the real one
+    auto in = bare_inputs(t.root);
+    in.path_env = (t.root / "wrap" / "bin").string() + ":" + (t.root / "real" / "bin").string();
+    in.self_exe = fs::canonical(t.root / "wrap" / "bin" / "nvcc").string();
+    auto report = discover_toolkits(in);
+    ASSERT_EQ(report.toolkits.size(), 1u);
+    EXPECT_EQ(report.toolkits[0].root, fs::canonical(t.root / "real").string());
+
+    // A byte-identical copy (not a symlink) of the wrapper elsewhere is the wrapper too.
+    fs::create_directories(t.root / "copy" / "bin");
+    fs::copy_file(t.root / "wrap" / "bin" / "nvcc", t.root / "copy" / "bin" / "nvcc");
+    std::ofstream(t.root / "copy" / "bin" / "ptxas") << "";
+    in.path_env = (t.root / "copy" / "bin").string();
+    EXPECT_TRUE(discover_toolkits(in).toolkits.empty());
+}
+
+TEST(DiscoverToolkitsTest, ALauncherScriptIsTheToolkitItRuns) {
+    // /usr/local/bin/nvcc on the CI image is `exec /usr/local/cuda-13.0/bin/nvcc "$@"`.
+    TempTree t;
+    fake_cuda(t.root / "cuda-13.0", "13.0.88", "90");
+    write_exe(t.root / "bin" / "nvcc",
+              "#!/bin/sh\nexec " + (t.root / "cuda-13.0" / "bin" / "nvcc").string() + " \"$@\"\n");
+    write_exe(t.root / "bin" / "ptxas", "#!/bin/sh\n");
+    auto in = bare_inputs(t.root);
+    in.path_env = (t.root / "bin").string();
+    in.cuda_home = (t.root / "cuda-13.0").string();
+    auto report = discover_toolkits(in);
+    ASSERT_EQ(report.toolkits.size(), 1u);
+    EXPECT_EQ(report.toolkits[0].nvcc,
+              fs::canonical(t.root / "cuda-13.0" / "bin" / "nvcc").string());
+    EXPECT_EQ(report.toolkits[0].found_via, (std::vector<std::string>{"CUDA_HOME", "PATH"}));
+}
+
+TEST(DiscoverToolkitsTest, AnNvccWithoutPtxasBesideItIsAWrapper) {
+    TempTree t;
+    write_exe(t.root / "ccache" / "nvcc",
+              "#!/bin/sh\necho 'Cuda compilation tools, release 13.0, V13.0.88'\n");
+    auto in = bare_inputs(t.root);
+    in.path_env = (t.root / "ccache").string();
+    auto report = discover_toolkits(in);
+    EXPECT_TRUE(report.toolkits.empty());
+    ASSERT_EQ(report.skipped.size(), 1u);
+    EXPECT_NE(report.skipped[0].find("no ptxas"), std::string::npos) << report.skipped[0];
+}
+
+TEST(DiscoverToolkitsTest, BrokenNvccIsSkippedWithReasonNotFatal) {
+    TempTree t;
+    write_exe(t.root / "bad" / "bin" / "nvcc", "#!/bin/sh\necho garbage\n");
+    write_exe(t.root / "bad" / "bin" / "ptxas", "#!/bin/sh\n");
+    fake_cuda(t.root / "good", "13.0.88", "90");
+    auto in = bare_inputs(t.root);
+    in.candidates_env = (t.root / "bad").string() + ":" + (t.root / "good").string();
+    auto report = discover_toolkits(in);
+    ASSERT_EQ(report.toolkits.size(), 1u);
+    ASSERT_EQ(report.skipped.size(), 1u);
+    EXPECT_NE(report.skipped[0].find("bad"), std::string::npos);
+}
+
+TEST(DiscoverToolkitsTest, JsonHasTheContractKeys) {
+    std::vector<Toolkit> tks{fake_toolkit("13.0.88", {90, 110}, "/usr/local/cuda-13.0/bin/nvcc")};
+    tks[0].ptx.push_back({arch::Kind::Ptx, 90});
+    const std::string json = toolkits_to_json(tks);
+    for (const char* needle :
+         {"\"version\": \"13.0.88\"", "\"path\": \"/usr/local/cuda-13.0/bin/nvcc\"", "\"sass\": [",
+          "\"sm_110\"", "\"ptx\": [", "\"compute_90\""})
+        EXPECT_NE(json.find(needle), std::string::npos) << needle << "\n" << json;
+}
+
+TEST(ProbeRealToolkitTest, Cuda13AtUsrLocal) {
+    if (!fs::exists("/usr/local/cuda/bin/nvcc")) GTEST_SKIP() << "no /usr/local/cuda";
+    auto tk = probe_toolkit("/usr/local/cuda/bin/nvcc");
+    ASSERT_TRUE(tk.ok()) << tk.error().to_string();
+    EXPECT_GE(tk->version.major, 13);
+    EXPECT_TRUE(tk->can_emit_sass(110));
+    EXPECT_FALSE(tk->can_emit_sass(60)); // dropped in 13.0
+    EXPECT_NE(std::find(tk->sass.begin(), tk->sass.end(), sass(100, arch::Suffix::Family)),
+              tk->sass.end());
+    EXPECT_EQ(tk->nvcc, fs::canonical("/usr/local/cuda/bin/nvcc").string());
+}

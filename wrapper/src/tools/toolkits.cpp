@@ -1,0 +1,409 @@
+#include "tools/toolkits.h"
+
+#include "nvcc/probe.h"
+#include "tools/toolkits_process.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <regex>
+#include <set>
+#include <sstream>
+
+namespace forge::tools {
+
+namespace fs = std::filesystem;
+
+std::string ToolkitVersion::full() const {
+    return fmt::format("{}.{}.{}", major, minor, patch);
+}
+std::string ToolkitVersion::release() const {
+    return fmt::format("{}.{}", major, minor);
+}
+
+Result<ToolkitVersion> parse_nvcc_version(std::string_view version_output) {
+    const std::string text(version_output);
+    std::smatch m;
+    // "release 13.0, V13.0.88": the V-string carries the patch; the release is the fallback.
+    static const std::regex full_re(R"(release\s+(\d+)\.(\d+)\s*,\s*V(\d+)\.(\d+)\.(\d+))");
+    if (std::regex_search(text, m, full_re)) {
+        ToolkitVersion v{std::stoi(m[3]), std::stoi(m[4]), std::stoi(m[5])};
+        if (v.major != std::stoi(m[1]) || v.minor != std::stoi(m[2])) {
+            Error e(fmt::format("nvcc --version disagrees with itself: release {}.{} but V{}",
+                                m[1].str(), m[2].str(), v.full()));
+            return e;
+        }
+        return v;
+    }
+    static const std::regex release_re(R"(release\s+(\d+)\.(\d+))");
+    if (std::regex_search(text, m, release_re))
+        return ToolkitVersion{std::stoi(m[1]), std::stoi(m[2]), 0};
+    Error e("not an nvcc --version output (no 'release X.Y, VX.Y.Z')");
+    return e;
+}
+
+Result<ToolkitVersion> parse_version_text(std::string_view text) {
+    static const std::regex re(R"((\d+)\.(\d+)(?:\.(\d+))?)");
+    std::match_results<std::string_view::const_iterator> m;
+    if (!std::regex_match(text.begin(), text.end(), m, re)) {
+        Error e(fmt::format("'{}' is not a CUDA version (X.Y or X.Y.Z)", text));
+        e.key = std::string(text);
+        return e;
+    }
+    return ToolkitVersion{std::stoi(m[1].str()), std::stoi(m[2].str()),
+                          m[3].matched ? std::stoi(m[3].str()) : 0};
+}
+
+bool Toolkit::can_emit_sass(int sm) const {
+    return std::find(sass.begin(), sass.end(), arch::Target{arch::Kind::Sass, sm}) != sass.end();
+}
+
+Result<Toolkit> probe_toolkit(const std::string& nvcc_path) {
+    auto version_run = run_process(nvcc_path, {"--version"});
+    if (!version_run) return std::move(version_run).error();
+    if (version_run->exit_code != 0) {
+        Error e(fmt::format("`nvcc --version` exited with {}", version_run->exit_code), nvcc_path);
+        return e;
+    }
+    if (version_run->output.find("nvcc-forge") != std::string::npos) {
+        Error e("this is nvcc-forge, not a CUDA toolkit", nvcc_path);
+        return e;
+    }
+    auto version = parse_nvcc_version(version_run->output);
+    if (!version) return std::move(version).error().in_file(nvcc_path);
+
+    Toolkit tk;
+    tk.version = *version;
+    std::error_code ec;
+    fs::path real = fs::canonical(nvcc_path, ec);
+    tk.nvcc = ec ? nvcc_path : real.string();
+    tk.root = fs::path(tk.nvcc).parent_path().parent_path().string();
+
+    auto caps = nvcc::probe_toolkit(tk.nvcc);
+    if (!caps) return std::move(caps).error().in_file(nvcc_path);
+    if (caps->major != tk.version.major || caps->minor != tk.version.minor) {
+        Error e(fmt::format("nvcc reports release {}.{} and V{} at once", caps->major, caps->minor,
+                            tk.version.full()),
+                nvcc_path);
+        return e;
+    }
+    for (const auto& t : caps->emittable) { // a std::set: already sorted and unique
+        switch (t.kind) {
+        case arch::Kind::Sass:
+            tk.sass.push_back(t);
+            break;
+        case arch::Kind::Ptx:
+            tk.ptx.push_back(t);
+            break;
+        case arch::Kind::Lto:
+            tk.lto.push_back(t);
+            break;
+        }
+    }
+    if (tk.sass.empty()) {
+        Error e("nvcc lists no SASS target (--list-gpu-code printed nothing usable)", nvcc_path);
+        return e;
+    }
+    return tk;
+}
+
+namespace {
+
+std::vector<std::string> split_list(std::string_view s, char sep) {
+    std::vector<std::string> out;
+    std::size_t start = 0;
+    while (start <= s.size()) {
+        std::size_t end = s.find(sep, start);
+        if (end == std::string_view::npos) end = s.size();
+        if (end > start) out.emplace_back(s.substr(start, end - start));
+        start = end + 1;
+    }
+    return out;
+}
+
+std::string env_or_empty(const char* name) {
+    const char* v = std::getenv(name);
+    return v ? std::string(v) : std::string();
+}
+
+bool is_executable_file(const fs::path& p) {
+    std::error_code ec;
+    auto st = fs::status(p, ec);
+    if (ec || !fs::is_regular_file(st)) return false;
+    return (st.permissions() & (fs::perms::owner_exec | fs::perms::group_exec |
+                                fs::perms::others_exec)) != fs::perms::none;
+}
+
+// python3.X dirs under <prefix>/lib.
+void add_python_lib_dirs(const fs::path& prefix, std::vector<std::string>& out) {
+    std::error_code ec;
+    for (const char* lib : {"lib", "lib64"}) {
+        fs::path libdir = prefix / lib;
+        if (!fs::is_directory(libdir, ec)) continue;
+        for (const auto& d : fs::directory_iterator(libdir, ec)) {
+            auto name = d.path().filename().string();
+            if (name.rfind("python3", 0) != 0) continue;
+            for (const char* sub : {"site-packages", "dist-packages"})
+                if (fs::is_directory(d.path() / sub, ec)) out.push_back((d.path() / sub).string());
+        }
+    }
+}
+
+// A file identical to the running binary (a copy of nvcc-forge named nvcc) is the wrapper.
+bool same_bytes(const fs::path& a, const fs::path& b) {
+    std::error_code ec;
+    auto sa = fs::file_size(a, ec);
+    if (ec) return false;
+    auto sb = fs::file_size(b, ec);
+    if (ec || sa != sb) return false;
+    std::ifstream fa(a, std::ios::binary), fb(b, std::ios::binary);
+    if (!fa || !fb) return false;
+    return std::equal(std::istreambuf_iterator<char>(fa), std::istreambuf_iterator<char>(),
+                      std::istreambuf_iterator<char>(fb));
+}
+
+// The directory nvcc runs from, as its -dryrun reports it ("#$ _HERE_=/usr/local/cuda-13.0/bin").
+std::optional<fs::path> nvcc_home(const std::string& nvcc) {
+    auto run = run_process(nvcc, {"-dryrun", "-x", "cu", "-E", "/dev/null"},
+                           {.working_dir = "/", .unset_env = {}});
+    if (!run) return std::nullopt;
+    static const std::regex here_re(R"((?:^|\n)#\$ _HERE_=([^\n]+))");
+    std::smatch m;
+    if (!std::regex_search(run->output, m, here_re)) return std::nullopt;
+    std::error_code ec;
+    fs::path dir = m[1].str();
+    if (!fs::is_directory(dir, ec)) return std::nullopt;
+    return dir;
+}
+
+} // namespace
+
+DiscoveryInputs DiscoveryInputs::from_process(bool ask_python) {
+    DiscoveryInputs in;
+    in.path_env = env_or_empty("PATH");
+    in.cuda_home = env_or_empty("CUDA_HOME");
+    in.cuda_path = env_or_empty("CUDA_PATH");
+    in.candidates_env = env_or_empty("NVCC_FORGE_NVCC_CANDIDATES");
+    std::error_code ec;
+    in.self_exe = fs::canonical("/proc/self/exe", ec).string();
+
+    std::vector<std::string> sites;
+    for (const auto& dir : split_list(in.path_env, ':')) {
+        fs::path py = fs::path(dir) / "python3";
+        if (!is_executable_file(py)) continue;
+        fs::path real = fs::canonical(py, ec);
+        if (!ec) add_python_lib_dirs(real.parent_path().parent_path(), sites);
+    }
+    for (const char* var : {"VIRTUAL_ENV", "CONDA_PREFIX"})
+        if (auto v = env_or_empty(var); !v.empty()) add_python_lib_dirs(v, sites);
+    for (const auto& p : split_list(env_or_empty("PYTHONPATH"), ':'))
+        sites.push_back(p);
+    if (auto home = env_or_empty("HOME"); !home.empty())
+        add_python_lib_dirs(fs::path(home) / ".local", sites);
+    add_python_lib_dirs("/usr/local", sites);
+    add_python_lib_dirs("/usr", sites);
+    if (ask_python) {
+        // pyenv/conda shims hide the interpreter's prefix: ask the python3 on PATH once.
+        for (const auto& dir : split_list(in.path_env, ':')) {
+            fs::path py = fs::path(dir) / "python3";
+            if (!is_executable_file(py)) continue;
+            auto run = run_process(py.string(), {"-c", "import sys\nfor p in sys.path: print(p)"},
+                                   {.working_dir = "/", .unset_env = {"PYTHONSTARTUP"}});
+            if (run && run->exit_code == 0)
+                for (const auto& line : split_list(run->output, '\n'))
+                    sites.push_back(line);
+            break;
+        }
+    }
+    in.site_dirs = std::move(sites);
+    return in;
+}
+
+DiscoveryReport discover_toolkits(const DiscoveryInputs& in) {
+    DiscoveryReport report;
+    // Candidate nvcc paths in discovery order, with where each came from.
+    std::vector<std::pair<fs::path, std::string>> candidates;
+    auto add_root = [&](const fs::path& root, const std::string& via) {
+        candidates.emplace_back(root / "bin" / "nvcc", via);
+    };
+    for (const auto& entry : split_list(in.candidates_env, ':')) {
+        fs::path p(entry);
+        std::error_code ec;
+        if (fs::is_directory(p, ec)) {
+            if (fs::exists(p / "bin" / "nvcc", ec))
+                add_root(p, "NVCC_FORGE_NVCC_CANDIDATES");
+            else if (fs::exists(p / "nvcc", ec))
+                candidates.emplace_back(p / "nvcc", "NVCC_FORGE_NVCC_CANDIDATES");
+            else
+                report.skipped.push_back(fmt::format(
+                    "{}: NVCC_FORGE_NVCC_CANDIDATES entry is a directory with no bin/nvcc", entry));
+        } else if (fs::exists(p, ec)) {
+            candidates.emplace_back(p, "NVCC_FORGE_NVCC_CANDIDATES");
+        } else {
+            report.skipped.push_back(
+                fmt::format("{}: NVCC_FORGE_NVCC_CANDIDATES entry does not exist", entry));
+        }
+    }
+    if (!in.cuda_home.empty()) add_root(in.cuda_home, "CUDA_HOME");
+    if (!in.cuda_path.empty()) add_root(in.cuda_path, "CUDA_PATH");
+    for (const auto& dir : split_list(in.path_env, ':'))
+        candidates.emplace_back(fs::path(dir) / "nvcc", "PATH");
+    {
+        std::error_code ec;
+        std::vector<fs::path> versioned;
+        if (fs::is_directory(in.usr_local, ec))
+            for (const auto& d : fs::directory_iterator(in.usr_local, ec))
+                if (d.path().filename().string().rfind("cuda-", 0) == 0)
+                    versioned.push_back(d.path());
+        std::sort(versioned.begin(), versioned.end());
+        for (const auto& d : versioned)
+            add_root(d, (fs::path(in.usr_local) / "cuda-*").string());
+        add_root(fs::path(in.usr_local) / "cuda", (fs::path(in.usr_local) / "cuda").string());
+    }
+    for (const auto& site : in.site_dirs) {
+        // CUDA 12 wheels: nvidia/cuda_nvcc (ptxas only up to 12.9); CUDA 13+: nvidia/cu13/bin/nvcc.
+        std::error_code ec;
+        fs::path nv = fs::path(site) / "nvidia";
+        if (!fs::is_directory(nv, ec)) continue;
+        if (fs::exists(nv / "cuda_nvcc" / "bin" / "nvcc", ec))
+            add_root(nv / "cuda_nvcc", "python site " + site);
+        std::vector<fs::path> cu;
+        for (const auto& d : fs::directory_iterator(nv, ec)) {
+            auto name = d.path().filename().string();
+            if (name.size() > 2 && name.rfind("cu", 0) == 0 &&
+                std::all_of(name.begin() + 2, name.end(),
+                            [](char c) { return c >= '0' && c <= '9'; }))
+                cu.push_back(d.path());
+        }
+        std::sort(cu.begin(), cu.end());
+        for (const auto& d : cu)
+            if (fs::exists(d / "bin" / "nvcc", ec)) add_root(d, "python site " + site);
+    }
+
+    std::map<std::string, std::size_t> by_real; // realpath -> index in report.toolkits
+    std::map<std::string, std::string> aliases; // launcher script realpath -> the nvcc it runs
+    std::set<std::string> rejected;             // realpaths already judged unusable
+    auto seen = [&](std::string key, const std::string& via) {
+        if (auto a = aliases.find(key); a != aliases.end()) key = a->second;
+        if (auto it = by_real.find(key); it != by_real.end()) {
+            auto& vias = report.toolkits[it->second].found_via;
+            if (std::find(vias.begin(), vias.end(), via) == vias.end()) vias.push_back(via);
+            return true;
+        }
+        return rejected.count(key) > 0;
+    };
+    auto is_self = [&](const fs::path& real) {
+        return !in.self_exe.empty() &&
+               (real.string() == in.self_exe || same_bytes(real, in.self_exe));
+    };
+    for (const auto& [path, via] : candidates) {
+        std::error_code ec;
+        if (!fs::exists(path, ec)) continue;
+        fs::path real = fs::canonical(path, ec);
+        if (ec) continue;
+        std::string key = real.string();
+        if (seen(key, via)) continue;
+        auto reject = [&](const std::string& why) {
+            rejected.insert(key);
+            report.skipped.push_back(fmt::format("{} ({}): {}", path.string(), via, why));
+        };
+        if (is_self(real)) {
+            reject("is nvcc-forge itself, not a toolkit");
+            continue;
+        }
+        if (!is_executable_file(real)) {
+            reject("not an executable file");
+            continue;
+        }
+        // A script that execs the real nvcc (/usr/local/bin/nvcc: exec
+        // /usr/local/cuda-13.0/bin/nvcc) is the same toolkit, which realpath cannot see: nvcc's
+        // -dryrun names its real home.
+        if (auto home = nvcc_home(key)) {
+            fs::path inner = fs::canonical(*home / "nvcc", ec);
+            if (!ec && inner != real) {
+                if (is_self(inner)) {
+                    reject("runs nvcc-forge, not a toolkit");
+                    continue;
+                }
+                aliases[key] = inner.string();
+                if (seen(inner.string(), via)) continue;
+                real = inner;
+                key = inner.string();
+            }
+        }
+        // A real nvcc sits beside its ptxas; a launcher named nvcc (ccache, a copy of nvcc-forge
+        // under another name) does not, and would only report the toolkit behind it.
+        if (!fs::exists(real.parent_path() / "ptxas", ec)) {
+            reject(fmt::format("no ptxas beside {} (a wrapper, not a toolkit)", key));
+            continue;
+        }
+        auto tk = probe_toolkit(key);
+        if (!tk) {
+            reject(tk.error().to_string());
+            continue;
+        }
+        tk->found_via.push_back(via);
+        by_real[key] = report.toolkits.size();
+        report.toolkits.push_back(std::move(tk).value());
+    }
+    std::sort(report.toolkits.begin(), report.toolkits.end(),
+              [](const Toolkit& a, const Toolkit& b) {
+                  return std::tie(a.version, a.nvcc) < std::tie(b.version, b.nvcc);
+              });
+    return report;
+}
+
+namespace {
+
+nlohmann::json names(const std::vector<arch::Target>& targets) {
+    auto arr = nlohmann::json::array();
+    for (const auto& t : targets)
+        arr.push_back(t.name());
+    return arr;
+}
+
+std::string join_names(const std::vector<arch::Target>& targets) {
+    std::string s;
+    for (const auto& t : targets)
+        s += (s.empty() ? "" : " ") + t.name();
+    return s;
+}
+
+} // namespace
+
+std::string toolkits_to_json(const std::vector<Toolkit>& toolkits) {
+    auto arr = nlohmann::json::array();
+    for (const auto& tk : toolkits) {
+        arr.push_back({{"version", tk.version.full()},
+                       {"release", tk.version.release()},
+                       {"path", tk.nvcc},
+                       {"root", tk.root},
+                       {"sass", names(tk.sass)},
+                       {"ptx", names(tk.ptx)},
+                       {"lto", names(tk.lto)},
+                       {"found_via", tk.found_via}});
+    }
+    return arr.dump(2) + "\n";
+}
+
+std::string toolkits_to_text(const std::vector<Toolkit>& toolkits) {
+    if (toolkits.empty()) return "no CUDA toolkit found\n";
+    std::string out;
+    for (const auto& tk : toolkits) {
+        std::string vias;
+        for (const auto& v : tk.found_via)
+            vias += (vias.empty() ? "" : ", ") + v;
+        out +=
+            fmt::format("CUDA {}  {}\n  found via: {}\n  sass: {}\n  ptx:  {}\n", tk.version.full(),
+                        tk.nvcc, vias, join_names(tk.sass), join_names(tk.ptx));
+    }
+    return out;
+}
+
+} // namespace forge::tools
