@@ -1,18 +1,154 @@
-// Placeholder until the wrapper module lands: exec the real nvcc untouched.
+// The nvcc front end's entry points: invoked as `nvcc` (a symlink, PATH-prepended or in a shim's
+// bin/), or as a compiler launcher (`nvcc-forge [ccache|sccache ...] /path/to/nvcc args...`).
 #include "cli/frontend_entry.h"
 
-#include <cstdio>
+#include "cli/command.h"
+#include "core/paths.h"
+#include "core/result.h"
+#include "frontend/locate.h"
+#include "frontend/wrapper.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fmt/format.h>
+#include <string_view>
+#include <unistd.h>
 
 namespace forge::cli {
 
-int run_as_nvcc(int, char**) {
-    std::fputs("nvcc-forge: the nvcc front end is not built yet\n", stderr);
-    return 2;
+namespace fs = std::filesystem;
+using frontend::Call;
+using frontend::FrontendEnv;
+
+namespace {
+
+std::string current_dir() {
+    std::error_code ec;
+    auto p = fs::current_path(ec);
+    return ec ? std::string() : p.string();
 }
 
-int run_as_launcher(int, char**) {
-    std::fputs("nvcc-forge: the nvcc front end is not built yet\n", stderr);
-    return 2;
+frontend::LocateInput locate_input(const FrontendEnv& env, std::string argv0) {
+    frontend::LocateInput in;
+    in.argv0 = std::move(argv0);
+    in.real_nvcc_env = env.real_nvcc;
+    const char* path = std::getenv("PATH");
+    in.path_env = path != nullptr ? path : "";
+    const char* cuda_home = std::getenv("CUDA_HOME");
+    in.cuda_home_env = cuda_home != nullptr ? cuda_home : "";
+    in.self = self_exe();
+    return in;
 }
+
+// A wrapper started by a wrapper (depth 1) runs the real nvcc untouched; deeper than that is a
+// loop (two copies of nvcc-forge naming each other) and stops here.
+bool too_deep(const FrontendEnv& env) {
+    if (env.depth_value() < frontend::kMaxDepth) return false;
+    fmt::print(stderr,
+               "nvcc-forge: refusing to run: {}={} means nvcc-forge has started itself {} times "
+               "(check NVCC_FORGE_REAL_NVCC, PATH and the shim's {})\n",
+               frontend::kDepthEnv, env.depth, env.depth_value(), frontend::kRealNvccMarker);
+    return true;
+}
+
+int run(Call& call) {
+    call.cwd = current_dir();
+    if (call.env.depth_value() > 0) return frontend::exec_untouched(call);
+    return frontend::run_call(call);
+}
+
+bool looks_like_nvcc(std::string_view token, const fs::path& self) {
+    std::string_view base = token;
+    if (auto slash = base.rfind('/'); slash != std::string_view::npos)
+        base = base.substr(slash + 1);
+    if (base.find("nvcc") != std::string_view::npos && base != "nvcc-forge") return true;
+    return token.find('/') != std::string_view::npos && frontend::same_file(token, self);
+}
+
+} // namespace
+
+int run_as_nvcc(int argc, char** argv) {
+    Call call;
+    call.env = FrontendEnv::from_environ();
+    if (too_deep(call.env)) return kExitInput;
+    auto located = frontend::locate_real_nvcc(locate_input(call.env, argc > 0 ? argv[0] : "nvcc"));
+    if (!located) {
+        fmt::print(stderr, "nvcc-forge: {}\n", located.error().to_string());
+        return kExitInput;
+    }
+    call.nvcc = std::move(*located);
+    for (int i = 1; i < argc; ++i)
+        call.args.emplace_back(argv[i]);
+    return run(call);
+}
+
+// argv[1..] = [launcher [launcher args]...] nvcc nvcc-args...
+int run_as_launcher(int argc, char** argv) {
+    Call call;
+    call.env = FrontendEnv::from_environ();
+    if (too_deep(call.env)) return kExitInput;
+    const fs::path self = self_exe();
+    const char* path_c = std::getenv("PATH");
+    const std::string path_env = path_c != nullptr ? path_c : "";
+
+    int nvcc_at = -1;
+    for (int i = 1; i < argc; ++i)
+        if (looks_like_nvcc(argv[i], self)) {
+            nvcc_at = i;
+            break;
+        }
+    if (nvcc_at < 0) {
+        fmt::print(stderr,
+                   "nvcc-forge: no nvcc in the launcher command '{}'; expected nvcc-forge "
+                   "[ccache|sccache] /path/to/nvcc ARGS...\n",
+                   argc > 1 ? argv[1] : "");
+        return kExitInput;
+    }
+    // The nvcc token: used when it is a real nvcc; when it is the wrapper itself (or a bare name
+    // that resolves to it), the real one is located the usual way.
+    auto direct = frontend::find_on_path(argv[nvcc_at], path_env, self);
+    if (direct) {
+        call.nvcc = {*direct, "launcher argument"};
+    } else {
+        auto located = frontend::locate_real_nvcc(locate_input(call.env, argv[nvcc_at]));
+        if (!located) {
+            fmt::print(stderr, "nvcc-forge: {}\n", located.error().to_string());
+            return kExitInput;
+        }
+        call.nvcc = std::move(*located);
+    }
+    if (nvcc_at > 1) {
+        auto launcher = frontend::find_on_path(argv[1], path_env, self);
+        if (!launcher) {
+            fmt::print(stderr, "nvcc-forge: cannot find the launcher '{}' on PATH\n", argv[1]);
+            return kExitInput;
+        }
+        call.launchers.push_back(launcher->string());
+        for (int i = 1; i < nvcc_at; ++i)
+            call.launcher_args.emplace_back(argv[i]);
+    }
+    for (int i = nvcc_at + 1; i < argc; ++i)
+        call.args.emplace_back(argv[i]);
+    return run(call);
+}
+
+namespace {
+
+// `nvcc-forge ccache nvcc ...` (CMAKE_CUDA_COMPILER_LAUNCHER="nvcc-forge;ccache"): the wrapper goes
+// first so a policy change reaches the cache key. argv[0] is the launcher's name here.
+int launch_chained(int argc, char** argv) {
+    std::vector<char*> full;
+    full.push_back(const_cast<char*>("nvcc-forge"));
+    for (int i = 0; i < argc; ++i)
+        full.push_back(argv[i]);
+    full.push_back(nullptr);
+    return run_as_launcher(argc + 1, full.data());
+}
+
+} // namespace
+
+FORGE_COMMAND("ccache", "launcher chain: nvcc-forge ccache /path/to/nvcc ARGS...", launch_chained);
+FORGE_COMMAND("sccache", "launcher chain: nvcc-forge sccache /path/to/nvcc ARGS...",
+              launch_chained);
 
 } // namespace forge::cli

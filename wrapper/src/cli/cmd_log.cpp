@@ -1,0 +1,71 @@
+// nvcc-forge log summarize FILE [--format text|json] [--fail-on-drop]: which TUs dropped which
+// targets, from the wrapper's NVCC_FORGE_LOG.
+#include "cli/command.h"
+#include "core/result.h"
+#include "frontend/compile_log.h"
+
+#include <boost/program_options.hpp>
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+namespace forge::cli {
+
+namespace po = boost::program_options;
+
+namespace {
+
+int cmd_log(int argc, char** argv) {
+    if (argc < 2 || std::string_view(argv[1]) != "summarize") {
+        fmt::print(stderr, "usage: nvcc-forge log summarize FILE [--format text|json] "
+                           "[--fail-on-drop]\n");
+        return (argc >= 2 &&
+                (std::string_view(argv[1]) == "-h" || std::string_view(argv[1]) == "--help"))
+                   ? kExitOk
+                   : kExitInput;
+    }
+    po::options_description desc("nvcc-forge log summarize FILE");
+    desc.add_options()("help,h", "show this help")(
+        "format", po::value<std::string>()->default_value("text"),
+        "text | json")("fail-on-drop", "exit 1 when any TU dropped a policy target")(
+        "file", po::value<std::string>(), "the NVCC_FORGE_LOG file");
+    po::positional_options_description pos;
+    pos.add("file", 1);
+    po::variables_map vm;
+    try {
+        po::store(po::command_line_parser(argc - 1, argv + 1).options(desc).positional(pos).run(),
+                  vm);
+        po::notify(vm);
+    } catch (const po::error& e) {
+        fmt::print(stderr, "nvcc-forge log summarize: {}\n", e.what());
+        return kExitInput;
+    }
+    if (vm.count("help")) {
+        fmt::print("{}", fmt::format("{}", fmt::streamed(desc)));
+        return kExitOk;
+    }
+    if (!vm.count("file")) {
+        fmt::print(stderr, "nvcc-forge log summarize: FILE is required\n");
+        return kExitInput;
+    }
+    const auto format = vm["format"].as<std::string>();
+    if (format != "text" && format != "json") {
+        fmt::print(stderr, "nvcc-forge log summarize: --format must be text or json, not '{}'\n",
+                   format);
+        return kExitInput;
+    }
+    auto summary = frontend::summarize_log(vm["file"].as<std::string>());
+    if (!summary) {
+        fmt::print(stderr, "nvcc-forge log summarize: {}\n", summary.error().to_string());
+        return kExitInput;
+    }
+    fmt::print("{}", format == "json" ? frontend::summary_json(*summary)
+                                      : frontend::summary_text(*summary));
+    if (vm.count("fail-on-drop") && summary->records_with_drops > 0) return kExitPolicy;
+    return kExitOk;
+}
+
+} // namespace
+
+FORGE_COMMAND("log", "summarize the wrapper's compile log (log summarize FILE)", cmd_log);
+
+} // namespace forge::cli

@@ -1,0 +1,63 @@
+// nvcc-forge shim --cuda-home /usr/local/cuda --out DIR: a shadow CUDA root whose bin/nvcc is the
+// wrapper (for CUDA_HOME=DIR builds: torch.utils.cpp_extension, CMake's CUDAToolkit).
+#include "cli/command.h"
+#include "core/paths.h"
+#include "core/result.h"
+#include "frontend/shim.h"
+
+#include <boost/program_options.hpp>
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+namespace forge::cli {
+
+namespace po = boost::program_options;
+
+namespace {
+
+int cmd_shim(int argc, char** argv) {
+    po::options_description desc("nvcc-forge shim --cuda-home DIR --out DIR");
+    desc.add_options()("help,h", "show this help")(
+        "cuda-home", po::value<std::string>(),
+        "the real CUDA root (default: $CUDA_HOME, else /usr/local/cuda)")(
+        "out", po::value<std::string>(), "the shim root to create or refresh");
+    po::variables_map vm;
+    try {
+        po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
+        po::notify(vm);
+    } catch (const po::error& e) {
+        fmt::print(stderr, "nvcc-forge shim: {}\n{}", e.what(),
+                   fmt::format("{}", fmt::streamed(desc)));
+        return kExitInput;
+    }
+    if (vm.count("help")) {
+        fmt::print("{}", fmt::format("{}", fmt::streamed(desc)));
+        return kExitOk;
+    }
+    if (!vm.count("out")) {
+        fmt::print(stderr, "nvcc-forge shim: --out DIR is required\n");
+        return kExitInput;
+    }
+    frontend::ShimPlan plan;
+    if (vm.count("cuda-home"))
+        plan.cuda_home = vm["cuda-home"].as<std::string>();
+    else if (const char* ch = std::getenv("CUDA_HOME"); ch != nullptr && *ch != '\0')
+        plan.cuda_home = ch;
+    else
+        plan.cuda_home = "/usr/local/cuda";
+    plan.out = vm["out"].as<std::string>();
+    plan.wrapper = self_exe();
+    if (auto st = frontend::make_shim(plan); !st) {
+        fmt::print(stderr, "nvcc-forge shim: {}\n", st.error().to_string());
+        return kExitInput;
+    }
+    std::error_code ec;
+    fmt::print("{}\n", std::filesystem::absolute(plan.out, ec).string());
+    return kExitOk;
+}
+
+} // namespace
+
+FORGE_COMMAND("shim", "make a shadow CUDA root whose bin/nvcc is the wrapper", cmd_shim);
+
+} // namespace forge::cli

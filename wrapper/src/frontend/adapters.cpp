@@ -1,0 +1,37 @@
+#include "frontend/adapters.h"
+
+#include "nvcc/probe.h"
+#include "policy/resolve.h"
+
+#include <fmt/format.h>
+
+namespace forge::frontend {
+
+Result<nvcc::ToolkitCaps> probe_real_nvcc(const std::filesystem::path& nvcc) {
+    return nvcc::probe_toolkit(nvcc.string());
+}
+
+Result<std::pair<arch::ArchList, std::string>>
+resolve_package_list(const FrontendEnv& env, const std::string& cuda,
+                     const std::filesystem::path& packages_dir,
+                     const std::filesystem::path& policy_file, const nvcc::ToolkitCaps& caps,
+                     const std::filesystem::path& nvcc) {
+    policy::ResolveRequest req;
+    req.cuda = cuda;
+    req.torch = env.torch;
+    if (!env.platform.empty()) req.platform = env.platform;
+    req.package = env.package;
+    req.policy_file = policy_file;
+    req.packages_dir = packages_dir;
+    // The caps are already known (and cached): the resolver must not probe nvcc again.
+    policy::ToolkitInfo tk;
+    tk.nvcc = nvcc.string();
+    tk.cuda = cuda;
+    tk.emittable = caps.emittable;
+    req.toolkit = tk;
+    auto r = policy::resolve(req);
+    if (!r) return std::move(r).error();
+    return std::pair{std::move(r->list), std::move(r->source)};
+}
+
+} // namespace forge::frontend

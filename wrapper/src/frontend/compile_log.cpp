@@ -1,0 +1,224 @@
+#include "frontend/compile_log.h"
+
+#include "arch/arch.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sys/file.h>
+#include <unistd.h>
+
+namespace forge::frontend {
+
+using nlohmann::json;
+
+namespace {
+
+const char* const kKeys[] = {"cwd",     "sources", "output",    "policy",     "requested",
+                             "missing", "extra",   "injected",  "clamped",    "arch_specific",
+                             "mode",    "action",  "exit_code", "duration_ms"};
+
+Result<std::vector<std::string>> string_array(const json& j, const char* key) {
+    const auto& v = j.at(key);
+    if (!v.is_array()) return make_error(fmt::format("'{}' is not an array", key));
+    std::vector<std::string> out;
+    for (const auto& e : v) {
+        if (!e.is_string()) return make_error(fmt::format("'{}' holds a non-string", key));
+        out.push_back(e.get<std::string>());
+    }
+    return out;
+}
+
+bool target_less(const std::string& a, const std::string& b) {
+    auto ta = arch::parse_target(a), tb = arch::parse_target(b);
+    if (ta.ok() && tb.ok()) return *ta < *tb;
+    if (ta.ok() != tb.ok()) return ta.ok();
+    return a < b;
+}
+
+} // namespace
+
+std::string LogRecord::to_json() const {
+    // ordered_json keeps the documented key order, which makes logs diffable.
+    nlohmann::ordered_json j;
+    j["cwd"] = cwd;
+    j["sources"] = sources;
+    j["output"] = output;
+    j["policy"] = policy;
+    j["requested"] = requested;
+    j["missing"] = missing;
+    j["extra"] = extra;
+    j["injected"] = injected;
+    j["clamped"] = clamped;
+    j["arch_specific"] = arch_specific;
+    j["mode"] = mode;
+    j["action"] = action;
+    j["exit_code"] = exit_code;
+    j["duration_ms"] = duration_ms;
+    // Invalid UTF-8 in a path must not make the wrapper throw: replace it.
+    return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
+Result<LogRecord> LogRecord::from_json(const std::string& line) {
+    json j = json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) return make_error("not a JSON object");
+    for (const char* k : kKeys)
+        if (!j.contains(k)) return make_error(fmt::format("missing key '{}'", k));
+    LogRecord r;
+    try {
+        r.cwd = j.at("cwd").get<std::string>();
+        r.output = j.at("output").get<std::string>();
+        r.mode = j.at("mode").get<std::string>();
+        r.action = j.at("action").get<std::string>();
+        r.arch_specific = j.at("arch_specific").get<bool>();
+        r.exit_code = j.at("exit_code").get<int>();
+        r.duration_ms = j.at("duration_ms").get<long long>();
+    } catch (const json::exception& e) {
+        return make_error(fmt::format("wrong type: {}", e.what()));
+    }
+    std::pair<const char*, std::vector<std::string>*> arrays[] = {
+        {"sources", &r.sources}, {"policy", &r.policy}, {"requested", &r.requested},
+        {"missing", &r.missing}, {"extra", &r.extra},   {"injected", &r.injected},
+        {"clamped", &r.clamped}};
+    for (auto& [key, dst] : arrays) {
+        auto v = string_array(j, key);
+        if (!v) return std::move(v).error();
+        *dst = std::move(*v);
+    }
+    return r;
+}
+
+Status append_log_line(const std::string& path, const std::string& line) {
+    int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return Error{fmt::format("cannot open the compile log: {}", std::strerror(errno)), path};
+    std::string data = line + "\n";
+    // O_APPEND makes each write(2) land at the end as a unit for lines up to PIPE_BUF on every
+    // local file system; longer lines (a TU with hundreds of sources) also take an exclusive lock,
+    // so a short write and its continuation cannot be split by another writer.
+    bool locked = data.size() > PIPE_BUF && ::flock(fd, LOCK_EX) == 0;
+    size_t done = 0;
+    int err = 0;
+    while (done < data.size()) {
+        ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            err = errno;
+            break;
+        }
+        done += static_cast<size_t>(n);
+    }
+    if (locked) ::flock(fd, LOCK_UN);
+    ::close(fd);
+    if (done != data.size())
+        return Error{fmt::format("cannot write the compile log: {}", std::strerror(err)), path};
+    return ok_status();
+}
+
+std::string drop_line(const std::string& tu, const std::string& dropped, const std::string& policy,
+                      const std::string& requested, const std::string& why) {
+    return fmt::format("nvcc-forge: {}: dropped {} (policy {}; requested {}){}\n", tu, dropped,
+                       policy, requested.empty() ? "nvcc default" : requested,
+                       why.empty() ? "" : "; " + why);
+}
+
+std::vector<std::string> dropped_targets(const LogRecord& r) {
+    if (r.action == kActionPassthrough) return {};
+    if (r.action == kActionInjected) {
+        std::vector<std::string> out;
+        for (const auto& m : r.missing)
+            if (std::find(r.injected.begin(), r.injected.end(), m) == r.injected.end())
+                out.push_back(m);
+        return out;
+    }
+    return r.missing; // compared, injection-failed, refused: none of it is in an output
+}
+
+std::string tu_name(const LogRecord& r) {
+    if (!r.sources.empty()) {
+        std::string out;
+        for (const auto& s : r.sources)
+            out += (out.empty() ? "" : " ") + s;
+        return out;
+    }
+    if (!r.output.empty()) return r.output;
+    return "(link)";
+}
+
+Result<DropSummary> summarize_log(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return Error{fmt::format("cannot read: {}", std::strerror(errno)), path};
+    DropSummary s;
+    std::map<std::string, std::set<std::string>> tus;
+    std::string line;
+    int line_no = 0;
+    while (std::getline(in, line)) {
+        ++line_no;
+        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+        auto rec = LogRecord::from_json(line);
+        if (!rec) {
+            Error e = std::move(rec).error();
+            e.file = path;
+            e.line = line_no;
+            e.message = "malformed log record: " + e.message;
+            return e;
+        }
+        ++s.records;
+        ++s.actions[rec->action];
+        auto dropped = dropped_targets(*rec);
+        if (!dropped.empty()) ++s.records_with_drops;
+        std::string tu = tu_name(*rec);
+        if (!rec->cwd.empty() && !tu.starts_with('/') && tu != "(link)")
+            tu = rec->cwd + "/" + tu; // the same name in two build dirs is two TUs
+        for (const auto& t : dropped)
+            tus[t].insert(tu);
+    }
+    for (auto& [target, set] : tus)
+        s.tus_by_target[target] = {set.begin(), set.end()};
+    return s;
+}
+
+namespace {
+
+std::vector<std::string> sorted_targets(const DropSummary& s) {
+    std::vector<std::string> keys;
+    for (const auto& [k, v] : s.tus_by_target)
+        keys.push_back(k);
+    std::sort(keys.begin(), keys.end(), target_less);
+    return keys;
+}
+
+} // namespace
+
+std::string summary_text(const DropSummary& s) {
+    std::string out = fmt::format("{} calls, {} with drops\n", s.records, s.records_with_drops);
+    for (const auto& target : sorted_targets(s)) {
+        const auto& tus = s.tus_by_target.at(target);
+        out +=
+            fmt::format("{}: dropped by {} TU{}\n", target, tus.size(), tus.size() == 1 ? "" : "s");
+        for (const auto& tu : tus)
+            out += "  " + tu + "\n";
+    }
+    if (s.tus_by_target.empty()) out += "no drops\n";
+    return out;
+}
+
+std::string summary_json(const DropSummary& s) {
+    nlohmann::ordered_json j;
+    j["records"] = s.records;
+    j["records_with_drops"] = s.records_with_drops;
+    nlohmann::ordered_json drops = nlohmann::ordered_json::object();
+    for (const auto& target : sorted_targets(s))
+        drops[target] = s.tus_by_target.at(target);
+    j["drops"] = drops;
+    j["actions"] = s.actions;
+    return j.dump(2) + "\n";
+}
+
+} // namespace forge::frontend

@@ -1,0 +1,67 @@
+// The compile log: one JSON object per nvcc call in NVCC_FORGE_LOG, and one stderr line per
+// translation unit that loses a policy target. Appends never tear: the whole line goes out in one
+// write(2) on an O_APPEND descriptor, under flock(2) when it is longer than PIPE_BUF.
+#pragma once
+
+#include "core/result.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace forge::frontend {
+
+// Actions, as written in the log.
+inline constexpr const char* kActionPassthrough = "passthrough";
+inline constexpr const char* kActionCompared = "compared";
+inline constexpr const char* kActionInjected = "injected";
+inline constexpr const char* kActionInjectionFailed = "injection-failed";
+inline constexpr const char* kActionRefused = "refused";
+
+struct LogRecord {
+    std::string cwd;
+    std::vector<std::string> sources;
+    std::string output;
+    std::vector<std::string> policy; // nvcc target names
+    std::vector<std::string> requested;
+    std::vector<std::string> missing;
+    std::vector<std::string> extra;
+    std::vector<std::string> injected;
+    std::vector<std::string> clamped;
+    bool arch_specific = false;
+    std::string mode;
+    std::string action;
+    int exit_code = 0;
+    long long duration_ms = 0;
+
+    // One line, no trailing newline; keys exactly as documented, in this order.
+    [[nodiscard]] std::string to_json() const;
+    static Result<LogRecord> from_json(const std::string& line);
+};
+
+// Appends `line` + '\n' to `path` (created 0644 if absent).
+Status append_log_line(const std::string& path, const std::string& line);
+
+// "nvcc-forge: flash_fwd.cu: dropped sm_110, compute_120 (policy 8.0 9.0+PTX; requested 8.0 9.0)"
+std::string drop_line(const std::string& tu, const std::string& dropped, const std::string& policy,
+                      const std::string& requested, const std::string& why = "");
+
+// What a record says was left out of the output: missing minus injected, except when the
+// injection fell back (then everything missing) — and nothing for a passthrough.
+std::vector<std::string> dropped_targets(const LogRecord& r);
+// The TU name used in logs: the sources, else the output, else "(link)".
+std::string tu_name(const LogRecord& r);
+
+struct DropSummary {
+    long records = 0;
+    long records_with_drops = 0;
+    std::map<std::string, std::vector<std::string>> tus_by_target; // ordered by target
+    std::map<std::string, long> actions;
+};
+
+// Reads a log file. Errors name the file and the 1-based line of the first malformed record.
+Result<DropSummary> summarize_log(const std::string& path);
+std::string summary_text(const DropSummary& s);
+std::string summary_json(const DropSummary& s);
+
+} // namespace forge::frontend

@@ -1,0 +1,186 @@
+#include "frontend/config.h"
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <fnmatch.h>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace forge::frontend {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string getenv_str(const char* name) {
+    const char* v = std::getenv(name);
+    return v == nullptr ? std::string() : std::string(v);
+}
+
+// FNV-1a 64: stable across builds and runs (std::hash is not promised to be).
+std::uint64_t fnv1a(std::string_view s) {
+    std::uint64_t h = 1469598103934665603ull;
+    for (unsigned char c : s) {
+        h ^= c;
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+} // namespace
+
+Result<Mode> parse_mode(std::string_view text, std::string_view origin) {
+    if (text == "observe") return Mode::Observe;
+    if (text == "inject") return Mode::Inject;
+    if (text == "strict") return Mode::Strict;
+    Error e{fmt::format("unknown mode '{}' (expected observe, inject or strict)", text)};
+    e.key = std::string(origin);
+    return e;
+}
+
+std::string_view mode_string(Mode m) {
+    switch (m) {
+    case Mode::Observe:
+        return "observe";
+    case Mode::Inject:
+        return "inject";
+    case Mode::Strict:
+        return "strict";
+    }
+    return "inject";
+}
+
+FrontendEnv FrontendEnv::from_environ() {
+    FrontendEnv e;
+    e.arch_list = getenv_str("NVCC_FORGE_ARCH_LIST");
+    e.package = getenv_str("NVCC_FORGE_PACKAGE");
+    e.torch = getenv_str("NVCC_FORGE_TORCH");
+    e.platform = getenv_str("NVCC_FORGE_PLATFORM");
+    e.policy_file = getenv_str("NVCC_FORGE_POLICY");
+    e.packages_dir = getenv_str("NVCC_FORGE_PACKAGES_DIR");
+    e.mode = getenv_str("NVCC_FORGE_MODE");
+    e.log = getenv_str("NVCC_FORGE_LOG");
+    e.real_nvcc = getenv_str("NVCC_FORGE_REAL_NVCC");
+    e.cache_dir = getenv_str("NVCC_FORGE_CACHE_DIR");
+    e.depth = getenv_str("NVCC_FORGE_DEPTH");
+    e.prepend = getenv_str("NVCC_PREPEND_FLAGS");
+    e.append = getenv_str("NVCC_APPEND_FLAGS");
+    return e;
+}
+
+int FrontendEnv::depth_value() const {
+    if (depth.empty()) return 0;
+    char* end = nullptr;
+    long v = std::strtol(depth.c_str(), &end, 10);
+    if (end == depth.c_str() || v < 0) return 1; // set but garbage: still inside a wrapper
+    return v > 1000 ? 1000 : static_cast<int>(v);
+}
+
+fs::path cache_dir(const FrontendEnv& env) {
+    if (!env.cache_dir.empty()) return env.cache_dir;
+    if (std::string xdg = getenv_str("XDG_CACHE_HOME"); !xdg.empty())
+        return fs::path(xdg) / "nvcc-forge";
+    if (std::string home = getenv_str("HOME"); !home.empty())
+        return fs::path(home) / ".cache" / "nvcc-forge";
+    return {};
+}
+
+std::string file_stamp(const fs::path& p) {
+    struct stat st {};
+    if (::stat(p.c_str(), &st) != 0) return p.string() + "|absent";
+    long long ns = static_cast<long long>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec;
+    return fmt::format("{}|{}|{}|{}", p.string(), ns, static_cast<long long>(st.st_size),
+                       static_cast<unsigned long long>(st.st_ino));
+}
+
+std::optional<std::string> cache_read(const fs::path& dir, const std::string& key) {
+    if (dir.empty()) return std::nullopt;
+    fs::path file = dir / fmt::format("{:016x}.json", fnv1a(key));
+    std::ifstream in(file, std::ios::binary);
+    if (!in) return std::nullopt;
+    std::string stored_key;
+    if (!std::getline(in, stored_key) || stored_key != key) return std::nullopt;
+    std::ostringstream rest;
+    rest << in.rdbuf();
+    return rest.str();
+}
+
+void cache_write(const fs::path& dir, const std::string& key, const std::string& value) {
+    if (dir.empty()) return;
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    fs::path file = dir / fmt::format("{:016x}.json", fnv1a(key));
+    fs::path tmp = dir / fmt::format(".{:016x}.{}.tmp", fnv1a(key), ::getpid());
+    {
+        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+        if (!out) return; // an unwritable cache only costs speed
+        out << key << '\n' << value;
+        if (!out.flush()) {
+            fs::remove(tmp, ec);
+            return;
+        }
+    }
+    // rename(2) is atomic: concurrent readers see the old entry or the new one, never a half.
+    fs::rename(tmp, file, ec);
+    if (ec) fs::remove(tmp, ec);
+}
+
+std::string caps_to_json(const nvcc::ToolkitCaps& caps) {
+    nlohmann::json j;
+    j["major"] = caps.major;
+    j["minor"] = caps.minor;
+    std::vector<std::string> names;
+    for (const auto& t : caps.emittable)
+        names.push_back(t.name());
+    j["emittable"] = names;
+    j["default_sm"] = caps.default_sm;
+    j["native_sm"] = caps.native_sm ? nlohmann::json(*caps.native_sm) : nlohmann::json(nullptr);
+    return j.dump();
+}
+
+Result<nvcc::ToolkitCaps> caps_from_json(const std::string& text) {
+    auto j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) return make_error("toolkit cache: not a JSON object");
+    nvcc::ToolkitCaps caps;
+    try {
+        caps.major = j.at("major").get<int>();
+        caps.minor = j.at("minor").get<int>();
+        caps.default_sm = j.at("default_sm").get<int>();
+        if (!j.at("native_sm").is_null()) caps.native_sm = j.at("native_sm").get<int>();
+        for (const auto& n : j.at("emittable")) {
+            auto t = arch::parse_target(n.get<std::string>(), "toolkit cache");
+            if (!t) return std::move(t).error();
+            caps.emittable.insert(*t);
+        }
+    } catch (const nlohmann::json::exception& e) {
+        return make_error(fmt::format("toolkit cache: {}", e.what()));
+    }
+    return caps;
+}
+
+bool matches_source_glob(const std::string& source, const std::vector<std::string>& globs) {
+    std::string name = fs::path(source).filename().string();
+    for (const auto& g : globs) {
+        bool whole = g.find('/') != std::string::npos;
+        if (whole) {
+            // "hopper/*.cu" matches "../hopper/x.cu" and "/abs/hopper/x.cu" too: compare the tail.
+            if (::fnmatch(g.c_str(), source.c_str(), 0) == 0) return true;
+            std::string_view s = source;
+            for (size_t pos = s.find('/'); pos != std::string_view::npos;
+                 pos = s.find('/', pos + 1))
+                if (::fnmatch(g.c_str(), std::string(s.substr(pos + 1)).c_str(), 0) == 0)
+                    return true;
+        } else if (::fnmatch(g.c_str(), name.c_str(), 0) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+} // namespace forge::frontend

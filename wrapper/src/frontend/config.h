@@ -1,0 +1,76 @@
+// The wrapper's configuration, read from the environment once per call, and the policy it
+// compares against. Resolving a package's policy parses YAML; the result (and the toolkit probe)
+// is cached on disk keyed by the files it came from, so the hot path reads one small JSON file.
+#pragma once
+
+#include "arch/arch.h"
+#include "core/result.h"
+#include "nvcc/cmdline.h"
+#include "policy/package.h"
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace forge::frontend {
+
+enum class Mode { Observe, Inject, Strict };
+Result<Mode> parse_mode(std::string_view text, std::string_view origin);
+std::string_view mode_string(Mode m);
+
+struct FrontendEnv {
+    std::string arch_list;    // NVCC_FORGE_ARCH_LIST
+    std::string package;      // NVCC_FORGE_PACKAGE
+    std::string torch;        // NVCC_FORGE_TORCH
+    std::string platform;     // NVCC_FORGE_PLATFORM
+    std::string policy_file;  // NVCC_FORGE_POLICY
+    std::string packages_dir; // NVCC_FORGE_PACKAGES_DIR
+    std::string mode;         // NVCC_FORGE_MODE
+    std::string log;          // NVCC_FORGE_LOG
+    std::string real_nvcc;    // NVCC_FORGE_REAL_NVCC
+    std::string cache_dir;    // NVCC_FORGE_CACHE_DIR
+    std::string depth;        // NVCC_FORGE_DEPTH
+    std::string prepend;      // NVCC_PREPEND_FLAGS
+    std::string append;       // NVCC_APPEND_FLAGS
+
+    static FrontendEnv from_environ();
+    // TORCH_CUDA_ARCH_LIST is deliberately not a source: setup.py files rewrite it.
+    [[nodiscard]] bool policy_configured() const { return !arch_list.empty() || !package.empty(); }
+    [[nodiscard]] int depth_value() const; // 0 when unset or garbage
+};
+
+struct EffectivePolicy {
+    arch::ArchList list;
+    std::string source; // "NVCC_FORGE_ARCH_LIST", the resolver's source
+    policy::WrapperSettings wrapper;
+};
+
+// NVCC_FORGE_CACHE_DIR, else $XDG_CACHE_HOME/nvcc-forge, else $HOME/.cache/nvcc-forge.
+std::filesystem::path cache_dir(const FrontendEnv& env);
+// "path|mtime_ns|size" of a file, "path|absent" when it does not exist.
+std::string file_stamp(const std::filesystem::path& p);
+// A cache entry is one file named by a hash of its key; the key is stored inside and compared on
+// read, so a hash collision reads as a miss. Writes go to a temp file renamed into place.
+std::optional<std::string> cache_read(const std::filesystem::path& dir, const std::string& key);
+void cache_write(const std::filesystem::path& dir, const std::string& key,
+                 const std::string& value);
+
+std::string caps_to_json(const nvcc::ToolkitCaps& caps);
+Result<nvcc::ToolkitCaps> caps_from_json(const std::string& text);
+
+// The toolkit caps of `nvcc` (a resolved path), from the cache or by probing it once.
+Result<nvcc::ToolkitCaps> toolkit_caps(const FrontendEnv& env, const std::filesystem::path& nvcc);
+
+// The policy for this call; nullopt when nothing is configured. `caps` gives the CUDA version the
+// resolver needs. Errors (exit 2): a malformed NVCC_FORGE_ARCH_LIST, an unknown package, a policy
+// file that does not parse.
+Result<std::optional<EffectivePolicy>> effective_policy(const FrontendEnv& env,
+                                                        const nvcc::ToolkitCaps& caps,
+                                                        const std::filesystem::path& nvcc);
+
+// Does `source` (as written on the command line) match one of the globs? A glob without '/'
+// is matched against the file name, one with '/' against the whole path.
+bool matches_source_glob(const std::string& source, const std::vector<std::string>& globs);
+
+} // namespace forge::frontend

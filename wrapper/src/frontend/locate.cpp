@@ -1,0 +1,149 @@
+#include "frontend/locate.h"
+
+#include <fmt/format.h>
+#include <fstream>
+#include <set>
+#include <string_view>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace forge::frontend {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<std::string> split_path(const std::string& path_env) {
+    std::vector<std::string> dirs;
+    std::string_view rest = path_env;
+    while (true) {
+        auto colon = rest.find(':');
+        std::string_view dir = rest.substr(0, colon);
+        // An empty PATH element means the current directory (execvp does the same).
+        dirs.emplace_back(dir.empty() ? std::string(".") : std::string(dir));
+        if (colon == std::string_view::npos) break;
+        rest = rest.substr(colon + 1);
+    }
+    return dirs;
+}
+
+fs::path resolved(const fs::path& p) {
+    std::error_code ec;
+    fs::path r = fs::canonical(p, ec);
+    return ec ? fs::path() : r;
+}
+
+} // namespace
+
+bool same_file(const fs::path& a, const fs::path& b) {
+    struct stat sa {
+    }, sb{};
+    if (::stat(a.c_str(), &sa) != 0 || ::stat(b.c_str(), &sb) != 0) return false;
+    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+bool usable_nvcc(const fs::path& candidate, const fs::path& self) {
+    struct stat st {};
+    if (::stat(candidate.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+    if (::access(candidate.c_str(), X_OK) != 0) return false;
+    return self.empty() || !same_file(candidate, self);
+}
+
+std::optional<fs::path> find_on_path(const std::string& name, const std::string& path_env,
+                                     const fs::path& self) {
+    if (name.find('/') != std::string::npos) {
+        if (usable_nvcc(name, self)) return resolved(name);
+        return std::nullopt;
+    }
+    std::set<std::pair<dev_t, ino_t>> seen_dirs; // a directory on PATH twice is looked at once
+    for (const auto& dir : split_path(path_env)) {
+        struct stat st {};
+        if (::stat(dir.c_str(), &st) != 0) continue;
+        if (!seen_dirs.insert({st.st_dev, st.st_ino}).second) continue;
+        fs::path candidate = fs::path(dir) / name;
+        if (usable_nvcc(candidate, self)) return resolved(candidate);
+    }
+    return std::nullopt;
+}
+
+fs::path invocation_dir(const LocateInput& in) {
+    if (in.argv0.find('/') != std::string::npos) return fs::path(in.argv0).parent_path();
+    std::string name = fs::path(in.argv0).filename().string();
+    if (name.empty()) return {};
+    for (const auto& dir : split_path(in.path_env)) {
+        fs::path candidate = fs::path(dir) / name;
+        if (!in.self.empty() && same_file(candidate, in.self)) return dir;
+    }
+    return {};
+}
+
+Result<Located> locate_real_nvcc(const LocateInput& in) {
+    std::vector<std::string> looked;
+    auto reject = [&](const std::string& where, const fs::path& p) {
+        std::string why;
+        std::error_code ec;
+        if (!fs::exists(p, ec))
+            why = "does not exist";
+        else if (!in.self.empty() && same_file(p, in.self))
+            why = "is nvcc-forge itself";
+        else
+            why = "is not an executable file";
+        looked.push_back(fmt::format("{} {} ({})", where, p.string(), why));
+    };
+
+    if (!in.real_nvcc_env.empty()) {
+        fs::path p = in.real_nvcc_env;
+        if (usable_nvcc(p, in.self)) return Located{resolved(p), "NVCC_FORGE_REAL_NVCC"};
+        // An explicit setting that does not work is an error, not a hint to look elsewhere.
+        reject("NVCC_FORGE_REAL_NVCC=", p);
+        return make_error(fmt::format("cannot use the real nvcc: {}", looked.front()));
+    }
+
+    if (fs::path dir = invocation_dir(in); !dir.empty()) {
+        fs::path marker = dir / kRealNvccMarker;
+        std::ifstream f(marker);
+        std::string line;
+        if (f && std::getline(f, line)) {
+            while (!line.empty() && (line.back() == '\r' || line.back() == ' '))
+                line.pop_back();
+            if (!line.empty() && usable_nvcc(line, in.self))
+                return Located{resolved(line), "marker " + marker.string()};
+            reject(fmt::format("{} names", marker.string()), line);
+        }
+    }
+
+    std::set<std::pair<dev_t, ino_t>> seen_dirs;
+    bool any_on_path = false;
+    for (const auto& dir : split_path(in.path_env)) {
+        struct stat st {};
+        if (::stat(dir.c_str(), &st) != 0) continue;
+        if (!seen_dirs.insert({st.st_dev, st.st_ino}).second) continue;
+        fs::path candidate = fs::path(dir) / "nvcc";
+        std::error_code ec;
+        if (!fs::exists(candidate, ec)) continue;
+        any_on_path = true;
+        if (usable_nvcc(candidate, in.self)) return Located{resolved(candidate), "PATH"};
+        reject("PATH:", candidate);
+    }
+    if (!any_on_path) looked.push_back("PATH (no other nvcc)");
+
+    if (!in.cuda_home_env.empty()) {
+        fs::path p = fs::path(in.cuda_home_env) / "bin" / "nvcc";
+        if (usable_nvcc(p, in.self)) return Located{resolved(p), "CUDA_HOME"};
+        reject("$CUDA_HOME/bin/nvcc:", p);
+    } else {
+        looked.push_back("$CUDA_HOME (unset)");
+    }
+    if (!in.default_cuda_bin.empty()) {
+        fs::path p = in.default_cuda_bin;
+        if (usable_nvcc(p, in.self)) return Located{resolved(p), "default"};
+        reject("default", p);
+    }
+    std::string msg = "cannot find the real nvcc; looked at:";
+    for (const auto& l : looked)
+        msg += "\n  " + l;
+    msg += "\nset NVCC_FORGE_REAL_NVCC to the real nvcc";
+    return make_error(std::move(msg));
+}
+
+} // namespace forge::frontend

@@ -1,0 +1,58 @@
+// Finding the real nvcc behind the wrapper, without ever finding the wrapper itself.
+// Files are compared by identity (device + inode of the resolved file), never by name: a PATH
+// entry named `nvcc` may be a symlink to this binary, a copy of it under another name is caught by
+// the recursion marker instead (see kDepthEnv).
+#pragma once
+
+#include "core/result.h"
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace forge::frontend {
+
+// Set in the environment of every nvcc the wrapper runs. A wrapper that starts with it set is
+// already inside a wrapper: it runs the real nvcc untouched; at depth >= kMaxDepth it refuses.
+inline constexpr const char* kDepthEnv = "NVCC_FORGE_DEPTH";
+inline constexpr int kMaxDepth = 2;
+
+// A shim's bin/ (and any directory holding an `nvcc` symlink to the wrapper) may name the real
+// nvcc in this file: one line, an absolute path.
+inline constexpr const char* kRealNvccMarker = ".nvcc-forge-real";
+
+struct LocateInput {
+    std::string argv0;          // as invoked ("nvcc", "/opt/shim/bin/nvcc")
+    std::string real_nvcc_env;  // NVCC_FORGE_REAL_NVCC ("" if unset)
+    std::string path_env;       // PATH
+    std::string cuda_home_env;  // CUDA_HOME
+    std::filesystem::path self; // this binary, resolved (/proc/self/exe)
+    std::string default_cuda_bin = "/usr/local/cuda/bin/nvcc";
+};
+
+struct Located {
+    std::filesystem::path nvcc; // resolved real path: exec it by this name (nvcc's _HERE_)
+    std::string how;            // "NVCC_FORGE_REAL_NVCC", "PATH", "marker <file>", ...
+};
+
+// Same file (after symlinks), by device and inode.
+bool same_file(const std::filesystem::path& a, const std::filesystem::path& b);
+// An executable regular file (after symlinks) that is not `self`.
+bool usable_nvcc(const std::filesystem::path& candidate, const std::filesystem::path& self);
+
+// The directory the wrapper was started from: dirname(argv0) when it has a slash, else the first
+// PATH entry whose `nvcc` is this binary. Empty when unknown.
+std::filesystem::path invocation_dir(const LocateInput& in);
+
+// NVCC_FORGE_REAL_NVCC, else the marker beside the invoked symlink, else the next `nvcc` on PATH
+// that is not this binary, else $CUDA_HOME/bin/nvcc, else /usr/local/cuda/bin/nvcc. The error
+// lists every place looked at and why each was rejected.
+Result<Located> locate_real_nvcc(const LocateInput& in);
+
+// Resolves a command name as execvp would (a name with a slash is taken as is), skipping `self`.
+std::optional<std::filesystem::path> find_on_path(const std::string& name,
+                                                  const std::string& path_env,
+                                                  const std::filesystem::path& self);
+
+} // namespace forge::frontend

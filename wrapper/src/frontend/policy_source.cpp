@@ -1,0 +1,123 @@
+// The two expensive inputs of a call — what the real nvcc can do and the package's policy — read
+// through the on-disk cache.
+#include "frontend/config.h"
+
+#include "core/paths.h"
+#include "frontend/adapters.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace forge::frontend {
+
+namespace fs = std::filesystem;
+
+Result<nvcc::ToolkitCaps> toolkit_caps(const FrontendEnv& env, const fs::path& nvcc_path) {
+    // Keyed by the nvcc file itself (path, mtime, size, inode): a toolkit upgrade in place or a
+    // different toolkit invalidates it. The format version guards against an older cache layout.
+    const std::string key = "caps-v1|" + file_stamp(nvcc_path);
+    const fs::path dir = cache_dir(env);
+    if (auto cached = cache_read(dir, key)) {
+        if (auto caps = caps_from_json(*cached); caps.ok()) return caps;
+    }
+    auto caps = probe_real_nvcc(nvcc_path);
+    if (!caps) return caps;
+    cache_write(dir, key, caps_to_json(*caps));
+    return caps;
+}
+
+namespace {
+
+std::string settings_to_json(const EffectivePolicy& p) {
+    nlohmann::json j;
+    j["list"] = p.list.to_string();
+    j["source"] = p.source;
+    j["mode"] = p.wrapper.mode;
+    j["inject_arch_specific"] = p.wrapper.inject_arch_specific
+                                    ? nlohmann::json(*p.wrapper.inject_arch_specific)
+                                    : nlohmann::json(nullptr);
+    j["arch_specific_sources"] = p.wrapper.arch_specific_sources;
+    return j.dump();
+}
+
+Result<EffectivePolicy> settings_from_json(const std::string& text) {
+    auto j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) return make_error("policy cache: not a JSON object");
+    EffectivePolicy p;
+    try {
+        auto list = arch::ArchList::parse(j.at("list").get<std::string>(), "policy cache");
+        if (!list) return std::move(list).error();
+        p.list = std::move(*list);
+        p.source = j.at("source").get<std::string>();
+        p.wrapper.mode = j.at("mode").get<std::string>();
+        if (!j.at("inject_arch_specific").is_null())
+            p.wrapper.inject_arch_specific = j.at("inject_arch_specific").get<bool>();
+        p.wrapper.arch_specific_sources =
+            j.at("arch_specific_sources").get<std::vector<std::string>>();
+    } catch (const nlohmann::json::exception& e) {
+        return make_error(fmt::format("policy cache: {}", e.what()));
+    }
+    return p;
+}
+
+fs::path packages_dir_of(const FrontendEnv& env) {
+    return env.packages_dir.empty() ? default_packages_dir() : fs::path(env.packages_dir);
+}
+
+fs::path policy_file_of(const FrontendEnv& env) {
+    return env.policy_file.empty() ? default_policy_file() : fs::path(env.policy_file);
+}
+
+// Every file whose change must invalidate the cached policy of `package`.
+std::string package_stamps(const fs::path& packages_dir, const std::string& package) {
+    std::string out;
+    std::string alt = package;
+    for (char& c : alt)
+        c = c == '-' ? '_' : c == '_' ? '-' : c;
+    for (const auto& name : {package, alt})
+        for (const char* file : {"arch_override.yml", "build_matrix.yml"})
+            out += "|" + file_stamp(packages_dir / name / file);
+    return out;
+}
+
+} // namespace
+
+Result<std::optional<EffectivePolicy>>
+effective_policy(const FrontendEnv& env, const nvcc::ToolkitCaps& caps, const fs::path& nvcc_path) {
+    if (!env.policy_configured()) return std::optional<EffectivePolicy>{};
+    const std::string cuda = fmt::format("{}.{}", caps.major, caps.minor);
+    const fs::path packages_dir = packages_dir_of(env);
+    const fs::path policy_file = policy_file_of(env);
+    const fs::path dir = cache_dir(env);
+
+    std::string key = fmt::format("policy-v1|list={}|pkg={}|torch={}|platform={}|cuda={}",
+                                  env.arch_list, env.package, env.torch, env.platform, cuda);
+    if (!env.package.empty()) key += package_stamps(packages_dir, env.package);
+    if (env.arch_list.empty()) key += "|" + file_stamp(policy_file);
+    if (auto cached = cache_read(dir, key)) {
+        if (auto p = settings_from_json(*cached); p.ok()) return std::optional(std::move(*p));
+    }
+
+    EffectivePolicy p;
+    if (!env.package.empty()) {
+        auto pkg = policy::load_package(packages_dir, env.package);
+        if (!pkg) return std::move(pkg).error().in_file("NVCC_FORGE_PACKAGE");
+        p.wrapper = pkg->wrapper;
+    }
+    if (!env.arch_list.empty()) {
+        auto list = arch::ArchList::parse(env.arch_list, "NVCC_FORGE_ARCH_LIST");
+        if (!list) return std::move(list).error();
+        if (list->empty()) return make_error("NVCC_FORGE_ARCH_LIST names no architecture");
+        p.list = std::move(*list);
+        p.source = "NVCC_FORGE_ARCH_LIST";
+    } else {
+        auto r = resolve_package_list(env, cuda, packages_dir, policy_file, caps, nvcc_path);
+        if (!r) return std::move(r).error();
+        p.list = std::move(r->first);
+        p.source = std::move(r->second);
+    }
+    cache_write(dir, key, settings_to_json(p));
+    return std::optional(std::move(p));
+}
+
+} // namespace forge::frontend

@@ -1,0 +1,33 @@
+// The shadow CUDA root (`nvcc-forge shim`) and shell quoting for `nvcc-forge env`.
+// torch.utils.cpp_extension runs CUDA_HOME/bin/nvcc and derives CUDA_HOME from the nvcc on PATH
+// without realpath, so the wrapper has to sit at <root>/bin/nvcc of something that otherwise is
+// the real toolkit: every top-level entry links to the real root, bin/ is a real directory whose
+// entries link to the real bin/, except bin/nvcc, which links to the wrapper, and
+// bin/.nvcc-forge-real, which names the real nvcc.
+#pragma once
+
+#include "core/result.h"
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace forge::frontend {
+
+struct ShimPlan {
+    std::filesystem::path cuda_home; // the real toolkit root (resolved)
+    std::filesystem::path out;       // the shim root to create or refresh
+    std::filesystem::path wrapper;   // the nvcc-forge binary bin/nvcc points to
+};
+
+// Creates or refreshes `out`. An existing non-empty directory that is not a shim is an error
+// (nothing in it is touched); an existing shim is rebuilt in place.
+Status make_shim(const ShimPlan& plan);
+
+// Is `dir` a shim root made by make_shim?
+bool is_shim(const std::filesystem::path& dir);
+
+// POSIX shell single-quoting: 'it'\''s' — safe for eval whatever the bytes.
+std::string shell_quote(std::string_view s);
+
+} // namespace forge::frontend

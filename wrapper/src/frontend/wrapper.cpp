@@ -1,0 +1,315 @@
+#include "frontend/wrapper.h"
+
+#include "frontend/child.h"
+#include "frontend/compare.h"
+#include "frontend/compile_log.h"
+#include "nvcc/probe.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fmt/format.h>
+#include <unistd.h>
+
+namespace forge::frontend {
+
+namespace {
+
+void say(const std::string& text) {
+    write_all(STDERR_FILENO, text);
+}
+
+ChildSpec make_spec(const Call& call, const std::vector<std::string>& nvcc_args, bool capture) {
+    ChildSpec s;
+    const std::string nvcc = call.nvcc.nvcc.string();
+    if (call.launchers.empty()) {
+        // argv[0] is the real path: nvcc derives its toolkit root (_HERE_) from argv[0].
+        s.path = nvcc;
+        s.argv.push_back(nvcc);
+    } else {
+        s.path = call.launchers.front();
+        s.argv = call.launcher_args;
+        s.argv.push_back(nvcc);
+    }
+    s.argv.insert(s.argv.end(), nvcc_args.begin(), nvcc_args.end());
+    s.env = environment_with(kDepthEnv, std::to_string(call.env.depth_value() + 1));
+    s.capture = capture;
+    return s;
+}
+
+long long elapsed_ms(const Call& call) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                 call.started)
+        .count();
+}
+
+void write_log(const Call& call, LogRecord& rec, int exit_code) {
+    if (call.env.log.empty()) return;
+    rec.exit_code = exit_code;
+    rec.duration_ms = elapsed_ms(call);
+    if (auto st = append_log_line(call.env.log, rec.to_json()); !st)
+        say(fmt::format("nvcc-forge: warning: {}\n", st.error().to_string()));
+}
+
+std::vector<std::string> tus_of(const nvcc::Invocation& inv) {
+    if (!inv.sources.empty()) return inv.sources;
+    if (!inv.output.empty()) return {inv.output};
+    return {"(link)"};
+}
+
+std::string requested_text(const nvcc::Invocation& inv) {
+    std::vector<arch::Target> req(inv.requested.begin(), inv.requested.end());
+    std::string text = arch::ArchList::from_targets(req).to_string();
+    if (!inv.targets_explicit) text += text.empty() ? "nvcc default" : " (nvcc default)";
+    return text;
+}
+
+void print_drops(const nvcc::Invocation& inv, const EffectivePolicy& pol,
+                 const std::vector<arch::Target>& dropped, const std::string& why) {
+    if (dropped.empty()) return;
+    const std::string names = join_names(dropped);
+    const std::string policy = pol.list.to_string();
+    const std::string requested = requested_text(inv);
+    for (const auto& tu : tus_of(inv))
+        say(drop_line(tu, names, policy, requested, why));
+}
+
+int finish(const Call& call, LogRecord& rec, const ChildOutcome& outcome) {
+    write_log(call, rec, outcome.status_code());
+    return propagate(outcome);
+}
+
+// Runs `args` with inherited stdio and logs the call with `rec` as prepared.
+int run_logged(const Call& call, const std::vector<std::string>& args, LogRecord& rec) {
+    auto outcome = run_child(make_spec(call, args, false));
+    if (!outcome) {
+        say(fmt::format("nvcc-forge: {}\n", outcome.error().to_string()));
+        write_log(call, rec, kExitInput);
+        return kExitInput;
+    }
+    return finish(call, rec, *outcome);
+}
+
+void replay(const ChildOutcome& o) {
+    write_all(STDOUT_FILENO, o.out);
+    write_all(STDERR_FILENO, o.err);
+}
+
+std::string indent(const std::string& text) {
+    std::string out;
+    size_t start = 0;
+    while (start < text.size()) {
+        size_t nl = text.find('\n', start);
+        size_t end = nl == std::string::npos ? text.size() : nl + 1;
+        out += "  | " + text.substr(start, end - start);
+        start = end;
+    }
+    if (!out.empty() && out.back() != '\n') out += '\n';
+    return out;
+}
+
+} // namespace
+
+int exec_untouched(const Call& call) {
+    ChildSpec spec = make_spec(call, call.args, false);
+    Error e = exec_child(spec);
+    say(fmt::format("nvcc-forge: {}\n", e.to_string()));
+    return kExitInput;
+}
+
+int run_call(const Call& call) {
+    const FrontendEnv& env = call.env;
+    std::optional<Mode> env_mode;
+    if (!env.mode.empty()) {
+        auto m = parse_mode(env.mode, "NVCC_FORGE_MODE");
+        if (!m) {
+            say(fmt::format("nvcc-forge: NVCC_FORGE_MODE: {}\n", m.error().message));
+            return kExitInput;
+        }
+        env_mode = *m;
+    }
+    // Nothing to compare and nothing to log: be a plain exec (no probe, no parse).
+    if (!env.policy_configured() && env.log.empty()) return exec_untouched(call);
+
+    auto caps = toolkit_caps(env, call.nvcc.nvcc);
+    if (!caps) {
+        say(fmt::format("nvcc-forge: cannot probe the real nvcc: {}\n", caps.error().to_string()));
+        if (env_mode == Mode::Strict) return kExitInput;
+        return exec_untouched(call);
+    }
+    auto policy_r = effective_policy(env, *caps, call.nvcc.nvcc);
+    if (!policy_r) {
+        say(fmt::format("nvcc-forge: no usable policy: {}\n", policy_r.error().to_string()));
+        return kExitInput;
+    }
+    const std::optional<EffectivePolicy>& policy = *policy_r;
+
+    Mode mode = Mode::Inject;
+    if (env_mode)
+        mode = *env_mode;
+    else if (policy && !policy->wrapper.mode.empty()) {
+        auto m = parse_mode(policy->wrapper.mode, "wrapper.mode");
+        if (!m) {
+            say(fmt::format("nvcc-forge: {}: {}\n", env.package, m.error().message));
+            return kExitInput;
+        }
+        mode = *m;
+    } else if (!policy)
+        mode = Mode::Observe;
+
+    LogRecord rec;
+    rec.cwd = call.cwd;
+    rec.mode = std::string(mode_string(mode));
+    rec.action = kActionPassthrough;
+    if (policy) rec.policy = target_names(policy->list.targets());
+
+    // -arch=native: what it means depends on this machine's GPU, asked per call (never cached).
+    if (std::any_of(call.args.begin(), call.args.end(),
+                    [](const std::string& a) { return a.find("native") != std::string::npos; }) ||
+        env.prepend.find("native") != std::string::npos ||
+        env.append.find("native") != std::string::npos)
+        caps->native_sm = nvcc::query_native_sm(call.nvcc.nvcc.string());
+    auto inv_r = nvcc::parse_invocation(call.args, env.prepend, env.append, call.cwd, *caps);
+    if (!inv_r) {
+        // nvcc gets the call as it is and says what is wrong with it in its own words.
+        if (env.log.empty()) return exec_untouched(call);
+        return run_logged(call, call.args, rec);
+    }
+    const nvcc::Invocation& inv = *inv_r;
+    rec.sources = inv.sources;
+    rec.output = inv.output;
+
+    const bool single_target = inv.phase == nvcc::Phase::Ptx || inv.phase == nvcc::Phase::Cubin ||
+                               inv.phase == nvcc::Phase::OtherSingleTarget;
+    if (inv.no_device != nvcc::NoDeviceReason::None) {
+        // Version, -E, -M, CMake's compiler id ...: untouched, byte for byte.
+        if (env.log.empty()) return exec_untouched(call);
+        return run_logged(call, call.args, rec);
+    }
+    rec.requested = target_names(inv.requested);
+    for (const auto& w : inv.warnings)
+        say(fmt::format("nvcc-forge: warning: {}\n", w));
+    if (inv.uses_native && inv.warnings.empty())
+        say("nvcc-forge: warning: -arch=native builds only for this machine's GPU (or nvcc's "
+            "default without one); a distributable build needs explicit targets\n");
+
+    const bool arch_specific =
+        inv.arch_specific ||
+        (policy && std::any_of(inv.sources.begin(), inv.sources.end(), [&](const auto& s) {
+             return matches_source_glob(s, policy->wrapper.arch_specific_sources);
+         }));
+    rec.arch_specific = arch_specific;
+    if (!policy || single_target) {
+        if (env.log.empty()) return exec_untouched(call);
+        return run_logged(call, call.args, rec);
+    }
+
+    const Comparison cmp = compare_targets(policy->list.targets(), inv.requested);
+    rec.missing = target_names(cmp.missing);
+    rec.extra = target_names(cmp.extra);
+    rec.action = kActionCompared;
+    const bool may_inject = !arch_specific || policy->wrapper.inject_arch_specific.value_or(false);
+    const std::string arch_specific_why =
+        arch_specific && !may_inject ? "arch-specific TU, nothing injected" : "";
+
+    if (mode == Mode::Observe) {
+        auto outcome = run_child(make_spec(call, call.args, false));
+        if (!outcome) {
+            say(fmt::format("nvcc-forge: {}\n", outcome.error().to_string()));
+            return kExitInput;
+        }
+        if (outcome->signal == 0) print_drops(inv, *policy, cmp.missing, arch_specific_why);
+        return finish(call, rec, *outcome);
+    }
+
+    if (mode == Mode::Strict) {
+        if (!cmp.missing.empty() && may_inject) {
+            const std::string names = join_names(cmp.missing);
+            for (const auto& tu : tus_of(inv))
+                say(fmt::format("nvcc-forge: strict: {}: missing {} (policy {}; requested {})\n",
+                                tu, names, policy->list.to_string(), requested_text(inv)));
+            rec.action = kActionRefused;
+            write_log(call, rec, kExitPolicy);
+            return kExitPolicy;
+        }
+        auto outcome = run_child(make_spec(call, call.args, false));
+        if (!outcome) {
+            say(fmt::format("nvcc-forge: {}\n", outcome.error().to_string()));
+            return kExitInput;
+        }
+        if (outcome->signal == 0) print_drops(inv, *policy, cmp.missing, arch_specific_why);
+        return finish(call, rec, *outcome);
+    }
+
+    // inject
+    const Split injectable = split_emittable(cmp.missing, caps->emittable);
+    const std::vector<arch::Target> to_inject =
+        may_inject ? injectable.in : std::vector<arch::Target>{};
+    const bool needs_clamp =
+        std::any_of(inv.requested.begin(), inv.requested.end(),
+                    [&](const auto& t) { return !caps->emittable.contains(t); });
+    nvcc::Rewrite rw;
+    if (!to_inject.empty() || needs_clamp) rw = nvcc::inject(inv, to_inject, true, *caps);
+    for (const auto& n : rw.notes)
+        say(fmt::format("nvcc-forge: note: {}\n", n));
+    if (rw.argv.empty() || rw.argv == inv.argv) {
+        auto outcome = run_child(make_spec(call, call.args, false));
+        if (!outcome) {
+            say(fmt::format("nvcc-forge: {}\n", outcome.error().to_string()));
+            return kExitInput;
+        }
+        if (outcome->signal == 0) print_drops(inv, *policy, cmp.missing, arch_specific_why);
+        return finish(call, rec, *outcome);
+    }
+    rec.injected = target_names(rw.injected);
+    rec.clamped = target_names(rw.clamped_targets);
+    rec.action = kActionInjected;
+    std::vector<arch::Target> still_missing;
+    for (const auto& m : cmp.missing)
+        if (std::find(rw.injected.begin(), rw.injected.end(), m) == rw.injected.end())
+            still_missing.push_back(m);
+
+    // The rewritten call runs with its output held back: if it fails, the original runs and its
+    // output (not the rewritten one's) is what the caller sees first.
+    auto first = run_child(make_spec(call, rw.argv, true));
+    if (!first) {
+        say(fmt::format("nvcc-forge: {}\n", first.error().to_string()));
+        return kExitInput;
+    }
+    if (first->succeeded() || first->signal != 0) {
+        replay(*first);
+        if (first->signal == 0)
+            print_drops(inv, *policy, still_missing,
+                        arch_specific_why.empty() ? "nvcc cannot emit them" : arch_specific_why);
+        return finish(call, rec, *first);
+    }
+
+    auto second = run_child(make_spec(call, call.args, false));
+    if (!second) {
+        replay(*first);
+        say(fmt::format("nvcc-forge: {}\n", second.error().to_string()));
+        return kExitInput;
+    }
+    rec.action = kActionInjectionFailed;
+    if (second->signal == 0) {
+        std::string what =
+            rec.injected.empty() ? std::string() : "injected " + join_names(rw.injected);
+        if (!rw.clamped_targets.empty())
+            what += (what.empty() ? "" : ", ") + std::string("clamped ") +
+                    join_names(rw.clamped_targets);
+        for (const auto& tu : tus_of(inv)) {
+            if (second->succeeded())
+                say(fmt::format("nvcc-forge: {}: injection failed: the call with {} exited {}; "
+                                "built the original call instead, which lacks them\n",
+                                tu, what, first->status_code()));
+            else
+                say(fmt::format("nvcc-forge: {}: injection failed: the call with {} exited {}, "
+                                "and the original call failed too (its diagnostics are above)\n",
+                                tu, what, first->status_code()));
+        }
+        say("nvcc-forge: the rewritten call's diagnostics:\n" + indent(first->err + first->out));
+        if (second->succeeded()) print_drops(inv, *policy, cmp.missing, arch_specific_why);
+    }
+    return finish(call, rec, *second);
+}
+
+} // namespace forge::frontend
