@@ -316,6 +316,61 @@ TEST_F(Dryrun, EnvFlagsAndOptionsFiles) {
     EXPECT_FALSE(model(compile("-optf q.rsp")).ok());
 }
 
+// Command-line shapes of real builds (../shared/notes/real-world.md, nvcc-flags.md §7-§9).
+TEST_F(Dryrun, RealWorldShapes) {
+    // torch BuildExtension: single-token gencodes after -o, quoted host options, depfile.
+    expect_same(
+        Argv{"-c", "k.cu", "-o", "k.o", "-D__CUDA_NO_HALF_OPERATORS__", "--expt-relaxed-constexpr",
+             "--compiler-options", "'-fPIC'", "-O3", "-std=c++17", "-MD", "-MF", "k.o.d",
+             "-gencode=arch=compute_90,code=compute_90", "-gencode=arch=compute_90,code=sm_90"});
+    // flash-attention FA2 ladder: family archs with plain codes embed family images.
+    expect_same(
+        compile("-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 "
+                "-gencode arch=compute_100f,code=sm_100 -gencode arch=compute_110f,code=sm_110 "
+                "-gencode arch=compute_120f,code=sm_120"));
+    // CMake (CUDA_ARCHITECTURES 80;90a-real;120-virtual), separable compilation.
+    expect_same(Argv{"-forward-unknown-to-host-compiler",
+                     "-ccbin=g++",
+                     "-DX=1",
+                     "-Isub",
+                     "-O3",
+                     "-DNDEBUG",
+                     "--generate-code=arch=compute_80,code=[compute_80,sm_80]",
+                     "--generate-code=arch=compute_90a,code=[sm_90a]",
+                     "--generate-code=arch=compute_120,code=[compute_120]",
+                     "-Xcompiler=-fPIC",
+                     "-rdc=true",
+                     "-x",
+                     "cu",
+                     "-MD",
+                     "-MT",
+                     "k.o",
+                     "-MF",
+                     "k.o.d",
+                     "-c",
+                     "k.cu",
+                     "-o",
+                     "k.o"});
+    // CMake IPO: compile to LTO-IR, device link with -dlto.
+    expect_same(words("-dc k.cu -o k.o --generate-code=arch=compute_80,code=[compute_80,lto_80]"));
+    expect_same(words("-Xcompiler=-fPIC -Wno-deprecated-gpu-targets -shared -dlink -dlto a.o "
+                      "--generate-code=arch=compute_80,code=[compute_80,sm_80] -o d.o "
+                      "-lcudadevrt -lcudart_static"));
+    // nccl-tests: a link of objects with the full gencode list.
+    expect_same(
+        words("-o app a.o -gencode=arch=compute_80,code=sm_80 "
+              "-gencode=arch=compute_90,code=sm_90 -gencode=arch=compute_90,code=compute_90"));
+    // llama.cpp-style list: 75-virtual;...;90-virtual;120a-real.
+    expect_same(compile("--generate-code=arch=compute_75,code=[compute_75] "
+                        "--generate-code=arch=compute_90,code=[compute_90] "
+                        "--generate-code=arch=compute_120a,code=[sm_120a]"));
+    // gpu-burn: a PTX-only fatbin.
+    expect_same(words("-fatbin k.cu -o compare.fatbin -arch=compute_75"));
+    // vllm: per-source arch-specific lists on top of the target's.
+    expect_same(compile(
+        "--generate-code=arch=compute_90,code=[sm_90] -gencode arch=compute_90a,code=sm_90a"));
+}
+
 // Every command line the model rejects, nvcc rejects; the valid neighbours pass both.
 TEST_F(Dryrun, RejectedByBoth) {
     for (Argv extra : {
@@ -386,6 +441,11 @@ TEST_F(Dryrun, InjectRoundTrips) {
              {compile("-arch=native"), {"sm_80"}},
              {compile("-arch=sm_80"), {"sm_90"}, false, "-arch=sm_86"},
              {compile("-Xptxas -v -arch=sm_80 -t 2"), {"sm_90", "compute_90"}},
+             // flash-attention ladder with policy 8.0 9.0+PTX 10.0 11.0 12.0+PTX (+12.1).
+             {compile(
+                  "-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 "
+                  "-gencode arch=compute_100f,code=sm_100 -gencode arch=compute_120f,code=sm_120"),
+              {"compute_90", "sm_110", "compute_120", "sm_121"}},
              {words("-dlink a.o -o d.o -arch=sm_80"), {"sm_90", "compute_90"}},
              {words("a.o -o app"), {"sm_90"}},
              {words("-dlink -dlto a.o -o d.o -arch=sm_80"), {"sm_90"}},

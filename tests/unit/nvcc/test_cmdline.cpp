@@ -175,6 +175,13 @@ TEST(Targets, ArchSpecific) {
     EXPECT_TRUE(parse({"-c", "k.cu", "-arch=sm_90a"})->arch_specific);
     EXPECT_TRUE(parse({"-c", "k.cu", "-gencode", "arch=compute_100f,code=sm_100f"})->arch_specific);
     EXPECT_TRUE(parse({"-c", "k.cu", "-gencode", "arch=compute_100f,code=sm_103"})->arch_specific);
+    auto a = parse({"-c", "k.cu", "-arch=sm_90a"});
+    EXPECT_TRUE(a->has_a_target);
+    EXPECT_FALSE(a->has_f_target);
+    auto f = parse({"-c", "k.cu", "-gencode", "arch=compute_120f,code=sm_120"});
+    EXPECT_TRUE(f->arch_specific);
+    EXPECT_FALSE(f->has_a_target);
+    EXPECT_TRUE(f->has_f_target);
     EXPECT_FALSE(parse({"-c", "k.cu", "-arch=sm_90"})->arch_specific);
     EXPECT_FALSE(parse({"-c", "k.cu", "-arch=all"})->arch_specific);
 }

@@ -532,8 +532,11 @@ Result<Analysis> analyze(std::vector<std::string> argv, std::vector<Arg> effecti
         images = std::move(sass);
     }
     inv.requested = std::move(images);
-    inv.arch_specific = std::any_of(inv.requested.begin(), inv.requested.end(),
-                                    [](const Target& t) { return t.suffix != Suffix::None; });
+    for (const auto& t : inv.requested) {
+        inv.has_a_target = inv.has_a_target || t.suffix == Suffix::Specific;
+        inv.has_f_target = inv.has_f_target || t.suffix == Suffix::Family;
+    }
+    inv.arch_specific = inv.has_a_target || inv.has_f_target;
     return an;
 }
 

@@ -68,6 +68,8 @@ struct Invocation {
     std::set<arch::Target> requested;  // the images nvcc will emit, after expansions
     bool targets_explicit = false;     // false: nvcc's default applies
     bool arch_specific = false;        // any a/f target requested
+    bool has_a_target = false;         // any `a` (arch-specific) target
+    bool has_f_target = false;         // any `f` (family) target (FA2's compute_100f ladder)
     bool uses_native = false;          // -arch=native
     std::vector<std::string> warnings; // e.g. "-arch=native in a distributable build"
 };
