@@ -93,9 +93,20 @@ struct Rewrite {
 };
 
 // Adds `-gencode arch=compute_X,code=sm_X` / `code=compute_X` for each missing target at the end
-// of argv (never via NVCC_APPEND_FLAGS, never -arch). When `clamp` is set, target-selecting
-// tokens naming targets outside caps.emittable are removed (and only those). For -dlto compiles
-// targets are added as code=[compute_X,lto_X]. Never called for Ptx/Cubin/OtherSingleTarget.
+// of argv (never via NVCC_APPEND_FLAGS, never -arch); a/f targets as `arch=compute_Xa,code=sm_Xa`.
+// Images already requested are not added again; targets outside caps.emittable are never added
+// (a note says so). When `clamp` is set, target-selecting argv tokens naming targets outside
+// caps.emittable are removed or, for a mixed code list, rewritten (and only those); if that
+// removes every target, only `missing` remains (nvcc's default does not come back).
+// Special cases (each verified with nvcc -dryrun):
+// - the user relied on nvcc's default (no target flag): the default images are stated explicitly
+//   too, because any -gencode turns the default off;
+// - device link (-dlink, or a link of objects only): SASS only (nvlink makes nothing else);
+// - -dlto compile: nvcc rejects -dlto next to -gencode, so the -dlto/-arch tokens are replaced by
+//   one `-gencode arch=compute_X,code=[compute_X,lto_X]` per virtual arch (existing and missing;
+//   a missing sm_X becomes compute_X+lto_X); -dlto/-arch outside argv, or a -dlto compile-and-link
+//   in one call: nothing is injected (a note says why);
+// - no device code, -ptx, -cubin, -optix-ir, -ltoir: argv unchanged.
 Rewrite inject(const Invocation& inv, const std::vector<arch::Target>& missing, bool clamp,
                const ToolkitCaps& caps);
 
