@@ -272,6 +272,11 @@ std::vector<MatrixCell> policy_matrix(const PolicyData& policy, const PackageOve
             torches = it->second.releases;
         for (const auto& torch : torches)
             add_cell(cuda, torch, {"linux_aarch64"});
+        if (!policy.torch_runnable_aarch64.count(cuda) && cells.back().resolution)
+            cells.back().resolution->notes.push_back(
+                fmt::format("torch clamp not applied: no torch_runnable_aarch64[{}] row (PyTorch's "
+                            "SBSA wheels are not in ADR-0012's table)",
+                            cuda));
     }
     return cells;
 }

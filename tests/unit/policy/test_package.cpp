@@ -1,0 +1,181 @@
+#include "helpers.h"
+
+#include <filesystem>
+
+using namespace forge;
+using namespace forge::policy;
+using namespace forge::policy::test;
+
+namespace {
+
+Error override_error(const std::string& yaml) {
+    auto r = parse_arch_override(yaml, "pkg.yml");
+    EXPECT_FALSE(r.ok()) << yaml;
+    return r.ok() ? Error{} : r.error();
+}
+
+} // namespace
+
+TEST(PackageOverride, SeedFieldsInBothForms) {
+    auto p = parse_arch_override("arch_list: \"8.0 8.6\"\n"
+                                 "arch_list_by_cuda:\n  \"12.8\": {list: \"8.9;12.0\", reason: "
+                                 "\"FP8\", source: \"setup.py\"}\n"
+                                 "arch_list_aarch64: 9.0\n",
+                                 "pkg.yml");
+    ASSERT_TRUE(p.ok()) << p.error().to_string();
+    EXPECT_EQ(p->arch_list->list.to_string(), "8.0 8.6");
+    EXPECT_EQ(p->arch_list->reason, "");
+    const auto& by = p->arch_list_by_cuda.at("12.8");
+    EXPECT_EQ(by.list.to_string(), "8.9 12.0");
+    EXPECT_EQ(by.reason, "FP8");
+    EXPECT_EQ(by.source, "setup.py");
+    EXPECT_EQ(by.line, 3);
+    EXPECT_EQ(p->arch_list_aarch64->list.to_string(), "9.0");
+}
+
+TEST(PackageOverride, UnknownKeysAnywhereAreErrorsWithLine) {
+    auto e = override_error("arch_list: \"8.0\"\narch_list_by_cud:\n  \"12.8\": \"8.9\"\n");
+    EXPECT_EQ(e.key, "arch_list_by_cud");
+    EXPECT_EQ(e.line, 2);
+    EXPECT_EQ(e.file, "pkg.yml");
+    e = override_error("verify:\n  allow_missing_arch: []\n");
+    EXPECT_EQ(e.key, "allow_missing_arch");
+    EXPECT_EQ(e.line, 2);
+    e = override_error("wrapper:\n  inject_arch_specfic: true\n");
+    EXPECT_EQ(e.key, "inject_arch_specfic");
+    e = override_error("arch_list: {list: \"8.0\", reason: r, source: s, sauce: x}\n");
+    EXPECT_EQ(e.key, "sauce");
+    e = override_error("arch_list_by_cuda:\n  \"12.8.1\": \"8.0\"\n");
+    EXPECT_EQ(e.line, 2);
+}
+
+TEST(PackageOverride, MapFormNeedsReasonAndSource) {
+    auto e = override_error("arch_list: {list: \"8.0\", reason: \"floor\"}\n");
+    EXPECT_NE(e.message.find("source"), std::string::npos);
+    e = override_error("arch_list: {list: \"8.0\", reason: \"\", source: \"x\"}\n");
+    EXPECT_NE(e.message.find("must not be empty"), std::string::npos);
+}
+
+TEST(PackageOverride, BadTokensNameLineAndToken) {
+    auto e = override_error("\n\narch_list: \"8.0 sm90\"\n");
+    EXPECT_EQ(e.key, "sm90");
+    EXPECT_EQ(e.line, 3);
+    e = override_error("arch_list: \"\"\n");
+    EXPECT_NE(e.message.find("empty"), std::string::npos);
+}
+
+TEST(PackageOverride, WaiverNeedsEvidence) {
+    auto ok = parse_arch_override(
+        "verify:\n  allow_missing_archs:\n    - {arch: sm_110, evidence: \"upstream #2220\"}\n"
+        "    - {arch: \"12.0\", evidence: \"no sm_120 kernel upstream\"}\n",
+        "pkg.yml");
+    ASSERT_TRUE(ok.ok()) << ok.error().to_string();
+    ASSERT_EQ(ok->allow_missing.size(), 2u);
+    EXPECT_EQ(ok->allow_missing[0].target.name(), "sm_110");
+    EXPECT_EQ(ok->allow_missing[1].target.name(), "sm_120");
+    EXPECT_EQ(ok->allow_missing[0].evidence, "upstream #2220");
+    auto e = override_error("verify:\n  allow_missing_archs:\n    - {arch: sm_110}\n");
+    EXPECT_NE(e.message.find("evidence"), std::string::npos);
+    EXPECT_EQ(e.line, 3);
+    e = override_error("verify:\n  allow_missing_archs:\n    - sm_110\n");
+    EXPECT_NE(e.message.find("evidence"), std::string::npos);
+    e = override_error("verify:\n  allow_missing_archs:\n    - {arch: sm_110, evidence: \"  \"}\n");
+    EXPECT_NE(e.message.find("empty"), std::string::npos);
+    e = override_error(
+        "verify:\n  allow_missing_archs:\n    - {arch: \"sm_9x\", evidence: \"x\"}\n");
+    EXPECT_EQ(e.key, "sm_9x");
+    e = override_error("verify:\n  allow_pure_python: yes please\n");
+    EXPECT_NE(e.message.find("true or false"), std::string::npos);
+}
+
+TEST(PackageOverride, WrapperSettingsAreValidated) {
+    auto ok = parse_arch_override(
+        "wrapper:\n  mode: inject\n  inject_arch_specific: true\n"
+        "  arch_specific_sources: [\"hopper/*_sm90.cu\"]\n  max_toolkit: {\"12.0\": \"12.8.1\"}\n",
+        "pkg.yml");
+    ASSERT_TRUE(ok.ok()) << ok.error().to_string();
+    EXPECT_EQ(ok->wrapper.mode, "inject");
+    EXPECT_EQ(ok->wrapper.inject_arch_specific, true);
+    EXPECT_EQ(ok->wrapper.arch_specific_sources, std::vector<std::string>{"hopper/*_sm90.cu"});
+    EXPECT_EQ(ok->wrapper.max_toolkit.at("12.0"), "12.8");
+    EXPECT_FALSE(
+        parse_arch_override("wrapper:\n  max_toolkit: {\"twelve\": \"12.8\"}\n", "p").ok());
+    EXPECT_FALSE(parse_arch_override("wrapper:\n  max_toolkit: {\"12.0\": \"new\"}\n", "p").ok());
+    EXPECT_FALSE(parse_arch_override("wrapper:\n  arch_specific_sources: \"*.cu\"\n", "p").ok());
+}
+
+TEST(BuildMatrix, CombinationsAreStrict) {
+    PackageOverride p;
+    ASSERT_TRUE(
+        parse_build_matrix(
+            "combinations:\n  - {cuda: \"12.8.1\", torch: \"2.9.1\", python: cp312, platform: "
+            "manylinux_2_28_x86_64, arch_list: \"8.0\"}\n",
+            "bm.yml", p)
+            .ok());
+    ASSERT_EQ(p.combinations.size(), 1u);
+    EXPECT_EQ(p.combinations[0].match.at("cuda"), "12.8");
+    EXPECT_EQ(p.combinations[0].match.at("torch"), "2.9");
+    EXPECT_EQ(p.combinations[0].match.at("python"), "3.12");
+    EXPECT_EQ(p.combinations[0].match.at("platform"), "linux_x86_64");
+    PackageOverride q;
+    auto e = parse_build_matrix(
+        "combinations:\n  - {cuda: \"12.8\"}\n  - {cuda: \"12.8\", toch: \"2.9\"}\n", "bm.yml", q);
+    ASSERT_FALSE(e.ok());
+    EXPECT_EQ(e.error().key, "toch");
+    EXPECT_EQ(e.error().line, 3);
+    PackageOverride r;
+    EXPECT_FALSE(parse_build_matrix("combination: []\n", "bm.yml", r).ok());
+    EXPECT_FALSE(parse_build_matrix("combinations: {cuda: 12.8}\n", "bm.yml", r).ok());
+}
+
+TEST(LoadPackage, DashAndUnderscoreSpellingsAndEmptyDirectories) {
+    auto p = load_package(fixtures() + "/packages", "x86only");
+    ASSERT_TRUE(p.ok()) << p.error().to_string();
+    EXPECT_NE(p->override_file.find("x86only/arch_override.yml"), std::string::npos);
+    auto lanes = load_package(fixtures() + "/packages", "lanes");
+    ASSERT_TRUE(lanes.ok());
+    EXPECT_EQ(lanes->combinations.size(), 2u);
+    auto dashed = load_package(fixtures() + "/packages", "combo-platform");
+    ASSERT_TRUE(dashed.ok());
+    EXPECT_EQ(dashed->name, "combo_platform");
+    auto none = load_package(fixtures() + "/packages", "nothing_here");
+    ASSERT_TRUE(none.ok());
+    EXPECT_TRUE(none->override_file.empty() && none->matrix_file.empty());
+    // a directory with neither file is a mistake, not "no override"
+    auto tmp = std::filesystem::temp_directory_path() / "forge_policy_empty_pkg" / "ghost";
+    std::filesystem::create_directories(tmp);
+    auto ghost = load_package(tmp.parent_path(), "ghost");
+    ASSERT_FALSE(ghost.ok());
+    EXPECT_EQ(ghost.error().exit_code, kExitInput);
+    std::filesystem::remove_all(tmp.parent_path());
+}
+
+TEST(ShippedPackages, EveryOverrideLoadsAndEveryValueCarriesReasonAndSource) {
+    auto names = list_packages(shipped_packages());
+    ASSERT_FALSE(names.empty());
+    for (const auto& name : names) {
+        auto p = load_package(shipped_packages(), name);
+        ASSERT_TRUE(p.ok()) << name << ": " << p.error().to_string();
+        std::vector<const OverrideValue*> values;
+        if (p->arch_list) values.push_back(&*p->arch_list);
+        if (p->arch_list_aarch64) values.push_back(&*p->arch_list_aarch64);
+        for (const auto& [k, v] : p->arch_list_by_cuda)
+            values.push_back(&v);
+        for (const auto& [k, v] : p->arch_list_by_cuda_aarch64)
+            values.push_back(&v);
+        for (const auto& c : p->combinations)
+            if (c.arch_list) values.push_back(&*c.arch_list);
+        for (const auto* v : values) {
+            EXPECT_FALSE(v->reason.empty()) << name << " line " << v->line;
+            EXPECT_FALSE(v->source.empty()) << name << " line " << v->line;
+        }
+        // and each one resolves on every CUDA row without collapsing
+        for (const auto& [cuda, row] : shipped().arch_policy) {
+            ResolveRequest req;
+            req.cuda = cuda;
+            auto r = resolve_loaded(req, shipped(), &*p, gpus());
+            EXPECT_TRUE(r.ok()) << name << " cuda " << cuda << ": "
+                                << (r.ok() ? "" : r.error().to_string());
+        }
+    }
+}

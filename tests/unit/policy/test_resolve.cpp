@@ -1,0 +1,371 @@
+#include "helpers.h"
+
+#include "policy/report.h"
+
+#include <algorithm>
+
+using namespace forge;
+using namespace forge::policy;
+using namespace forge::policy::test;
+
+namespace {
+
+std::string list_of(const Result<Resolution>& r) {
+    EXPECT_TRUE(r.ok()) << r.error().to_string();
+    return r.ok() ? r->list.to_string() : std::string("<error>");
+}
+
+Resolution must(Result<Resolution> r) {
+    if (!r.ok()) throw std::runtime_error(r.error().to_string());
+    return std::move(*r);
+}
+
+bool clamped_with(const Resolution& r, const std::string& token, const std::string& needle) {
+    return std::any_of(r.clamped.begin(), r.clamped.end(), [&](const ClampedToken& c) {
+        return c.token == token && c.reason.find(needle) != std::string::npos;
+    });
+}
+
+PackageOverride override_from(const std::string& yaml) {
+    auto p = parse_arch_override(yaml, "inline.yml");
+    if (!p) throw std::runtime_error(p.error().to_string());
+    p->name = "inline";
+    return *p;
+}
+
+Result<Resolution> shipped_with(const PackageOverride* pkg, const std::string& cuda,
+                                const std::string& torch,
+                                const std::string& platform = "linux_x86_64") {
+    ResolveRequest req;
+    req.cuda = cuda;
+    req.torch = torch;
+    req.platform = platform;
+    return resolve_loaded(req, shipped(), pkg, gpus());
+}
+
+} // namespace
+
+// ---- x86-64 / Windows lane, every priority step ----
+
+TEST(ResolveX86, Step5PolicyRow) {
+    auto r = must(resolve_with(mini(), "12.8"));
+    EXPECT_EQ(r.list.to_string(), "8.0 9.0+PTX");
+    EXPECT_EQ(r.source, "arch_policy[12.8]");
+    EXPECT_EQ(r.reason, "x86 policy row");
+    EXPECT_EQ(r.requested, "8.0;9.0+PTX");
+    EXPECT_EQ(r.build_epoch, 7);
+}
+
+TEST(ResolveX86, Step4ExceptionByTorchMinor) {
+    auto r = must(resolve_with(mini(), "12.8", "2.9.1+cu128"));
+    EXPECT_EQ(r.torch, "2.9");
+    EXPECT_EQ(r.list.to_string(), "7.5 8.0 9.0+PTX");
+    EXPECT_EQ(r.source, "arch_exceptions[12.8/2.9]");
+    // a torch minor without an exception row falls back to the policy row
+    auto other = must(resolve_with(mini(), "12.8", "2.11"));
+    EXPECT_EQ(other.source, "arch_policy[12.8]");
+    // no torch given: the exceptions table cannot be consulted at all
+    EXPECT_EQ(must(resolve_with(mini(), "12.8")).source, "arch_policy[12.8]");
+}
+
+TEST(ResolveX86, Step3PackageArchListBeatsExceptionsAndPolicy) {
+    auto r = must(resolve_with(mini(), "12.4", "2.6", "linux_x86_64", "lanes"));
+    EXPECT_EQ(r.source, "packages/lanes/arch_override.yml:arch_list");
+    EXPECT_EQ(r.list.to_string(), "8.0 8.6+PTX");
+    EXPECT_EQ(r.ptx_added_sm, 86);
+    EXPECT_EQ(r.reason, "x86 package floor");
+}
+
+TEST(ResolveX86, Step2ArchListByCudaBeatsArchList) {
+    auto r = must(resolve_with(mini(), "12.8", "2.9", "linux_x86_64", "lanes", "3.11"));
+    EXPECT_EQ(r.source, "packages/lanes/arch_override.yml:arch_list_by_cuda[12.8]");
+    EXPECT_EQ(r.list.to_string(), "8.9+PTX");
+}
+
+TEST(ResolveX86, Step1CombinationBeatsEverything) {
+    auto r = must(resolve_with(mini(), "12.8.1", "2.9", "linux_x86_64", "lanes", "3.12"));
+    EXPECT_EQ(r.source, "packages/lanes/build_matrix.yml:combinations[0].arch_list");
+    EXPECT_EQ(r.list.to_string(), "8.6+PTX");
+    EXPECT_EQ(r.cuda, "12.8");
+    // every key of the combination must match: Windows is another cell
+    auto win = must(resolve_with(mini(), "12.8", "2.9", "win_amd64", "lanes", "3.12"));
+    EXPECT_EQ(win.source, "packages/lanes/arch_override.yml:arch_list_by_cuda[12.8]");
+    // a combination key the request leaves open does not match
+    auto no_python = must(resolve_with(mini(), "12.8", "2.9", "linux_x86_64", "lanes"));
+    EXPECT_EQ(no_python.source, "packages/lanes/arch_override.yml:arch_list_by_cuda[12.8]");
+}
+
+TEST(ResolveX86, CombinationWithoutSomeKeysMatchesOnThePresentOnes) {
+    auto r = must(resolve_with(mini(), "12.8", "", "win_amd64", "combo_platform"));
+    EXPECT_EQ(r.source, "packages/combo_platform/build_matrix.yml:combinations[0].arch_list");
+    EXPECT_EQ(r.list.to_string(), "8.6 8.9+PTX");
+    EXPECT_EQ(must(resolve_with(mini(), "12.8", "", "linux_x86_64", "combo_platform")).source,
+              "arch_policy[12.8]");
+}
+
+// ---- aarch64 lane ----
+
+TEST(ResolveAarch64, ByCudaThenArchListThenPolicy) {
+    auto r = must(resolve_with(mini(), "12.8", "2.9", "linux_aarch64", "lanes", "3.12"));
+    // combination[1] names linux_aarch64 but combinations are an x86 field: never read here
+    EXPECT_EQ(r.source, "packages/lanes/arch_override.yml:arch_list_by_cuda_aarch64[12.8]");
+    EXPECT_EQ(r.list.to_string(), "9.0 10.0+PTX");
+    auto r2 = must(resolve_with(mini(), "12.4", "", "linux_aarch64", "lanes"));
+    EXPECT_EQ(r2.source, "packages/lanes/arch_override.yml:arch_list_aarch64");
+    EXPECT_EQ(r2.list.to_string(), "9.0+PTX");
+    auto r3 = must(resolve_with(mini(), "12.8", "", "linux_aarch64"));
+    EXPECT_EQ(r3.source, "arch_policy_aarch64[12.8]");
+    EXPECT_EQ(r3.list.to_string(), "8.7 9.0+PTX");
+}
+
+TEST(ResolveAarch64, X86FieldsAreInvisible) {
+    // x86only sets arch_list_by_cuda[12.8] and arch_list; ARM gets the aarch64 policy row.
+    auto r = must(resolve_with(mini(), "12.8", "", "linux_aarch64", "x86only"));
+    EXPECT_EQ(r.source, "arch_policy_aarch64[12.8]");
+    EXPECT_EQ(r.list.to_string(), "8.7 9.0+PTX");
+    // ... while x86 sees them
+    EXPECT_EQ(must(resolve_with(mini(), "12.8", "", "linux_x86_64", "x86only")).source,
+              "packages/x86only/arch_override.yml:arch_list_by_cuda[12.8]");
+}
+
+TEST(ResolveAarch64, ExceptionsAreNeverRead) {
+    auto r = must(resolve_with(mini(), "12.8", "2.9", "linux_aarch64"));
+    EXPECT_EQ(r.source, "arch_policy_aarch64[12.8]");
+    EXPECT_EQ(r.list.to_string(), "8.7 9.0+PTX"); // not the exception's 7.5
+    // no aarch64 torch table: the clamp is reported as not applied rather than borrowing x86's
+    ASSERT_EQ(r.notes.size(), 1u);
+    EXPECT_NE(r.notes[0].find("torch clamp not applied"), std::string::npos);
+}
+
+// ---- the clamp ----
+
+TEST(Clamp, NvccRemovesWhatTheToolkitCannotEmitWithReason) {
+    auto pkg = override_from("arch_list: \"7.0 8.0 10.0f 12.0\"\n");
+    ResolveRequest req;
+    req.cuda = "12.8";
+    auto policy = load_policy(mini());
+    ASSERT_TRUE(policy.ok());
+    auto r = must(resolve_loaded(req, *policy, &pkg, gpus()));
+    EXPECT_EQ(r.list.to_string(), "8.0 12.0+PTX");
+    EXPECT_TRUE(clamped_with(r, "7.0", "nvcc 12.8 cannot emit sm_70"));
+    EXPECT_TRUE(clamped_with(r, "10.0f", "cannot emit sm_100f"));
+    EXPECT_EQ(r.clamped.size(), 2u);
+    EXPECT_NE(r.clamped[0].reason.find("nvcc_supported[12.8]"), std::string::npos);
+}
+
+TEST(Clamp, TorchRemovesWhatThePairedTorchCannotRun) {
+    auto r = must(resolve_with(mini(), "12.8", "2.11", "linux_x86_64", "x86only"));
+    EXPECT_EQ(r.list.to_string(), "8.9+PTX"); // 8.9 rides torch's 8.6 cubin; 12.0 is unreachable
+    ASSERT_EQ(r.clamped.size(), 1u);
+    EXPECT_EQ(r.clamped[0].token, "12.0");
+    EXPECT_NE(r.clamped[0].reason.find("torch 2.11"), std::string::npos);
+    EXPECT_NE(r.clamped[0].reason.find("torch_runnable[12.8].by_torch[2.11]"), std::string::npos);
+    // without --torch there is no torch clamp
+    EXPECT_EQ(must(resolve_with(mini(), "12.8", "", "linux_x86_64", "x86only")).list.to_string(),
+              "8.9 12.0+PTX");
+}
+
+TEST(Clamp, ShippedVoltaFlickerIsReproduced) {
+    // sm_70 rides in through the exception only where that torch ships it
+    EXPECT_EQ(list_of(shipped_with(nullptr, "12.8", "2.9")),
+              "7.0 7.5 8.0 8.6 9.0+PTX 10.0 12.0+PTX");
+    EXPECT_EQ(list_of(shipped_with(nullptr, "12.8", "2.7")), "7.5 8.0 8.6 9.0+PTX 10.0 12.0+PTX");
+    EXPECT_EQ(list_of(shipped_with(nullptr, "12.8", "2.11")), "7.5 8.0 8.6 9.0+PTX 10.0 12.0+PTX");
+    EXPECT_EQ(list_of(shipped_with(nullptr, "12.9", "2.10")),
+              "7.0 7.5 8.0 8.6 9.0+PTX 10.0 12.0+PTX");
+    EXPECT_EQ(list_of(shipped_with(nullptr, "12.9", "2.12")), "7.5 8.0 8.6 9.0+PTX 10.0 12.0+PTX");
+    // a package override asking Volta on a torch without sm_70 is clamped, with torch's reason
+    auto volta = override_from("arch_list: \"7.0 8.0\"\n");
+    auto r = must(shipped_with(&volta, "12.8", "2.11"));
+    EXPECT_EQ(r.list.to_string(), "8.0+PTX");
+    EXPECT_TRUE(clamped_with(r, "7.0", "torch 2.11 (CUDA 12.8) cannot run on CC 7.0"));
+}
+
+TEST(Clamp, ThorAndOrinNeedTorchThatReachesThem) {
+    // cu130 torch 2.11 ships no PTX: nothing in it reaches Thor (11.0)
+    auto thor = override_from("arch_list: \"11.0 12.0\"\n");
+    auto r = must(shipped_with(&thor, "13.0", "2.11"));
+    EXPECT_EQ(r.list.to_string(), "12.0+PTX");
+    EXPECT_TRUE(clamped_with(r, "11.0", "cannot run on CC 11.0"));
+    // torch 2.10 ships compute_120 PTX, which still cannot JIT down to 11.0
+    EXPECT_TRUE(clamped_with(must(shipped_with(&thor, "13.0", "2.10")), "11.0", "cannot run"));
+    // Orin (Tegra 8.7) does not run torch's desktop sm_80/sm_86 cubins
+    auto orin = override_from("arch_list: \"8.0 8.7\"\n");
+    EXPECT_TRUE(
+        clamped_with(must(shipped_with(&orin, "12.8", "2.9")), "8.7", "cannot run on CC 8.7"));
+    // on 12.8, nvcc has no sm_110 at all: the nvcc reason comes first
+    EXPECT_TRUE(clamped_with(must(shipped_with(&thor, "12.8", "")), "11.0",
+                             "nvcc 12.8 cannot emit sm_110"));
+}
+
+TEST(Clamp, CollapseToEmptyIsAPolicyFinding) {
+    auto r = resolve_with(mini(), "12.8", "", "linux_x86_64", "collapse");
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().exit_code, kExitPolicy);
+    EXPECT_NE(r.error().message.find("collapses to an empty arch list"), std::string::npos);
+    EXPECT_NE(r.error().message.find("packages/collapse/arch_override.yml:arch_list_by_cuda[12.8]"),
+              std::string::npos);
+    EXPECT_NE(r.error().message.find("sm_70"), std::string::npos);
+    // by the torch clamp too (mini torch 2.11 runs nothing above 9.x)
+    auto blackwell = override_from("arch_list: \"12.0\"\n");
+    ResolveRequest req;
+    req.cuda = "12.8";
+    req.torch = "2.11";
+    auto policy = load_policy(mini());
+    ASSERT_TRUE(policy.ok());
+    auto t = resolve_loaded(req, *policy, &blackwell, gpus());
+    ASSERT_FALSE(t.ok());
+    EXPECT_EQ(t.error().exit_code, kExitPolicy);
+    EXPECT_NE(t.error().message.find("torch 2.11"), std::string::npos);
+}
+
+// ---- errors ----
+
+TEST(ResolveErrors, MissingCudaKeyIsExit2NamingKeyAndFile) {
+    auto r = resolve_with(mini(), "13.0");
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().exit_code, kExitInput);
+    EXPECT_EQ(r.error().key, "arch_policy[13.0]");
+    EXPECT_NE(r.error().file.find("mini_policy.yml"), std::string::npos);
+    auto arm = resolve_with(mini(), "12.6", "", "linux_aarch64");
+    ASSERT_FALSE(arm.ok());
+    EXPECT_EQ(arm.error().key, "arch_policy_aarch64[12.6]");
+    // an override wins the list, but what nvcc 13.0 can emit is still unknown
+    auto pkg = resolve_with(mini(), "13.0", "", "linux_x86_64", "lanes");
+    ASSERT_FALSE(pkg.ok());
+    EXPECT_EQ(pkg.error().key, "nvcc_supported[13.0]");
+    EXPECT_EQ(pkg.error().exit_code, kExitInput);
+}
+
+TEST(ResolveErrors, UnknownTorchAndBadInputs) {
+    auto r = resolve_with(mini(), "12.8", "2.3");
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().key, "torch_runnable[12.8].releases");
+    EXPECT_EQ(r.error().exit_code, kExitInput);
+    EXPECT_FALSE(resolve_with(mini(), "twelve").ok());
+    EXPECT_FALSE(resolve_with(mini(), "12.8", "", "solaris").ok());
+    auto missing_policy = resolve_with("/nonexistent.yml", "12.8");
+    ASSERT_FALSE(missing_policy.ok());
+    EXPECT_EQ(missing_policy.error().file, "/nonexistent.yml");
+}
+
+TEST(ResolveErrors, PackageFileErrorsPropagateWithLine) {
+    // an unknown package is not an error: most packages ride the policy row, and the result says so
+    auto none = must(resolve_with(mini(), "12.8", "", "linux_x86_64", "no_such_package"));
+    EXPECT_EQ(none.source, "arch_policy[12.8]");
+    ASSERT_FALSE(none.notes.empty());
+    EXPECT_NE(none.notes[0].find("no_such_package"), std::string::npos);
+}
+
+// ---- Step 3 and the seeds' traps ----
+
+TEST(SeedTraps, PtxNeverLandsOnAnArchSpecificToken) {
+    auto r = must(resolve_with(mini(), "12.8", "", "linux_x86_64", "waived"));
+    EXPECT_EQ(r.list.to_string(), "8.0+PTX 9.0a 10.0a");
+    EXPECT_EQ(r.ptx_added_sm, 80);
+    for (const auto& t : r.list.targets())
+        if (t.kind == arch::Kind::Ptx) EXPECT_EQ(t.suffix, arch::Suffix::None) << t.name();
+}
+
+TEST(SeedTraps, SeparatorAsymmetryIsGone) {
+    // policy rows are ';'-separated, overrides space-separated: consumers see one form
+    auto policy_row = must(resolve_with(mini(), "12.8", "2.9"));
+    auto pkg = override_from("arch_list: \"7.5 8.0 9.0+PTX\"\n");
+    ResolveRequest req;
+    req.cuda = "12.8";
+    auto override_row = must(resolve_loaded(req, *load_policy(mini()), &pkg, gpus()));
+    EXPECT_EQ(policy_row.requested.find(';') != std::string::npos, true);
+    EXPECT_EQ(policy_row.list.to_string(), override_row.list.to_string());
+    EXPECT_EQ(policy_row.list.to_string().find(';'), std::string::npos);
+    EXPECT_EQ(*policy_row.list.to_torch(), "7.5 8.0 9.0+PTX");
+    // a plain .split() of the output yields one arch per token (the flash_attn ARM bug)
+    auto aarch64 = must(shipped_with(nullptr, "13.0", "", "linux_aarch64"));
+    EXPECT_EQ(aarch64.list.to_string(), "8.0 9.0+PTX 10.0 11.0 12.0+PTX");
+}
+
+TEST(SeedTraps, NormalisationAndPtxAreIdempotent) {
+    auto r = must(shipped_with(nullptr, "12.8", "2.9"));
+    auto again = arch::ArchList::parse(r.list.to_string());
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(again->to_string(), r.list.to_string());
+    EXPECT_EQ(again->ensure_ptx_on_highest_base(), -1);
+    EXPECT_FALSE(r.ptx_added_sm.has_value()); // the row already carries its +PTX
+    // resolving the resolved list as an override gives the same list
+    auto pkg = override_from("arch_list: \"" + r.list.to_string() + "\"\n");
+    EXPECT_EQ(must(shipped_with(&pkg, "12.8", "2.9")).list.to_string(), r.list.to_string());
+}
+
+TEST(SeedTraps, SecondPtxIsKeptWhenTheRowCarriesIt) {
+    auto r = must(shipped_with(nullptr, "13.0", ""));
+    auto targets = r.list.targets();
+    EXPECT_TRUE(std::count(targets.begin(), targets.end(),
+                           arch::Target{arch::Kind::Ptx, 90, arch::Suffix::None}));
+    EXPECT_TRUE(std::count(targets.begin(), targets.end(),
+                           arch::Target{arch::Kind::Ptx, 120, arch::Suffix::None}));
+    auto gaps = arch::major_gaps(targets);
+    ASSERT_EQ(gaps.size(), 1u);
+    EXPECT_EQ(gaps[0].major, 11);
+    EXPECT_TRUE(gaps[0].has_ptx_net);
+}
+
+TEST(SeedTraps, ExceptionsOnlyAddInResolution) {
+    for (const auto& [key, row] : shipped().arch_exceptions) {
+        std::string cuda = key.substr(0, key.find('/')), torch = key.substr(key.find('/') + 1);
+        auto with = must(shipped_with(nullptr, cuda, torch)).list.targets();
+        auto without = must(shipped_with(nullptr, cuda, "")).list.targets();
+        for (const auto& t : without)
+            EXPECT_TRUE(std::count(with.begin(), with.end(), t)) << key << " lost " << t.name();
+    }
+}
+
+// ---- the package's verify and wrapper settings travel with the resolution ----
+
+TEST(Resolution, CarriesPackageSettings) {
+    auto r = must(resolve_with(mini(), "12.8", "", "linux_x86_64", "waived"));
+    ASSERT_EQ(r.allow_missing.size(), 1u);
+    EXPECT_EQ(r.allow_missing[0].name(), "sm_100");
+    EXPECT_TRUE(r.allow_pure_python);
+    EXPECT_EQ(r.lint_ignore, std::vector<std::string>{"e4m3 in a comment"});
+    EXPECT_EQ(r.wrapper.mode, "observe");
+    EXPECT_EQ(r.wrapper.inject_arch_specific, false);
+    EXPECT_EQ(r.wrapper.max_toolkit.at("12.0"), "12.8");
+}
+
+// ---- coverage of the issue's row ----
+
+TEST(Coverage, IssueRowTiers) {
+    auto r = must(resolve_with(shipped_policy(), "12.8"));
+    auto report = coverage_report(r.list, gpus());
+    auto tier = [&](int sm) {
+        for (const auto& row : report.rows)
+            if (row.gpu.sm == sm) return row.tier;
+        ADD_FAILURE() << "no row for " << sm;
+        return arch::Tier::Dead;
+    };
+    for (int sm : {89, 103, 121, 75, 80, 86, 90, 100, 120})
+        EXPECT_EQ(tier(sm), arch::Tier::Native) << sm;
+    EXPECT_EQ(tier(110), arch::Tier::Jit);
+    for (int sm : {70, 87, 50, 61})
+        EXPECT_EQ(tier(sm), arch::Tier::Dead) << sm;
+    EXPECT_EQ(report.rows.size(), gpus().size());
+}
+
+// ---- cell keys ----
+
+TEST(CellKey, ChangesWithEveryInputAndBuildEpoch) {
+    auto base = must(resolve_with(mini(), "12.8", "2.9", "linux_x86_64", "", "3.12"));
+    std::string key = cell_key(base);
+    EXPECT_EQ(key.size(), 64u);
+    EXPECT_EQ(
+        key, cell_key(must(resolve_with(mini(), "12.8.1", "2.9.1", "linux_x86_64", "", "3.12.2"))));
+    EXPECT_NE(key, cell_key(must(resolve_with(mini(), "12.8", "2.9", "linux_x86_64", "", "3.11"))));
+    EXPECT_NE(key, cell_key(must(resolve_with(mini(), "12.8", "2.9", "win_amd64", "", "3.12"))));
+    EXPECT_NE(key,
+              cell_key(must(resolve_with(mini(), "12.8", "2.11", "linux_x86_64", "", "3.12"))));
+    Resolution bumped = base;
+    bumped.build_epoch = *base.build_epoch + 1;
+    EXPECT_NE(key, cell_key(bumped));
+    Resolution other_list = base;
+    other_list.list = *arch::ArchList::parse("8.0");
+    EXPECT_NE(key, cell_key(other_list));
+}

@@ -1,0 +1,62 @@
+#include "policy/sha256.h"
+#include "policy/versions.h"
+
+#include <gtest/gtest.h>
+
+using namespace forge::policy;
+
+TEST(Versions, CudaSpellingsFoldToMajorMinor) {
+    EXPECT_EQ(*normalize_cuda("12.8"), "12.8");
+    EXPECT_EQ(*normalize_cuda("12.8.1"), "12.8");
+    EXPECT_EQ(*normalize_cuda("12.8.93"), "12.8");
+    EXPECT_EQ(*normalize_cuda("cu128"), "12.8");
+    EXPECT_EQ(*normalize_cuda("cu130"), "13.0");
+    EXPECT_EQ(*normalize_cuda("13"), "13.0");
+    for (const char* bad : {"", "twelve", "12.x", "cu12", "-1", "12..8a"}) {
+        auto r = normalize_cuda(bad);
+        ASSERT_FALSE(r.ok()) << bad;
+        EXPECT_EQ(r.error().key, bad);
+        EXPECT_EQ(r.error().exit_code, forge::kExitInput);
+    }
+}
+
+TEST(Versions, TorchVersionBecomesMinor) {
+    EXPECT_EQ(*normalize_torch("2.9"), "2.9");
+    EXPECT_EQ(*normalize_torch("2.9.1"), "2.9");
+    EXPECT_EQ(*normalize_torch("2.9.1+cu128"), "2.9");
+    EXPECT_EQ(*normalize_torch("2.10.0a0+git1234"), "2.10");
+    EXPECT_FALSE(normalize_torch("2").ok());
+    EXPECT_FALSE(normalize_torch("latest").ok());
+}
+
+TEST(Versions, PythonAndPlatform) {
+    EXPECT_EQ(*normalize_python("3.12"), "3.12");
+    EXPECT_EQ(*normalize_python("3.12.4"), "3.12");
+    EXPECT_EQ(*normalize_python("cp312"), "3.12");
+    EXPECT_FALSE(normalize_python("3").ok());
+    EXPECT_EQ(*normalize_platform("linux_aarch64"), "linux_aarch64");
+    EXPECT_EQ(*normalize_platform("manylinux_2_28_x86_64"), "linux_x86_64");
+    EXPECT_EQ(*normalize_platform("manylinux2014_aarch64"), "linux_aarch64");
+    EXPECT_EQ(*normalize_platform("win_amd64"), "win_amd64");
+    auto bad = normalize_platform("linux_arm64");
+    ASSERT_FALSE(bad.ok());
+    EXPECT_NE(bad.error().message.find("linux_aarch64"), std::string::npos);
+}
+
+TEST(Versions, NumericOrder) {
+    EXPECT_TRUE(version_less("12.9", "12.10"));
+    EXPECT_TRUE(version_less("12.8", "13.0"));
+    EXPECT_FALSE(version_less("13.0", "12.9"));
+    EXPECT_TRUE(version_less("2.9", "2.11"));
+}
+
+TEST(Sha256, KnownVectors) {
+    EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    EXPECT_EQ(sha256_hex("abc"),
+              "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    // 56 bytes: the padding spills into a second block.
+    EXPECT_EQ(sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+              "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+    EXPECT_EQ(sha256_hex(std::string(1000000, 'a')),
+              "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
