@@ -89,8 +89,8 @@ class Dryrun : public ::testing::Test {
         child_env.erase("NVCC_APPEND_FLAGS");
         if (!pre.empty()) child_env["NVCC_PREPEND_FLAGS"] = pre;
         if (!app.empty()) child_env["NVCC_APPEND_FLAGS"] = app;
-        Argv args = argv;
-        args.push_back("-dryrun");
+        Argv args = argv; // -dryrun first: a trailing value-taking option must not eat it
+        args.insert(args.begin(), "-dryrun");
         bp::ipstream out;
         std::error_code ec;
         bp::child c(bp::exe = nvcc_path(), bp::args = args, bp::start_dir = dir_.string(),
@@ -440,6 +440,7 @@ TEST_F(Dryrun, InjectRoundTrips) {
              {compile("-arch=all"), {"sm_90a", "compute_121"}},
              {compile("-arch=native"), {"sm_80"}},
              {compile("-arch=sm_80"), {"sm_90"}, false, "-arch=sm_86"},
+             {compile("-arch=sm_80 -Xcompiler"), {"sm_90"}, false, "-fPIC"},
              {compile("-Xptxas -v -arch=sm_80 -t 2"), {"sm_90", "compute_90"}},
              // flash-attention ladder with policy 8.0 9.0+PTX 10.0 11.0 12.0+PTX (+12.1).
              {compile(

@@ -40,6 +40,17 @@ TEST(Inject, AppendsGencodesAtTheEnd) {
         EXPECT_FALSE(a.starts_with("-arch=sm_9")) << a; // never -arch
 }
 
+TEST(Inject, ADanglingOptionKeepsItsValue) {
+    // `-Xcompiler` last in argv takes its value from NVCC_APPEND_FLAGS; the gencodes go before it.
+    auto inv = parsed({"-c", "k.cu", "-arch=sm_80", "-Xcompiler"}, "", "-fPIC");
+    auto rw = inject(inv, targets({"sm_90"}), false, caps13());
+    EXPECT_EQ(rw.argv, (Argv{"-c", "k.cu", "-arch=sm_80", "-gencode", "arch=compute_90,code=sm_90",
+                             "-Xcompiler"}));
+    // A value-taking option with its value in argv is not dangling.
+    auto o = inject(parsed({"-c", "k.cu", "-o", "k.o"}), targets({"sm_90"}), false, caps13());
+    EXPECT_EQ(Argv(o.argv.begin(), o.argv.begin() + 4), (Argv{"-c", "k.cu", "-o", "k.o"}));
+}
+
 TEST(Inject, NeverDuplicatesAnImage) {
     auto inv = parsed({"-c", "k.cu", "-arch=sm_80", "-gencode", "arch=compute_86,code=sm_86"});
     auto rw = inject(inv, targets({"sm_80", "compute_80", "sm_86", "sm_89"}), false, caps13());

@@ -884,7 +884,18 @@ Rewrite inject(const Invocation& inv, const std::vector<Target>& missing, bool c
             gencode(archv, t.name());
         }
     }
-    argv2.insert(argv2.end(), tail.begin(), tail.end());
+    // At the end, unless argv ends with an option still waiting for its value (`... -Xcompiler`,
+    // its value maybe in NVCC_APPEND_FLAGS): then before it, so it keeps pairing as before.
+    std::size_t insert_at = argv2.size();
+    for (std::size_t i = 0; i < argv2.size(); ++i) {
+        TokenMatch m = match_token(argv2[i]);
+        if (!m.spec || !m.needs_next) continue;
+        if (i + 1 < argv2.size())
+            ++i;
+        else
+            insert_at = i;
+    }
+    argv2.insert(argv2.begin() + static_cast<std::ptrdiff_t>(insert_at), tail.begin(), tail.end());
     rw.argv = std::move(argv2);
     return rw;
 }
