@@ -1,0 +1,109 @@
+// Running the child: exit codes, captured output, signals handed back, no shell.
+#include "frontend/child.h"
+
+#include <csignal>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace forge::frontend;
+
+namespace {
+
+ChildSpec sh(const std::string& script, bool capture = false) {
+    ChildSpec s;
+    s.path = "/bin/sh";
+    s.argv = {"sh", "-c", script};
+    s.env = environment_with("NVCC_FORGE_TEST", "1");
+    s.capture = capture;
+    return s;
+}
+
+} // namespace
+
+TEST(Child, ExitCodeAndCapture) {
+    auto r = run_child(sh("printf out; printf err >&2; exit 7", true));
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->exit_code, 7);
+    EXPECT_EQ(r->signal, 0);
+    EXPECT_EQ(r->out, "out");
+    EXPECT_EQ(r->err, "err");
+    EXPECT_FALSE(r->succeeded());
+    EXPECT_EQ(r->status_code(), 7);
+}
+
+TEST(Child, EnvironmentWithReplacesOneVariable) {
+    ::setenv("NVCC_FORGE_TEST", "0", 1);
+    auto r = run_child(sh("printf %s \"$NVCC_FORGE_TEST\"", true));
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->out, "1");
+    auto env = environment_with("NVCC_FORGE_TEST", "2");
+    EXPECT_EQ(std::count_if(env.begin(), env.end(),
+                            [](auto& e) { return e.rfind("NVCC_FORGE_TEST=", 0) == 0; }),
+              1);
+}
+
+TEST(Child, ArgumentsAreNotReinterpretedByAShell) {
+    ChildSpec s;
+    s.path = "/bin/echo";
+    s.argv = {"echo", "$HOME", "a b", ";", "`id`"};
+    s.env = environment_with("X", "1");
+    s.capture = true;
+    auto r = run_child(s);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->out, "$HOME a b ; `id`\n");
+}
+
+TEST(Child, MissingExecutableIsAnErrorNamingIt) {
+    ChildSpec s;
+    s.path = "/nonexistent/nvcc";
+    s.argv = {"nvcc"};
+    auto r = run_child(s);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().message.find("/nonexistent/nvcc"), std::string::npos);
+}
+
+TEST(Child, SignalDeathIsReportedAndReRaised) {
+    auto r = run_child(sh("kill -SEGV $$"));
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->signal, SIGSEGV);
+    EXPECT_EQ(r->status_code(), 128 + SIGSEGV);
+    // propagate() must end the process by the same signal.
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        ::signal(SIGSEGV, SIG_IGN); // even a caller that ignored it sees the signal's death
+        propagate(*r);
+        ::_exit(99);
+    }
+    int st = 0;
+    ::waitpid(pid, &st, 0);
+    ASSERT_TRUE(WIFSIGNALED(st));
+    EXPECT_EQ(WTERMSIG(st), SIGSEGV);
+}
+
+TEST(Child, TermReachingTheWrapperIsForwardedToTheChild) {
+    // A child process of the test plays the wrapper: it runs `sleep` via run_child and is sent
+    // SIGTERM; the sleep must die of SIGTERM and the wrapper must die of it too.
+    pid_t wrapper = ::fork();
+    ASSERT_GE(wrapper, 0);
+    if (wrapper == 0) {
+        auto r = run_child(sh("exec sleep 30"));
+        if (!r.ok()) ::_exit(90);
+        if (r->signal != SIGTERM) ::_exit(91);
+        propagate(*r);
+        ::_exit(92);
+    }
+    ::usleep(300 * 1000);
+    ::kill(wrapper, SIGTERM);
+    int st = 0;
+    ::waitpid(wrapper, &st, 0);
+    ASSERT_TRUE(WIFSIGNALED(st)) << "exit " << WEXITSTATUS(st);
+    EXPECT_EQ(WTERMSIG(st), SIGTERM);
+}
+
+TEST(Child, ExitCodePropagates) {
+    ChildOutcome o;
+    o.exit_code = 3;
+    EXPECT_EQ(propagate(o), 3);
+}

@@ -1,0 +1,214 @@
+// The comparison (suffix folding, LTO), the JSON log record and its summary, the stderr drop line.
+#include "frontend/compare.h"
+#include "frontend/compile_log.h"
+
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+using namespace forge;
+using namespace forge::frontend;
+
+namespace {
+
+arch::Target T(const char* name) {
+    return *arch::parse_target(name);
+}
+
+std::vector<arch::Target> policy_of(const char* list) {
+    return arch::ArchList::parse(list)->targets();
+}
+
+fs::path temp_dir(const std::string& name) {
+    fs::path p = fs::path(FORGE_TEST_BINARY_DIR) / "frontend_tmp" /
+                 (name + "." + std::to_string(::getpid()));
+    fs::remove_all(p);
+    fs::create_directories(p);
+    return p;
+}
+
+} // namespace
+
+TEST(Compare, FlashAttentionLadderMissesThorAndPtx) {
+    auto c = compare_targets(policy_of("8.0 9.0+PTX 10.0 11.0 12.0+PTX"),
+                             {T("sm_80"), T("sm_90"), T("sm_100"), T("sm_120")});
+    EXPECT_EQ(target_names(c.missing),
+              (std::vector<std::string>{"sm_110", "compute_90", "compute_120"}));
+    EXPECT_TRUE(c.extra.empty());
+}
+
+TEST(Compare, SuffixedRequestSatisfiesPlainPolicyLikeTheGate) {
+    auto c = compare_targets(policy_of("9.0 10.0"), {T("sm_90a"), T("sm_100f"), T("compute_90a")});
+    EXPECT_TRUE(c.missing.empty());
+    EXPECT_EQ(target_names(c.extra), (std::vector<std::string>{"compute_90a"}));
+}
+
+TEST(Compare, LtoImageStandsForItsSass) {
+    auto c = compare_targets(policy_of("8.0+PTX"), {T("lto_80"), T("compute_80")});
+    EXPECT_TRUE(c.missing.empty());
+    EXPECT_TRUE(c.extra.empty());
+}
+
+TEST(Compare, ExtrasAreReportedNotRemoved) {
+    auto c = compare_targets(policy_of("9.0"), {T("sm_75"), T("compute_75"), T("sm_90")});
+    EXPECT_TRUE(c.missing.empty());
+    EXPECT_EQ(target_names(c.extra), (std::vector<std::string>{"sm_75", "compute_75"}));
+}
+
+TEST(Compare, SplitEmittable) {
+    auto s = split_emittable({T("sm_37"), T("sm_90")}, {T("sm_90"), T("compute_90")});
+    EXPECT_EQ(target_names(s.in), (std::vector<std::string>{"sm_90"}));
+    EXPECT_EQ(target_names(s.out), (std::vector<std::string>{"sm_37"}));
+    EXPECT_EQ(join_names({T("sm_110"), T("compute_120")}), "sm_110, compute_120");
+}
+
+TEST(LogRecord, KeysExactlyAsDocumentedAndRoundTrip) {
+    LogRecord r;
+    r.cwd = "/b";
+    r.sources = {"flash_fwd.cu"};
+    r.output = "flash_fwd.o";
+    r.policy = {"sm_80", "sm_110"};
+    r.requested = {"sm_80"};
+    r.missing = {"sm_110"};
+    r.injected = {"sm_110"};
+    r.arch_specific = true;
+    r.mode = "inject";
+    r.action = kActionInjected;
+    r.exit_code = 3;
+    r.duration_ms = 17;
+    auto line = r.to_json();
+    EXPECT_EQ(line.find('\n'), std::string::npos);
+    auto j = nlohmann::json::parse(line);
+    std::vector<std::string> keys;
+    for (auto it = j.begin(); it != j.end(); ++it)
+        keys.push_back(it.key());
+    std::sort(keys.begin(), keys.end());
+    std::vector<std::string> expected = {
+        "action",   "arch_specific", "clamped", "cwd",    "duration_ms", "exit_code", "extra",
+        "injected", "missing",       "mode",    "output", "policy",      "requested", "sources"};
+    std::sort(expected.begin(), expected.end());
+    EXPECT_EQ(keys, expected);
+    auto back = LogRecord::from_json(line);
+    ASSERT_TRUE(back.ok()) << back.error().to_string();
+    EXPECT_EQ(back->to_json(), line);
+}
+
+TEST(LogRecord, RejectsMissingKeyAndWrongType) {
+    EXPECT_FALSE(LogRecord::from_json(R"({"cwd":"/"})").ok());
+    LogRecord r;
+    auto j = nlohmann::json::parse(r.to_json());
+    j["missing"] = "sm_90";
+    auto bad = LogRecord::from_json(j.dump());
+    ASSERT_FALSE(bad.ok());
+    EXPECT_NE(bad.error().message.find("missing"), std::string::npos);
+}
+
+TEST(LogRecord, InvalidUtf8InAPathDoesNotThrow) {
+    LogRecord r;
+    r.sources = {std::string("bad\xff.cu")};
+    EXPECT_NO_THROW((void)r.to_json());
+}
+
+TEST(DropLine, Format) {
+    EXPECT_EQ(drop_line("flash_fwd.cu", "sm_110, compute_120", "8.0 9.0+PTX", "8.0 9.0"),
+              "nvcc-forge: flash_fwd.cu: dropped sm_110, compute_120 (policy 8.0 9.0+PTX; "
+              "requested 8.0 9.0)\n");
+}
+
+TEST(Dropped, DependsOnAction) {
+    LogRecord r;
+    r.missing = {"sm_110", "compute_120"};
+    r.injected = {"sm_110"};
+    r.action = kActionInjected;
+    EXPECT_EQ(dropped_targets(r), (std::vector<std::string>{"compute_120"}));
+    r.action = kActionInjectionFailed;
+    EXPECT_EQ(dropped_targets(r), r.missing);
+    r.action = kActionCompared;
+    EXPECT_EQ(dropped_targets(r), r.missing);
+    r.action = kActionPassthrough;
+    EXPECT_TRUE(dropped_targets(r).empty());
+}
+
+TEST(Summarize, GroupsTusByTargetAndNamesMalformedLine) {
+    auto dir = temp_dir("summ");
+    auto log = (dir / "log.jsonl").string();
+    LogRecord a;
+    a.cwd = "/b";
+    a.sources = {"a.cu"};
+    a.missing = {"sm_110", "compute_120"};
+    a.action = kActionCompared;
+    LogRecord b = a;
+    b.sources = {"b.cu"};
+    b.missing = {"sm_110"};
+    LogRecord c = a;
+    c.sources = {"c.cu"};
+    c.injected = a.missing;
+    c.action = kActionInjected;
+    for (const auto& r : {a, b, c})
+        ASSERT_TRUE(append_log_line(log, r.to_json()).ok());
+    auto s = summarize_log(log);
+    ASSERT_TRUE(s.ok()) << s.error().to_string();
+    EXPECT_EQ(s->records, 3);
+    EXPECT_EQ(s->records_with_drops, 2);
+    EXPECT_EQ(s->tus_by_target.at("sm_110"), (std::vector<std::string>{"/b/a.cu", "/b/b.cu"}));
+    EXPECT_EQ(s->tus_by_target.at("compute_120"), (std::vector<std::string>{"/b/a.cu"}));
+    auto text = summary_text(*s);
+    EXPECT_LT(text.find("sm_110"), text.find("compute_120")); // SASS before PTX
+    auto j = nlohmann::json::parse(summary_json(*s));
+    EXPECT_EQ(j["drops"]["sm_110"].size(), 2u);
+
+    { std::ofstream(log, std::ios::app) << "{\"cwd\": torn\n"; }
+    auto bad = summarize_log(log);
+    ASSERT_FALSE(bad.ok());
+    EXPECT_EQ(bad.error().line, 4);
+    EXPECT_EQ(bad.error().file, log);
+    EXPECT_FALSE(summarize_log((dir / "absent").string()).ok());
+}
+
+// 64 processes append lines of every size (short, around PIPE_BUF, far above it) at once; every
+// line must come back whole.
+TEST(AppendLog, SixtyFourWritersNeverTear) {
+    auto dir = temp_dir("concurrent");
+    auto log = (dir / "log.jsonl").string();
+    constexpr int kProcs = 64, kLines = 9;
+    std::vector<pid_t> pids;
+    for (int p = 0; p < kProcs; ++p) {
+        pid_t pid = ::fork();
+        ASSERT_GE(pid, 0);
+        if (pid == 0) {
+            for (int i = 0; i < kLines; ++i) {
+                LogRecord r;
+                r.cwd = std::to_string(p);
+                r.output = std::to_string(i);
+                // 0, ~4 KiB, ~20 KiB of sources: below, around and far above PIPE_BUF.
+                size_t n = (i % 3 == 0) ? 0 : (i % 3 == 1) ? 200 : 1000;
+                for (size_t k = 0; k < n; ++k)
+                    r.sources.push_back("src_" + std::to_string(k) + ".cu");
+                if (!append_log_line(log, r.to_json()).ok()) ::_exit(1);
+            }
+            ::_exit(0);
+        }
+        pids.push_back(pid);
+    }
+    for (pid_t pid : pids) {
+        int st = 0;
+        ::waitpid(pid, &st, 0);
+        EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    }
+    std::ifstream in(log);
+    std::string line;
+    std::set<std::pair<std::string, std::string>> seen;
+    while (std::getline(in, line)) {
+        auto r = LogRecord::from_json(line);
+        ASSERT_TRUE(r.ok()) << "torn line of " << line.size() << " bytes";
+        size_t n = std::stoi(r->output) % 3 == 0 ? 0 : std::stoi(r->output) % 3 == 1 ? 200 : 1000;
+        EXPECT_EQ(r->sources.size(), n);
+        seen.insert({r->cwd, r->output});
+    }
+    EXPECT_EQ(seen.size(), static_cast<size_t>(kProcs * kLines));
+}

@@ -1,0 +1,288 @@
+// Finding the real nvcc without finding ourselves, the shadow CUDA root, shell quoting, the cache.
+#include "frontend/config.h"
+#include "frontend/locate.h"
+#include "frontend/shim.h"
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+using namespace forge;
+using namespace forge::frontend;
+
+namespace {
+
+fs::path temp_dir(const std::string& name) {
+    fs::path p = fs::path(FORGE_TEST_BINARY_DIR) / "frontend_tmp" /
+                 (name + "." + std::to_string(::getpid()));
+    fs::remove_all(p);
+    fs::create_directories(p);
+    return fs::canonical(p);
+}
+
+void write_exe(const fs::path& p, const std::string& text = "#!/bin/sh\nexit 0\n") {
+    fs::create_directories(p.parent_path());
+    std::ofstream(p) << text;
+    fs::permissions(p, fs::perms::owner_all | fs::perms::group_read | fs::perms::others_read);
+}
+
+// A stand-in for the wrapper binary: a file, with `nvcc` symlinks to it.
+struct Layout {
+    fs::path root, self, wrapdir, realdir;
+    explicit Layout(const std::string& name) {
+        root = temp_dir(name);
+        self = root / "forge" / "nvcc-forge";
+        write_exe(self);
+        wrapdir = root / "wrap";
+        fs::create_directories(wrapdir);
+        fs::create_symlink(self, wrapdir / "nvcc");
+        realdir = root / "cuda" / "bin";
+        write_exe(realdir / "nvcc");
+    }
+    LocateInput input(const std::string& path_env) const {
+        LocateInput in;
+        in.argv0 = "nvcc";
+        in.path_env = path_env;
+        in.self = self;
+        in.default_cuda_bin = "";
+        return in;
+    }
+};
+
+} // namespace
+
+TEST(Locate, SkipsItselfOnPathComparingFilesNotNames) {
+    Layout l("locate_path");
+    auto r = locate_real_nvcc(l.input(l.wrapdir.string() + ":" + l.realdir.string()));
+    ASSERT_TRUE(r.ok()) << r.error().to_string();
+    EXPECT_EQ(r->nvcc, l.realdir / "nvcc");
+    EXPECT_EQ(r->how, "PATH");
+}
+
+TEST(Locate, ASecondSymlinkUnderAnotherNameIsStillItself) {
+    Layout l("locate_alias");
+    fs::create_directories(l.root / "alias");
+    fs::create_symlink(l.wrapdir / "nvcc", l.root / "alias" / "nvcc"); // link to a link
+    auto r = locate_real_nvcc(l.input((l.root / "alias").string() + ":" + l.realdir.string()));
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->nvcc, l.realdir / "nvcc");
+}
+
+TEST(Locate, OwnDirTwiceOnPathAndNoRealNvccIsAnErrorListingWhereItLooked) {
+    Layout l("locate_loop");
+    auto in =
+        l.input(l.wrapdir.string() + ":" + l.wrapdir.string() + ":" + (l.wrapdir / ".").string());
+    in.cuda_home_env = (l.root / "nocuda").string();
+    in.default_cuda_bin = (l.root / "none" / "nvcc").string();
+    auto r = locate_real_nvcc(in);
+    ASSERT_FALSE(r.ok());
+    const auto msg = r.error().message;
+    EXPECT_NE(msg.find("is nvcc-forge itself"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("CUDA_HOME"), std::string::npos) << msg;
+    EXPECT_NE(msg.find((l.root / "none" / "nvcc").string()), std::string::npos) << msg;
+    // The same directory three ways is looked at once.
+    EXPECT_EQ(msg.find("PATH:"), msg.rfind("PATH:")) << msg;
+}
+
+TEST(Locate, FallsBackToCudaHomeThenDefault) {
+    Layout l("locate_fallback");
+    auto in = l.input(l.wrapdir.string());
+    in.cuda_home_env = (l.root / "cuda").string();
+    auto r = locate_real_nvcc(in);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->how, "CUDA_HOME");
+    in.cuda_home_env = l.wrapdir.parent_path().string() + "/wrap-is-not-a-root";
+    in.default_cuda_bin = (l.realdir / "nvcc").string();
+    r = locate_real_nvcc(in);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->how, "default");
+}
+
+TEST(Locate, CudaHomeThatIsTheWrapperIsSkipped) {
+    Layout l("locate_cudahome_self");
+    auto in = l.input("");
+    in.cuda_home_env = l.wrapdir.parent_path().string(); // .../wrap has no bin/
+    fs::create_directories(l.root / "shimroot" / "bin");
+    fs::create_symlink(l.self, l.root / "shimroot" / "bin" / "nvcc");
+    in.cuda_home_env = (l.root / "shimroot").string();
+    auto r = locate_real_nvcc(in);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().message.find("is nvcc-forge itself"), std::string::npos);
+}
+
+TEST(Locate, ExplicitEnvWinsAndMustNotBeItself) {
+    Layout l("locate_env");
+    auto in = l.input(l.wrapdir.string());
+    in.real_nvcc_env = (l.realdir / "nvcc").string();
+    auto r = locate_real_nvcc(in);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->how, "NVCC_FORGE_REAL_NVCC");
+    in.real_nvcc_env = (l.wrapdir / "nvcc").string();
+    in.cuda_home_env = (l.root / "cuda").string(); // would work, but an explicit setting is binding
+    r = locate_real_nvcc(in);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().message.find("NVCC_FORGE_REAL_NVCC"), std::string::npos);
+}
+
+TEST(Locate, MarkerBesideTheInvokedSymlink) {
+    Layout l("locate_marker");
+    std::ofstream(l.wrapdir / kRealNvccMarker) << (l.realdir / "nvcc").string() << "\n";
+    auto in = l.input("/nonexistent");
+    in.argv0 = (l.wrapdir / "nvcc").string();
+    auto r = locate_real_nvcc(in);
+    ASSERT_TRUE(r.ok()) << r.error().to_string();
+    EXPECT_EQ(r->nvcc, l.realdir / "nvcc");
+    EXPECT_NE(r->how.find("marker"), std::string::npos);
+    // Invoked by bare name through PATH: the marker of the PATH entry that is us.
+    in.argv0 = "nvcc";
+    in.path_env = l.wrapdir.string();
+    EXPECT_EQ(invocation_dir(in), l.wrapdir);
+    r = locate_real_nvcc(in);
+    ASSERT_TRUE(r.ok());
+    EXPECT_NE(r->how.find("marker"), std::string::npos);
+}
+
+TEST(Locate, FindOnPathSkipsSelfAndNonExecutables) {
+    Layout l("locate_find");
+    fs::create_directories(l.root / "noexec");
+    std::ofstream(l.root / "noexec" / "nvcc") << "x";
+    std::string path =
+        l.wrapdir.string() + ":" + (l.root / "noexec").string() + ":" + l.realdir.string();
+    auto p = find_on_path("nvcc", path, l.self);
+    ASSERT_TRUE(p);
+    EXPECT_EQ(*p, l.realdir / "nvcc");
+    EXPECT_FALSE(find_on_path((l.wrapdir / "nvcc").string(), path, l.self));
+    EXPECT_FALSE(find_on_path("nvcc", l.wrapdir.string(), l.self));
+}
+
+TEST(Shim, BuildsAShadowRootAndRefusesForeignDirectories) {
+    Layout l("shim");
+    fs::path cuda = l.root / "cuda";
+    fs::create_directories(cuda / "include");
+    std::ofstream(cuda / "include" / "cuda_runtime.h") << "//";
+    fs::create_directories(cuda / "lib");
+    fs::create_symlink("lib", cuda / "lib64");
+    write_exe(cuda / "bin" / "ptxas");
+    std::ofstream(cuda / "bin" / "nvcc.profile") << "TOP = $(_HERE_)/..\n";
+    ShimPlan plan{cuda, l.root / "shim", l.self};
+    ASSERT_TRUE(make_shim(plan).ok());
+    fs::path shim = l.root / "shim";
+    EXPECT_TRUE(is_shim(shim));
+    EXPECT_TRUE(fs::is_symlink(shim / "include"));
+    EXPECT_TRUE(fs::exists(shim / "include" / "cuda_runtime.h"));
+    EXPECT_TRUE(fs::exists(shim / "lib64"));
+    EXPECT_FALSE(fs::is_symlink(shim / "bin"));
+    EXPECT_TRUE(fs::is_directory(shim / "bin"));
+    EXPECT_TRUE(same_file(shim / "bin" / "nvcc", l.self));
+    EXPECT_TRUE(same_file(shim / "bin" / "ptxas", cuda / "bin" / "ptxas"));
+    std::string recorded;
+    std::getline(std::ifstream(shim / "bin" / kRealNvccMarker), recorded);
+    EXPECT_EQ(recorded, (cuda / "bin" / "nvcc").string());
+
+    // The wrapper started as <shim>/bin/nvcc finds the real one through the marker.
+    auto in = l.input("");
+    in.argv0 = (shim / "bin" / "nvcc").string();
+    in.cuda_home_env = shim.string();
+    auto r = locate_real_nvcc(in);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->nvcc, cuda / "bin" / "nvcc");
+
+    // Refresh keeps working; a stale link disappears.
+    fs::remove(cuda / "bin" / "ptxas");
+    ASSERT_TRUE(make_shim(plan).ok());
+    EXPECT_FALSE(fs::is_symlink(shim / "bin" / "ptxas"));
+
+    fs::create_directories(l.root / "foreign");
+    std::ofstream(l.root / "foreign" / "keep.txt") << "mine";
+    auto foreign = make_shim({cuda, l.root / "foreign", l.self});
+    ASSERT_FALSE(foreign.ok());
+    EXPECT_TRUE(fs::exists(l.root / "foreign" / "keep.txt"));
+    EXPECT_FALSE(make_shim({l.root / "nothing", l.root / "shim2", l.self}).ok());
+    // A CUDA root whose nvcc is the wrapper cannot be shimmed.
+    EXPECT_FALSE(make_shim({shim, l.root / "shim3", l.self}).ok());
+}
+
+TEST(ShellQuote, SurvivesEvalForAnyBytes) {
+    const std::string nasty = "a b'c\"d$HOME`x`\\e;f\n*";
+    std::string cmd = "printf %s " + shell_quote(nasty);
+    FILE* p = ::popen(cmd.c_str(), "r");
+    ASSERT_NE(p, nullptr);
+    std::string out;
+    std::array<char, 256> buf{};
+    size_t n;
+    while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0)
+        out.append(buf.data(), n);
+    ::pclose(p);
+    EXPECT_EQ(out, nasty);
+    EXPECT_EQ(shell_quote("it's"), "'it'\\''s'");
+}
+
+TEST(Cache, RoundTripAndKeyMismatchIsAMiss) {
+    auto dir = temp_dir("cache");
+    EXPECT_FALSE(cache_read(dir, "k1"));
+    cache_write(dir, "k1", "{\"v\":1}");
+    ASSERT_TRUE(cache_read(dir, "k1"));
+    EXPECT_EQ(*cache_read(dir, "k1"), "{\"v\":1}");
+    EXPECT_FALSE(cache_read(dir, "k2"));
+    cache_write(dir, "k1", "{\"v\":2}");
+    EXPECT_EQ(*cache_read(dir, "k1"), "{\"v\":2}");
+    for (const auto& e : fs::directory_iterator(dir))
+        EXPECT_EQ(e.path().extension(), ".json") << "temp file left behind: " << e.path();
+    cache_write(dir / "sub" / "deeper", "k", "x"); // created on demand
+    EXPECT_TRUE(cache_read(dir / "sub" / "deeper", "k"));
+}
+
+TEST(Cache, FileStampChangesWithContent) {
+    auto dir = temp_dir("stamp");
+    auto f = dir / "policy.yml";
+    EXPECT_NE(file_stamp(f).find("absent"), std::string::npos);
+    std::ofstream(f) << "a";
+    auto s1 = file_stamp(f);
+    std::ofstream(f) << "ab";
+    EXPECT_NE(file_stamp(f), s1);
+}
+
+TEST(Cache, CapsJsonRoundTrip) {
+    nvcc::ToolkitCaps caps;
+    caps.major = 13;
+    caps.minor = 0;
+    caps.default_sm = 75;
+    caps.native_sm = 90;
+    caps.emittable = {*arch::parse_target("sm_90a"), *arch::parse_target("compute_120f"),
+                      *arch::parse_target("lto_80")};
+    auto back = caps_from_json(caps_to_json(caps));
+    ASSERT_TRUE(back.ok());
+    EXPECT_EQ(back->emittable, caps.emittable);
+    EXPECT_EQ(back->native_sm, 90);
+    EXPECT_FALSE(caps_from_json("{\"major\":13}").ok());
+    EXPECT_FALSE(caps_from_json("garbage").ok());
+}
+
+TEST(Config, ModeAndDepth) {
+    EXPECT_EQ(*parse_mode("strict", "x"), Mode::Strict);
+    EXPECT_FALSE(parse_mode("Inject", "NVCC_FORGE_MODE").ok());
+    EXPECT_EQ(parse_mode("bogus", "NVCC_FORGE_MODE").error().key, "NVCC_FORGE_MODE");
+    FrontendEnv e;
+    EXPECT_EQ(e.depth_value(), 0);
+    e.depth = "2";
+    EXPECT_EQ(e.depth_value(), 2);
+    e.depth = "x";
+    EXPECT_EQ(e.depth_value(), 1);
+    EXPECT_FALSE(e.policy_configured());
+    e.package = "flash_attn";
+    EXPECT_TRUE(e.policy_configured());
+}
+
+TEST(Config, SourceGlobs) {
+    std::vector<std::string> globs = {"*_sm90.cu", "hopper/*.cu"};
+    EXPECT_TRUE(matches_source_glob("csrc/flash_fwd_sm90.cu", globs));
+    EXPECT_TRUE(matches_source_glob("../src/hopper/gemm.cu", globs));
+    EXPECT_TRUE(matches_source_glob("hopper/gemm.cu", globs));
+    EXPECT_FALSE(matches_source_glob("csrc/flash_fwd.cu", globs));
+    EXPECT_FALSE(matches_source_glob("ampere/gemm.cu", globs));
+}
