@@ -60,6 +60,14 @@ int run_lint(int argc, char** argv) {
 
     tools::LintOptions opts;
     opts.list = resolution->list;
+    // The GPUs a gate is checked against: --gpus or the bundled policy/gpus.yml (tegra flags
+    // included); the lint's built-in table of real CCs only when no file is given or bundled.
+    if (auto gpus = gpus_from_options(vm)) {
+        opts.gpus = std::move(*gpus);
+    } else if (vm.count("gpus")) {
+        fmt::print(stderr, "nvcc-forge lint: {}\n", gpus.error().to_string());
+        return kExitInput;
+    }
     opts.ignore = resolution->lint_ignore;
     opts.ignore.insert(opts.ignore.end(), extra_ignores.begin(), extra_ignores.end());
     opts.ignore_origin = resolution->package.empty()

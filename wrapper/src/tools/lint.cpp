@@ -18,8 +18,8 @@ namespace forge::tools {
 namespace {
 
 constexpr std::string_view kWhyStub =
-    "that GPU runs the other branch: gated code compiles to an empty stub that host dispatch "
-    "still selects (cudaErrorLaunchFailure or wrong results on real hardware, nothing at build "
+    "gated code compiles to an empty stub that host dispatch still selects (cudaErrorLaunchFailure "
+    "or wrong results on real hardware, nothing at build "
     "time)";
 
 bool is_ident_start(char c) {
@@ -379,7 +379,7 @@ void arch_gate_finding(Finder& f, const Comparison& c, std::string_view macro,
             fmt::format(" ({} = {}, defined at {})", c.operand, c.value, macros.where(c.operand));
     f.add(c.begin, "arch-gate", pattern, check.needs,
           fmt::format("code gated on {}{} is compiled only into images whose __CUDA_ARCH__ "
-                      "passes the gate; {}: {}",
+                      "passes the gate; {}, so those GPUs run the other branch: {}",
                       pattern, defined, check.detail, kWhyStub));
 }
 
@@ -394,7 +394,7 @@ void feature_finding(Finder& f, std::size_t offset, std::string pattern, int sm,
     std::string needs = arch::cc_string(sm) + std::string(arch::suffix_string(s));
     f.add(offset, "arch-feature", pattern, needs,
           fmt::format("{} is defined only when compiling for {} (sm_{}{}), which the list does not "
-                      "declare: the feature code is never built and every GPU runs the fallback; "
+                      "declare: the feature code is never built and every GPU runs the fallback: "
                       "{}",
                       pattern, needs, sm, arch::suffix_string(s), kWhyStub));
 }
@@ -459,7 +459,7 @@ void specific_macro_finding(Finder& f, const std::vector<Tok>& t, std::size_t i,
     if (declared) return;
     f.add(t[i].offset, "arch-specific-macro", pattern, needs,
           fmt::format("{} is defined only when compiling for an {} target{}; the list has none, so "
-                      "the code under it is never built and every GPU runs the fallback; {}",
+                      "the code under it is never built and every GPU runs the fallback: {}",
                       pattern, family ? "arch-specific (a) or family (f)" : "arch-specific (a)",
                       cmp ? fmt::format(" ({})", needs) : std::string(), kWhyStub));
 }
@@ -498,7 +498,8 @@ bool target_declared(const arch::ArchList& list, int sm, arch::Suffix s) {
 void explicit_target_finding(Finder& f, std::size_t offset, std::string pattern, int sm,
                              arch::Suffix s, const arch::ArchList& list) {
     if (target_declared(list, sm, s)) return;
-    std::string needs = arch::cc_string(sm) + std::string(arch::suffix_string(s));
+    // A family target is declared by its SM (the gate folds f); an `a` target only by `a`.
+    std::string needs = arch::cc_string(sm) + (s == arch::Suffix::Specific ? "a" : "");
     f.add(offset, "explicit-target", pattern, needs,
           fmt::format("the build names {} itself but the list does not declare {}: the wheel "
                       "gets code the policy never asked for (the gate reports it as extra), or "
@@ -987,7 +988,17 @@ bool glob_at(std::string_view g, std::size_t gi, std::string_view p, std::size_t
 } // namespace
 
 bool glob_match(std::string_view glob, std::string_view path) {
-    if (glob.find('/') == std::string_view::npos) return glob_at(glob, 0, file_name(path), 0);
+    if (glob.find('/') == std::string_view::npos) {
+        // Like .gitignore: a name matches a file or a directory at any depth.
+        std::size_t b = 0;
+        while (b <= path.size()) {
+            std::size_t e = path.find('/', b);
+            if (e == std::string_view::npos) e = path.size();
+            if (glob_at(glob, 0, path.substr(b, e - b), 0)) return true;
+            b = e + 1;
+        }
+        return false;
+    }
     if (glob_at(glob, 0, path, 0)) return true;
     // A plain directory name ("third_party/flash") covers what is under it.
     return glob.find_first_of("*?") == std::string_view::npos && path.size() > glob.size() &&
@@ -1075,10 +1086,10 @@ GateCheck check_gate(long arch_value, bool at_least, const arch::ArchList& list,
         if (out.declared) {
             out.declared = false;
             out.needs = arch::cc_string(known.sm);
-            out.detail = fmt::format("CC {} {} {} (__CUDA_ARCH__ {} {} {})", out.needs,
-                                     jit ? "JIT-compiles the" : "loads the", image->name(),
-                                     image_value, at_least ? "<" : "!=", arch_value);
-            out.detail += jit ? " PTX" : " cubin";
+            out.detail =
+                fmt::format("CC {} {} {} {} (__CUDA_ARCH__ {} {} {})", out.needs,
+                            jit ? "JIT-compiles the" : "loads the", image->name(),
+                            jit ? "PTX" : "cubin", image_value, at_least ? "<" : "!=", arch_value);
         } else {
             stubbed.push_back(fmt::format("{} ({})", arch::cc_string(known.sm), image->name()));
         }
@@ -1128,14 +1139,14 @@ std::vector<LintFinding> lint_source_with(std::string_view path, std::string_vie
             if (!check.declared)
                 f.add(tok.offset, "arch-gate", std::string(id), check.needs,
                       fmt::format("NV_IF_TARGET({}) code is compiled only into images for {} or "
-                                  "newer; {}: {}",
+                                  "newer; {}, so those GPUs run the other branch: {}",
                                   id, arch::cc_string(*sm), check.detail, kWhyStub));
         } else if (auto sm_exact = sm_in(id, "NV_IS_EXACTLY_SM_", "")) {
             GateCheck check = check_gate(*sm_exact * 10L, false, list, gpus);
             if (!check.declared)
                 f.add(tok.offset, "arch-gate", std::string(id), check.needs,
                       fmt::format("NV_IF_TARGET({}) code is compiled only into the sm_{} image; "
-                                  "{}: {}",
+                                  "{}, so those GPUs run the other branch: {}",
                                   id, *sm_exact, check.detail, kWhyStub));
         } else if (auto feat = sm_in(id, "__CUDA_ARCH_FEAT_SM", "_ALL")) {
             feature_finding(f, tok.offset, std::string(id), *feat, arch::Suffix::Specific, list);
@@ -1157,9 +1168,11 @@ std::vector<LintFinding> lint_source_with(std::string_view path, std::string_vie
             GateCheck check = check_gate(890, true, list, gpus);
             if (!check.declared)
                 f.add(tok.offset, "fp8-type", std::string(id), check.needs,
-                      fmt::format("FP8 ({}) runs in hardware from CC 8.9 (Ada) on, and FP8 "
-                                  "kernels are gated on __CUDA_ARCH__ >= 890; {}: {}",
-                                  id, check.detail, kWhyStub));
+                      fmt::format(
+                          "FP8 ({}) runs in hardware from CC 8.9 (Ada) on, and FP8 "
+                          "kernels are gated on __CUDA_ARCH__ >= 890; {}, so those GPUs run the "
+                          "other branch: {}",
+                          id, check.detail, kWhyStub));
         }
     }
     return out;

@@ -46,7 +46,8 @@
 // entry per string, each `GLOB` or `GLOB:RULE`:
 //   GLOB   matches the path relative to SRC_DIR with '/' separators; `*` and `?` stay inside one
 //          path component, `**` spans components ("third_party/**"); a GLOB without '/' matches
-//          the file name at any depth ("*.cuh"), like .gitignore.
+//          a file or directory name at any depth ("*.cuh", "third_party"), like .gitignore; a
+//          GLOB with '/' and no wildcard also covers everything under that directory.
 //   RULE   one rule id above, or `*`; omitted means every rule.
 // Examples: "csrc/fp8/*.cu", "csrc/x.cu:fp8-type", "setup.py:script-emits-gencode",
 // "third_party/**". An ignored finding is still reported, marked with the entry that silenced it,
