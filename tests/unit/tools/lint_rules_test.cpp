@@ -229,6 +229,12 @@ TEST(LintFeature, SpecificAndFamilyMacros) {
     EXPECT_EQ(cu_hits("#if __CUDA_ARCH_SPECIFIC__ == 1000\n#endif\n", "10.0f"),
               (std::vector<Hit>{{1, "arch-specific-macro", "10.0a"}}));
     EXPECT_TRUE(cu("#if __CUDA_ARCH_SPECIFIC__ == 1000\n#endif\n", "10.0a").empty());
+    // the predicate decides: `< 1100` is met by a 10.0f image, not by 12.0f
+    EXPECT_TRUE(cu("#if __CUDA_ARCH_FAMILY_SPECIFIC__ < 1100\n#endif\n", "10.0f 12.0").empty());
+    EXPECT_EQ(cu_hits("#if __CUDA_ARCH_FAMILY_SPECIFIC__ < 1100\n#endif\n", "10.0 12.0f"),
+              (std::vector<Hit>{{1, "arch-specific-macro", "*f"}}));
+    EXPECT_EQ(cu_hits("#if __CUDA_ARCH_FAMILY_SPECIFIC__ > 1000\n#endif\n", "10.0f"),
+              (std::vector<Hit>{{1, "arch-specific-macro", "10.3f"}})); // next real CC
 }
 
 TEST(LintBuild, ExplicitTargetsOutsideComments) {
@@ -346,6 +352,15 @@ TEST(LintScript, CMakeArchitecturesAndEnv) {
                                 {9, "script-reads-arch-list", ""},
                                 {10, "script-own-arch-knob", ""},
                                 {11, "script-sets-cuda-architectures", ""}}));
+}
+
+TEST(LintScript, VllmStylePerSourceArchLists) {
+    std::string cm =
+        "cuda_archs_loose_intersection(SCALED_MM_ARCHS \"9.0a;\" \"${CUDA_ARCHS}\")\n"
+        "cuda_archs_loose_intersection(FP4_ARCHS \"10.0f;11.0f;12.0f\" \"${CUDA_ARCHS}\")\n";
+    EXPECT_EQ(build_hits("CMakeLists.txt", cm, "8.0 9.0 10.0 12.0"),
+              (std::vector<Hit>{{1, "explicit-target", "9.0a"}, {2, "explicit-target", "11.0"}}));
+    EXPECT_TRUE(build_hits("CMakeLists.txt", cm, "8.0 9.0a 10.0 11.0 12.0").empty());
 }
 
 TEST(LintScript, FilesThatAreNotBuildFilesOrSources) {

@@ -333,6 +333,13 @@ std::vector<arch::Gpu> builtin_gpus() {
     return out;
 }
 
+// The lowest real CC whose __CUDA_ARCH__ is >= value ("10.3" for 1001), else value rounded up.
+std::string lowest_known_cc(long value) {
+    for (const auto& g : kKnownGpus)
+        if (g.sm * 10L >= value) return arch::cc_string(g.sm);
+    return arch_cc(value);
+}
+
 bool is_known_cc(int sm) {
     if (sm == 88 || sm == 101) return true; // nvcc knows them; no desktop part to reason about
     return std::any_of(std::begin(kKnownGpus), std::end(kKnownGpus),
@@ -447,12 +454,26 @@ void specific_macro_finding(Finder& f, const std::vector<Tok>& t, std::size_t i,
     bool declared = false;
     std::string needs = "*" + letter;
     if (cmp) {
-        Gate g = gate_of(*cmp);
+        // These macros exist only in a/f images, so the predicate itself decides: some a/f
+        // entry of the list must satisfy it (`< 1100` is met by 10.0f, `>= 1000` by 12.0f).
+        const std::string& op = cmp->op;
+        const long k = cmp->value;
         declared = has_entry(list, [&](const arch::ArchEntry& e) {
-            long v = e.sm * 10L;
-            return allowed(e.suffix) && (g.at_least ? v >= g.value : v == g.value);
+            const long v = e.sm * 10L;
+            const bool holds = op == ">="   ? v >= k
+                               : op == ">"  ? v > k
+                               : op == "<=" ? v <= k
+                               : op == "<"  ? v < k
+                               : op == "==" ? v == k
+                                            : v != k;
+            return allowed(e.suffix) && holds;
         });
-        needs = arch_cc(g.value) + letter;
+        if (op == "==")
+            needs = arch_cc(k) + letter;
+        else if (op == ">=")
+            needs = lowest_known_cc(k) + letter;
+        else if (op == ">")
+            needs = lowest_known_cc(k + 1) + letter;
     } else {
         declared = has_entry(list, [&](const arch::ArchEntry& e) { return allowed(e.suffix); });
     }
