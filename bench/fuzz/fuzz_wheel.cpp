@@ -1,0 +1,88 @@
+// libFuzzer target: the zip/wheel reader (libzip over memory, size limits, nested members).
+// Inputs that are not zips are made into one: the bytes become a stored member, so the fuzzer
+// also explores what lies inside wheels.
+#include "binary/reader.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+namespace {
+
+void put16(std::vector<std::uint8_t>& v, std::uint16_t x) {
+    v.insert(v.end(), {std::uint8_t(x), std::uint8_t(x >> 8)});
+}
+void put32(std::vector<std::uint8_t>& v, std::uint32_t x) {
+    put16(v, static_cast<std::uint16_t>(x));
+    put16(v, static_cast<std::uint16_t>(x >> 16));
+}
+
+// A one-member stored zip around `data` (CRC left 0: libzip must reject or tolerate it cleanly).
+std::vector<std::uint8_t> wrap(const std::uint8_t* data, std::size_t size) {
+    const char name[] = "pkg/_C.so";
+    const std::uint16_t n = sizeof(name) - 1;
+    std::vector<std::uint8_t> z;
+    put32(z, 0x04034b50);
+    put16(z, 20);
+    put16(z, 0);
+    put16(z, 0);
+    put16(z, 0);
+    put16(z, 0);
+    put32(z, 0);
+    put32(z, static_cast<std::uint32_t>(size));
+    put32(z, static_cast<std::uint32_t>(size));
+    put16(z, n);
+    put16(z, 0);
+    z.insert(z.end(), name, name + n);
+    z.insert(z.end(), data, data + size);
+    const auto cd = static_cast<std::uint32_t>(z.size());
+    put32(z, 0x02014b50);
+    put16(z, 20);
+    put16(z, 20);
+    put16(z, 0);
+    put16(z, 0);
+    put16(z, 0);
+    put16(z, 0);
+    put32(z, 0);
+    put32(z, static_cast<std::uint32_t>(size));
+    put32(z, static_cast<std::uint32_t>(size));
+    put16(z, n);
+    put16(z, 0);
+    put16(z, 0);
+    put16(z, 0);
+    put16(z, 0);
+    put32(z, 0);
+    put32(z, 0);
+    z.insert(z.end(), name, name + n);
+    const auto cd_size = static_cast<std::uint32_t>(z.size()) - cd;
+    put32(z, 0x06054b50);
+    put16(z, 0);
+    put16(z, 0);
+    put16(z, 1);
+    put16(z, 1);
+    put32(z, cd_size);
+    put32(z, cd);
+    put16(z, 0);
+    return z;
+}
+
+void read(const std::uint8_t* data, std::size_t size) {
+    forge::binary::ReadOptions opts;
+    opts.max_member_bytes = 16u << 20;
+    opts.max_total_inflated = 64u << 20;
+    auto r = forge::binary::read_extensions_from_memory(data, size, "fuzz.whl", opts);
+    if (!r.ok() && !r.error().offset) __builtin_trap();
+}
+
+} // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    if (size >= 4 && std::memcmp(data, "PK", 2) == 0) {
+        read(data, size);
+    } else {
+        auto z = wrap(data, size);
+        read(z.data(), z.size());
+    }
+    return 0;
+}
