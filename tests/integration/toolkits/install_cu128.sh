@@ -2,8 +2,8 @@
 # Installs CUDA 12.8's compiler packages from PyPI into DIR (idempotent) and prints the nvcc to put
 # in NVCC_FORGE_NVCC_CANDIDATES -- when there is one.
 #
-#   usage: install_cu128.sh DIR        exit 0: stdout is the nvcc path
-#                                      exit 3: installed, but the packages hold no nvcc (see below)
+#   usage: install_cu128.sh DIR        exit 0: stdout is the nvcc path, or empty when the
+#                                              packages hold no nvcc (see below; stderr says so)
 #                                      exit 2: pip failed
 #
 # What PyPI has (checked 2026-11 with pip, for every 12.x release of nvidia-cuda-nvcc-cu12,
@@ -35,4 +35,4 @@ for nvcc in "$dir/nvidia/cuda_nvcc/bin/nvcc" "$dir/nvidia/cu12/bin/nvcc"; do
 done
 echo "install_cu128.sh: ${pkgs[0]} installed in $dir but holds no nvcc" \
      "(only $(cd "$dir/nvidia/cuda_nvcc" 2>/dev/null && ls bin 2>/dev/null | tr '\n' ' ')): no 12.8 compiler from PyPI" >&2
-exit 3
+exit 0

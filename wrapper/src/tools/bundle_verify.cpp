@@ -157,15 +157,21 @@ Result<BundleCheck> verify_bundle(const Bundle& bundle, const BundleLayout& layo
             const std::string what =
                 fmt::format("{} cubin (entry at byte 0x{:x})", e.target.name(), e.entry_offset);
             sass_sms.insert(e.target.sm);
-            if (std::find(want.sms.begin(), want.sms.end(), e.target.sm) == want.sms.end())
+            bool good = true;
+            if (std::find(want.sms.begin(), want.sms.end(), e.target.sm) == want.sms.end()) {
                 mismatch(fmt::format("{} is not in the layout ({})", what, sm_names(want.sms)));
-            if (!e.toolkit)
+                good = false;
+            }
+            if (!e.toolkit) {
                 mismatch(fmt::format("{} records no build toolkit; the layout expects CUDA {}",
                                      what, want.toolkit));
-            else if (*e.toolkit != want.toolkit)
+                good = false;
+            } else if (*e.toolkit != want.toolkit) {
                 mismatch(fmt::format("{} was built by CUDA {}, the layout expects CUDA {}", what,
                                      *e.toolkit, want.toolkit));
-            else
+                good = false;
+            }
+            if (good)
                 check.passed.push_back(
                     fmt::format("blob {}: {} built by CUDA {}", i, e.target.name(), *e.toolkit));
         }
