@@ -89,6 +89,15 @@ bundle_bad_policy)
   expect 2 "$forge" bundle "$fx/kernels.cu" --sm hopper --sm-toolkit "$fx/sm_toolkit_13.yml" --symbol k --out k.h
   expect 2 "$forge" bundle "$fx/missing.cu" --sm 90 --sm-toolkit "$fx/sm_toolkit_13.yml" --symbol k --out k.h
   ;;
+bundle_compile_error)
+  need_cuda13
+  printf 'extern "C" __global__ void k(int* p) { p[0] = undefined_name; }\n' > broken.cu
+  echo "previous" > k.h
+  expect 2 "$forge" bundle broken.cu --sm 90 --sm-toolkit "$fx/sm_toolkit_13.yml" --symbol k --out k.h
+  contains "undefined_name"
+  contains "arch=compute_90,code=sm_90"
+  [[ $(cat k.h) == previous ]] || fail "a failed bundle replaced the header"
+  ;;
 bundle_deterministic)
   need_cuda13
   expect 0 "$forge" bundle "$fx/kernels.cu" --sm 90,100,110,120 --sm-toolkit "$fx/sm_toolkit_13.yml" --symbol kernels --out a.h
