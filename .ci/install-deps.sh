@@ -39,4 +39,9 @@ fi
 if [ -x "$root/tests/integration/toolkits/install_cu128.sh" ] || [ -f "$root/tests/integration/toolkits/install_cu128.sh" ]; then
   bash "$root/tests/integration/toolkits/install_cu128.sh" "$tools_dir/cu128" >/dev/null
 fi
+# A second CUDA 13.x toolkit (13.1) for the two-toolkit bundle tests: PyPI has no CUDA 12.8 nvcc
+# (the nvidia-cuda-nvcc-cu12 wheels ship ptxas and libnvvm only), the 13.x wheels are complete.
+if [ -f "$root/tests/integration/toolkits/install_cu13x.sh" ]; then
+  bash "$root/tests/integration/toolkits/install_cu13x.sh" "$tools_dir/cu131" >/dev/null
+fi
 echo "install-deps: ok"
