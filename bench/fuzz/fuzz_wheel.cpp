@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <vector>
+#include <zlib.h>
 
 namespace {
 
@@ -18,18 +19,19 @@ void put32(std::vector<std::uint8_t>& v, std::uint32_t x) {
     put16(v, static_cast<std::uint16_t>(x >> 16));
 }
 
-// A one-member stored zip around `data` (CRC left 0: libzip must reject or tolerate it cleanly).
+// A one-member stored zip around `data`, with a correct CRC so that libzip hands the member over.
 std::vector<std::uint8_t> wrap(const std::uint8_t* data, std::size_t size) {
     const char name[] = "pkg/_C.so";
     const std::uint16_t n = sizeof(name) - 1;
     std::vector<std::uint8_t> z;
+    const auto crc = static_cast<std::uint32_t>(::crc32(0L, data, static_cast<uInt>(size)));
     put32(z, 0x04034b50);
     put16(z, 20);
     put16(z, 0);
     put16(z, 0);
     put16(z, 0);
     put16(z, 0);
-    put32(z, 0);
+    put32(z, crc);
     put32(z, static_cast<std::uint32_t>(size));
     put32(z, static_cast<std::uint32_t>(size));
     put16(z, n);
@@ -44,7 +46,7 @@ std::vector<std::uint8_t> wrap(const std::uint8_t* data, std::size_t size) {
     put16(z, 0);
     put16(z, 0);
     put16(z, 0);
-    put32(z, 0);
+    put32(z, crc);
     put32(z, static_cast<std::uint32_t>(size));
     put32(z, static_cast<std::uint32_t>(size));
     put16(z, n);

@@ -17,7 +17,7 @@ SRC=("$ROOT"/wrapper/src/binary/{reader,elf,fatbin,ar,zip,cubin,mapped_file}.cpp
      "$ROOT"/wrapper/src/core/result.cpp)
 FLAGS=(-std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
        -fno-sanitize-recover=undefined -I"$ROOT/wrapper/src" -DFORGE_VERSION=\"fuzz\")
-LIBS=(-lfmt -llz4 -lzstd -lzip)
+LIBS=(-lfmt -llz4 -lzstd -lzip -lz)
 
 for target in fuzz_fatbin fuzz_wheel; do
   if [[ ! -x "$WORK/bin/$target" || "$HERE/$target.cpp" -nt "$WORK/bin/$target" || -n "${FUZZ_REBUILD:-}" ]]; then

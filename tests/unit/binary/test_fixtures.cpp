@@ -141,6 +141,17 @@ TEST(BinaryFixtures, RdcLinkHasExecutableAndRelocatableFatbins) {
         if (e.section == ".nv_fatbin") EXPECT_EQ(e.kernels, 3) << "nvlink output holds all kernels";
 }
 
+TEST(BinaryFixtures, DeviceLinkObjectIsNotAStub) {
+    FORGE_NEED_FIXTURES(dir);
+    // `nvcc -dlink` output has a version-2 wrapper too, but its fatbin holds the linked kernels.
+    auto headers = must_read(dir + "/dlink.o");
+    EXPECT_EQ(summary(headers), sorted({"0:sm_80:zstd"}));
+    auto inspected = must_read(dir + "/dlink.o", inspect());
+    ASSERT_EQ(inspected.size(), 1u);
+    EXPECT_EQ(inspected[0].kernels, 3);
+    EXPECT_FALSE(inspected[0].stub);
+}
+
 TEST(BinaryFixtures, NoKernelsMeansStubs) {
     FORGE_NEED_FIXTURES(dir);
     auto entries = must_read(dir + "/nokernels.so");

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fmt/format.h>
+#include <fstream>
 #include <map>
 #include <regex>
 #include <sstream>
@@ -159,6 +160,15 @@ Result<std::vector<Entry>> parse_cuobjdump_listing(const std::string& output,
 
 Result<std::vector<Entry>> read_entries_cuobjdump(const std::string& cuobjdump,
                                                   const std::string& path, bool all_fatbins) {
+    {
+        // cuobjdump reads ELF, ar, cubin and fatbin files, not zips; say so instead of relaying
+        // its "Invalid fatbin header".
+        std::ifstream in(path, std::ios::binary);
+        char magic[4] = {};
+        if (in.read(magic, 4) && std::string_view(magic, 4) == std::string_view("PK\x03\x04", 4))
+            return Error{
+                "the cuobjdump backend cannot read zip files (wheels): use --backend native", path};
+    }
     std::vector<std::string> args{"--list-elf", "--list-ptx"};
     if (all_fatbins) args.emplace_back("--all-fatbin");
     args.push_back(path);

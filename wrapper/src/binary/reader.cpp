@@ -131,46 +131,22 @@ class Reader {
         return ok_status();
     }
 
-    // Offsets (in the reported buffer) of the fatbins that version-2 wrappers point at. The
-    // pointer is a link-time address in linked files and a relocation in objects.
+    // Offsets (in the reported buffer) of the fatbins that version-2 wrappers point at, in a
+    // linked file (.so, executable), where the pointer holds the link-time address. Objects are
+    // skipped on purpose: a version-2 wrapper in a .o comes from `nvcc -dlink`, whose fatbin
+    // holds the linked rdc kernels, not a stub.
     static std::set<std::uint64_t> device_link_fatbins(const Elf& elf, const Where& where) {
         std::set<std::uint64_t> out;
         const ElfSection* seg = elf.find(".nvFatBinSegment");
-        if (!seg) return out;
+        if (!seg || elf.type == kEtRel) return out;
         auto bytes = elf.section_bytes(*seg, where);
         if (!bytes) return out; // only a hint: a bad control section changes no entry
-        auto resolve = [&](std::uint32_t shndx, std::uint64_t value) {
-            if (shndx >= elf.sections.size()) return;
-            const ElfSection& s = elf.sections[shndx];
-            if (value < s.size) out.insert(elf.bytes.abs(s.offset + value));
-        };
         for (std::uint64_t off = 0; bytes->has(off, kWrapperSize); off += kWrapperSize) {
             if (bytes->u32(off) != kWrapperMagic || bytes->u32(off + 4) != 2) continue;
-            if (elf.type != kEtRel) {
-                const std::uint64_t va = bytes->u64(off + 8);
-                for (const auto& s : elf.sections)
-                    if (s.addr != 0 && va >= s.addr && va - s.addr < s.size)
-                        resolve(s.index, va - s.addr);
-                continue;
-            }
-            // Object file: find the RELA entry that patches this wrapper's data pointer.
-            for (const auto& rs : elf.sections) {
-                if (rs.type != kShtRela || rs.info != seg->index || rs.link >= elf.sections.size())
-                    continue;
-                auto rela = elf.section_bytes(rs, where);
-                auto symtab = elf.section_bytes(elf.sections[rs.link], where);
-                if (!rela || !symtab) continue;
-                for (std::uint64_t r = 0; rela->has(r, 24); r += 24) {
-                    if (rela->u64(r) != off + 8) continue;
-                    const std::uint64_t sym = rela->u64(r + 8) >> 32;
-                    const std::uint64_t addend = rela->u64(r + 16);
-                    auto sym_off = checked_mul(sym, 24);
-                    if (!sym_off || !symtab->has(*sym_off, 24)) continue;
-                    const std::uint16_t shndx = symtab->u16(*sym_off + 6);
-                    const std::uint64_t value = symtab->u64(*sym_off + 8);
-                    if (auto target = checked_add(value, addend)) resolve(shndx, *target);
-                }
-            }
+            const std::uint64_t va = bytes->u64(off + 8);
+            for (const auto& s : elf.sections)
+                if (s.addr != 0 && s.type != kShtNobits && va >= s.addr && va - s.addr < s.size)
+                    out.insert(elf.bytes.abs(s.offset + (va - s.addr)));
         }
         return out;
     }
