@@ -98,6 +98,10 @@ TEST(PackageOverride, WrapperSettingsAreValidated) {
     EXPECT_EQ(ok->wrapper.inject_arch_specific, true);
     EXPECT_EQ(ok->wrapper.arch_specific_sources, std::vector<std::string>{"hopper/*_sm90.cu"});
     EXPECT_EQ(ok->wrapper.max_toolkit.at("12.0"), "12.8");
+    auto mode = parse_arch_override("\nwrapper:\n  mode: injcet\n", "p.yml");
+    ASSERT_FALSE(mode.ok());
+    EXPECT_EQ(mode.error().line, 3);
+    EXPECT_NE(mode.error().message.find("observe, inject or strict"), std::string::npos);
     EXPECT_FALSE(
         parse_arch_override("wrapper:\n  max_toolkit: {\"twelve\": \"12.8\"}\n", "p").ok());
     EXPECT_FALSE(parse_arch_override("wrapper:\n  max_toolkit: {\"12.0\": \"new\"}\n", "p").ok());

@@ -174,6 +174,10 @@ TEST(Clamp, ShippedVoltaFlickerIsReproduced) {
     EXPECT_EQ(list_of(shipped_with(nullptr, "12.9", "2.10")),
               "7.0 7.5 8.0 8.6 9.0+PTX 10.0 12.0+PTX");
     EXPECT_EQ(list_of(shipped_with(nullptr, "12.9", "2.12")), "7.5 8.0 8.6 9.0+PTX 10.0 12.0+PTX");
+    // "2.10.0" is torch 2.10, not 2.1: the exception key is found by minor, not by prefix
+    auto r210 = shipped_with(nullptr, "12.8", "2.10.0");
+    EXPECT_EQ(list_of(r210), "7.0 7.5 8.0 8.6 9.0+PTX 10.0 12.0+PTX");
+    EXPECT_EQ(r210->source, "arch_exceptions[12.8/2.10]");
     // a package override asking Volta on a torch without sm_70 is clamped, with torch's reason
     auto volta = override_from("arch_list: \"7.0 8.0\"\n");
     auto r = must(shipped_with(&volta, "12.8", "2.11"));

@@ -94,7 +94,7 @@ Status parse_verify(const std::string& file, const YAML::Node& node, PackageOver
     FORGE_TRY_STATUS(yamlx::check_map(file, node, "verify",
                                       {"allow_missing_archs", "allow_pure_python", "lint_ignore"}));
     if (node["allow_missing_archs"]) {
-        const YAML::Node& list = node["allow_missing_archs"];
+        const YAML::Node list = node["allow_missing_archs"];
         if (!list.IsSequence())
             return error_at(file, list, "verify.allow_missing_archs", "expected a list");
         for (const auto& item : list) {
@@ -147,6 +147,12 @@ Status parse_wrapper(const std::string& file, const YAML::Node& node, WrapperSet
     if (node["mode"]) {
         auto s = yamlx::scalar(file, node["mode"], "wrapper.mode");
         if (!s) return std::move(s).error();
+        // The front end's modes (frontend/config.cpp parse_mode); checked here so a typo names
+        // its file:line instead of surfacing mid-build.
+        if (*s != "observe" && *s != "inject" && *s != "strict")
+            return error_at(
+                file, node["mode"], "wrapper.mode",
+                fmt::format("unknown mode '{}' (expected observe, inject or strict)", *s));
         w.mode = *s;
     }
     if (node["inject_arch_specific"]) {
@@ -160,7 +166,7 @@ Status parse_wrapper(const std::string& file, const YAML::Node& node, WrapperSet
         w.arch_specific_sources = std::move(*l);
     }
     if (node["max_toolkit"]) {
-        const YAML::Node& m = node["max_toolkit"];
+        const YAML::Node m = node["max_toolkit"];
         FORGE_TRY_STATUS(yamlx::check_any_map(file, m, "wrapper.max_toolkit"));
         for (auto it = m.begin(); it != m.end(); ++it) {
             std::string key = it->first.Scalar();
@@ -218,7 +224,7 @@ Status parse_build_matrix(std::string_view text, const std::string& file, Packag
     if (r.IsNull()) return ok_status();
     FORGE_TRY_STATUS(yamlx::check_map(file, r, "build_matrix.yml", {"combinations"}));
     if (!r["combinations"]) return ok_status();
-    const YAML::Node& combos = r["combinations"];
+    const YAML::Node combos = r["combinations"];
     if (!combos.IsSequence())
         return error_at(file, combos, "combinations", "expected a list of maps");
     int index = 0;

@@ -160,7 +160,7 @@ parse_torch_table(const std::string& file, const YAML::Node& table, const std::s
         auto key = cuda_key(file, it->first, name);
         if (!key) return std::move(key).error();
         std::string where = fmt::format("{}[{}]", name, *key);
-        const YAML::Node& row = it->second;
+        const YAML::Node row = it->second; // a copy: it-> is a temporary proxy
         FORGE_TRY_STATUS(
             yamlx::check_map(file, row, where, {"releases", "sass", "ptx", "reason", "by_torch"}));
         TorchIndex idx;
@@ -206,7 +206,7 @@ Result<std::map<std::string, NvccRow>> parse_nvcc_table(const std::string& file,
         auto key = cuda_key(file, it->first, "nvcc_supported");
         if (!key) return std::move(key).error();
         std::string where = fmt::format("nvcc_supported[{}]", *key);
-        const YAML::Node& row = it->second;
+        const YAML::Node row = it->second; // a copy: it-> is a temporary proxy
         FORGE_TRY_STATUS(yamlx::check_map(file, row, where, {"codes", "read_from", "reason"}));
         NvccRow r;
         r.line = yamlx::line_of(row).value_or(0);
@@ -340,7 +340,7 @@ Result<std::vector<arch::Gpu>> parse_gpus(std::string_view text, const std::stri
     auto root = yamlx::load_text(text, file);
     if (!root) return std::move(root).error();
     FORGE_TRY_STATUS(yamlx::check_map(file, *root, "the gpus file", {"gpus"}));
-    const YAML::Node& table = (*root)["gpus"];
+    const YAML::Node table = (*root)["gpus"];
     FORGE_TRY_STATUS(yamlx::check_any_map(file, table, "gpus"));
     std::vector<arch::Gpu> out;
     for (auto it = table.begin(); it != table.end(); ++it) {
@@ -349,7 +349,7 @@ Result<std::vector<arch::Gpu>> parse_gpus(std::string_view text, const std::stri
         auto cc = parse_cc(key, file);
         if (!cc)
             return error_at(file, it->first, where, "keys are compute capabilities such as 8.6");
-        const YAML::Node& row = it->second;
+        const YAML::Node row = it->second; // a copy: it-> is a temporary proxy
         FORGE_TRY_STATUS(yamlx::check_map(file, row, where, {"products", "tegra", "note"}));
         arch::Gpu g;
         g.sm = *cc;

@@ -178,8 +178,10 @@ Result<Resolution> resolve_loaded(const ResolveRequest& req, const PolicyData& p
     std::string nvcc_name;
     if (req.toolkit && (req.cuda.empty() || req.toolkit->cuda == cuda)) {
         emittable = &req.toolkit->emittable;
-        nvcc_name = fmt::format("nvcc {}", req.toolkit->full_version);
-        res.nvcc_source = fmt::format("{} --help (probed)", req.toolkit->nvcc);
+        nvcc_name =
+            fmt::format("nvcc {}", req.toolkit->full_version.empty() ? req.toolkit->cuda
+                                                                     : req.toolkit->full_version);
+        res.nvcc_source = fmt::format("{} (probed)", req.toolkit->nvcc);
     } else {
         auto it = policy.nvcc_supported.find(cuda);
         if (it == policy.nvcc_supported.end())
