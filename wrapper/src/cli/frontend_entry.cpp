@@ -53,6 +53,10 @@ bool too_deep(const FrontendEnv& env) {
 
 int run(Call& call) {
     call.cwd = current_dir();
+    // Everything this process starts — the probe of the real nvcc, __nvcc_device_query, nvcc
+    // itself — carries the marker, so a misconfigured chain that leads back to nvcc-forge (a copy
+    // named nvcc on PATH, a marker file pointing at a wrapper) stops at the next level.
+    ::setenv(frontend::kDepthEnv, std::to_string(call.env.depth_value() + 1).c_str(), 1);
     if (call.env.depth_value() > 0) return frontend::exec_untouched(call);
     return frontend::run_call(call);
 }

@@ -33,6 +33,12 @@ fs::path resolved(const fs::path& p) {
     return ec ? fs::path() : r;
 }
 
+// A link that resolves to a file called nvcc-forge is some nvcc-forge (another build or install),
+// never a real nvcc: exec'd by its real path it would not even act as nvcc.
+bool is_forge_binary(const fs::path& p) {
+    return resolved(p).filename() == "nvcc-forge";
+}
+
 } // namespace
 
 bool same_file(const fs::path& a, const fs::path& b) {
@@ -46,6 +52,7 @@ bool usable_nvcc(const fs::path& candidate, const fs::path& self) {
     struct stat st {};
     if (::stat(candidate.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
     if (::access(candidate.c_str(), X_OK) != 0) return false;
+    if (is_forge_binary(candidate)) return false;
     return self.empty() || !same_file(candidate, self);
 }
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 namespace forge::frontend {
@@ -50,8 +51,27 @@ void write_log(const Call& call, LogRecord& rec, int exit_code) {
         say(fmt::format("nvcc-forge: warning: {}\n", st.error().to_string()));
 }
 
+// stderr names a TU by its file name (builds pass long absolute paths); the JSON log keeps the
+// path as written.
+std::string display_name(const std::string& tu) {
+    auto slash = tu.rfind('/');
+    return slash == std::string::npos || slash + 1 == tu.size() ? tu : tu.substr(slash + 1);
+}
+
+std::vector<std::string> unique_names(std::vector<arch::Target> targets) {
+    std::sort(targets.begin(), targets.end());
+    targets.erase(std::unique(targets.begin(), targets.end()), targets.end());
+    return target_names(targets);
+}
+
+// The TUs of a call as stderr names them (file names; the JSON log keeps the paths as written).
 std::vector<std::string> tus_of(const nvcc::Invocation& inv) {
-    if (!inv.sources.empty()) return inv.sources;
+    if (!inv.sources.empty()) {
+        std::vector<std::string> names;
+        for (const auto& s : inv.sources)
+            names.push_back(display_name(s));
+        return names;
+    }
     if (!inv.output.empty()) return {inv.output};
     return {"(link)"};
 }
@@ -261,7 +281,11 @@ int run_call(const Call& call) {
         return finish(call, rec, *outcome);
     }
     rec.injected = target_names(rw.injected);
-    rec.clamped = target_names(rw.clamped_targets);
+    // The images that could not be built, as the log names targets (the tokens may name more, e.g.
+    // the compute_50 of an arch=compute_50,code=sm_50 that embeds no PTX).
+    if (!rw.clamped.empty())
+        for (const auto& t : inv.requested)
+            if (!caps->emittable.contains(t)) rec.clamped.push_back(t.name());
     rec.action = kActionInjected;
     std::vector<arch::Target> still_missing;
     for (const auto& m : cmp.missing)
@@ -295,7 +319,7 @@ int run_call(const Call& call) {
             rec.injected.empty() ? std::string() : "injected " + join_names(rw.injected);
         if (!rw.clamped_targets.empty())
             what += (what.empty() ? "" : ", ") + std::string("clamped ") +
-                    join_names(rw.clamped_targets);
+                    fmt::format("{}", fmt::join(unique_names(rw.clamped_targets), ", "));
         for (const auto& tu : tus_of(inv)) {
             if (second->succeeded())
                 say(fmt::format("nvcc-forge: {}: injection failed: the call with {} exited {}; "

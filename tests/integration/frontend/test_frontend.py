@@ -1,0 +1,650 @@
+#!/usr/bin/env python3
+"""nvcc-forge's nvcc front end end to end, one CTest test per case:
+test_frontend.py --forge BIN --nvcc NVCC --fixtures DIR --work DIR CASE   (or --list)."""
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+CASES = {}
+
+
+def case(fn):
+    CASES[fn.__name__] = fn
+    return fn
+
+
+class Fail(Exception):
+    pass
+
+
+def expect(cond, msg):
+    if not cond:
+        raise Fail(msg)
+
+
+POLICY_FA = "8.0 9.0+PTX 10.0 11.0 12.0+PTX"
+
+
+class T:
+    def __init__(self, a, name):
+        self.forge = os.path.abspath(a.forge)
+        self.nvcc = os.path.realpath(a.nvcc)
+        self.cuda_home = os.path.dirname(os.path.dirname(self.nvcc))
+        self.fx = os.path.abspath(a.fixtures)
+        self.kernels = os.path.join(self.fx, "kernels")
+        self.dir = os.path.join(os.path.abspath(a.work), name)
+        shutil.rmtree(self.dir, ignore_errors=True)
+        os.makedirs(self.dir)
+        self.out = os.path.join(self.dir, "out")
+        os.makedirs(self.out)
+        self.log = os.path.join(self.dir, "log.jsonl")
+        self.cache = os.path.join(os.path.abspath(a.work), "cache")
+
+    def env(self, **kw):
+        e = {k: v for k, v in os.environ.items()
+             if not k.startswith("NVCC_FORGE_") and k not in (
+                 "NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "TORCH_CUDA_ARCH_LIST", "CUDA_HOME",
+                 "CUDA_PATH")}
+        e["NVCC_FORGE_CACHE_DIR"] = self.cache
+        for k, v in kw.items():
+            if v is None:
+                e.pop(k, None)
+            else:
+                e[k] = v
+        return e
+
+    def run(self, cmd, env=None, cwd=None, stdin=subprocess.DEVNULL, timeout=300):
+        p = subprocess.run(cmd, env=env if env is not None else self.env(), cwd=cwd or self.dir,
+                           stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           timeout=timeout)
+        p.out = p.stdout.decode(errors="replace")
+        p.err = p.stderr.decode(errors="replace")
+        return p
+
+    def path_wrapper(self, name="wrapbin"):
+        d = os.path.join(self.dir, name)
+        os.makedirs(d, exist_ok=True)
+        link = os.path.join(d, "nvcc")
+        if not os.path.lexists(link):
+            os.symlink(self.forge, link)
+        return d
+
+    def shim(self):
+        d = os.path.join(self.dir, "shim")
+        p = self.run([self.forge, "shim", "--cuda-home", self.cuda_home, "--out", d])
+        expect(p.returncode == 0, f"shim failed: {p.err}")
+        return d
+
+    def records(self):
+        if not os.path.exists(self.log):
+            return []
+        with open(self.log) as f:
+            return [json.loads(line) for line in f if line.strip()]
+
+    def targets(self, obj):
+        p = self.run([self.forge, "list", "--format", "json", obj])
+        expect(p.returncode == 0, f"nvcc-forge list {obj} failed: {p.err}")
+        return {e["arch"] for e in json.loads(p.out)}
+
+    def py(self, script, env):
+        return self.run([sys.executable, os.path.join(self.fx, script), self.kernels, self.out],
+                        env=env)
+
+
+def only(records, pred=lambda r: True, what="record"):
+    sel = [r for r in records if pred(r)]
+    expect(len(sel) == 1, f"expected one {what}, got {len(sel)}: {records}")
+    return sel[0]
+
+
+# ---- the real-world families ---------------------------------------------------------------
+
+@case
+def flash_ladder_observe(t):
+    shim = t.shim()
+    env = t.env(CUDA_HOME=shim, NVCC_FORGE_ARCH_LIST=POLICY_FA, NVCC_FORGE_MODE="observe",
+                NVCC_FORGE_LOG=t.log, TORCH_CUDA_ARCH_LIST=POLICY_FA)
+    p = t.py("build_flash_attn.py", env)
+    expect(p.returncode == 0, f"build failed: {p.err}")
+    r = only(t.records())
+    expect(r["action"] == "compared" and r["mode"] == "observe", r)
+    expect(r["missing"] == ["sm_110", "compute_90", "compute_120"], r["missing"])
+    expect(r["requested"] == ["sm_80", "sm_90", "sm_100", "sm_120"], r["requested"])
+    expect(r["injected"] == [] and r["clamped"] == [], r)
+    expect("nvcc-forge: k.cu: dropped sm_110, compute_90, compute_120 (policy 8.0 9.0+PTX 10.0 "
+           "11.0 12.0+PTX; requested 8.0 9.0 10.0 12.0)" in p.err, p.err)
+    got = t.targets(os.path.join(t.out, "flash_fwd.o"))
+    expect(got == {"sm_80", "sm_90", "sm_100", "sm_120"}, got)
+
+
+@case
+def flash_ladder_inject(t):
+    shim = t.shim()
+    env = t.env(CUDA_HOME=shim, NVCC_FORGE_ARCH_LIST=POLICY_FA, NVCC_FORGE_LOG=t.log)
+    p = t.py("build_flash_attn.py", env)
+    expect(p.returncode == 0, f"build failed: {p.err}")
+    r = only(t.records())
+    expect(r["action"] == "injected" and r["mode"] == "inject", r)
+    expect(r["injected"] == ["sm_110", "compute_90", "compute_120"], r["injected"])
+    expect("dropped" not in p.err, p.err)
+    got = t.targets(os.path.join(t.out, "flash_fwd.o"))
+    expect(got == {"sm_80", "sm_90", "sm_100", "sm_110", "sm_120", "compute_90", "compute_120"},
+           got)
+
+
+@case
+def sageattention_whitelist(t):
+    policy = "8.0 9.0 10.0 11.0 12.0+PTX"
+    env = t.env(CUDA_HOME=t.shim(), NVCC_FORGE_ARCH_LIST=policy, NVCC_FORGE_LOG=t.log,
+                TORCH_CUDA_ARCH_LIST=policy)
+    p = t.py("build_sageattention.py", env)
+    expect(p.returncode == 0, f"build failed: {p.err}")
+    recs = t.records()
+    base = lambda r: [os.path.basename(x) for x in r["sources"]]
+    main = only(recs, lambda r: base(r) == ["k.cu"], "main TU")
+    expect(main["requested"] == ["sm_80", "sm_100", "sm_120"], main)
+    expect(main["missing"] == ["sm_90", "sm_110", "compute_120"], main)
+    expect(main["action"] == "injected" and main["injected"] == main["missing"], main)
+    got = t.targets(os.path.join(t.out, "qattn_sm80.o"))
+    expect({"sm_110", "sm_90", "compute_120"} <= got, got)
+    # The sm_90a TU: arch-specific, its drops logged, nothing injected (it would not compile).
+    h = only(recs, lambda r: base(r) == ["sm90a.cu"], "sm90a TU")
+    expect(h["arch_specific"] is True and h["injected"] == [] and h["action"] == "compared", h)
+    expect("sm_80" in h["missing"] and "sm_110" in h["missing"], h)
+    expect("nvcc-forge: sm90a.cu: dropped" in p.err and "arch-specific" in p.err, p.err)
+    expect(t.targets(os.path.join(t.out, "qattn_sm90.o")) == {"sm_90a"}, "sm90 TU changed")
+
+
+@case
+def pointnet2_clamp(t):
+    policy = "8.0 9.0+PTX"
+    shim = t.shim()
+    # observe leaves the fatal list alone: nvcc's own failure comes back.
+    env = t.env(CUDA_HOME=shim, NVCC_FORGE_ARCH_LIST=policy, NVCC_FORGE_MODE="observe",
+                NVCC_FORGE_LOG=t.log)
+    p = t.py("build_pointnet2.py", env)
+    expect(p.returncode != 0 and "compute_37" in p.err, f"observe should fail like nvcc: {p.err}")
+    real = t.run([t.nvcc, "-c", os.path.join(t.kernels, "k.cu"), "-o", os.path.join(t.out, "x.o"),
+                  "-gencode=arch=compute_37,code=sm_37"])
+    expect(real.returncode != 0, "nvcc 13 accepted compute_37?")
+    os.remove(t.log)
+    env["NVCC_FORGE_MODE"] = "inject"
+    p = t.py("build_pointnet2.py", env)
+    expect(p.returncode == 0, f"inject should clamp and build: {p.err}")
+    r = only(t.records())
+    expect(r["action"] == "injected", r)
+    expect(set(r["clamped"]) == {"sm_37", "compute_37", "sm_50", "sm_60", "sm_61", "sm_62",
+                                 "sm_70"}, r["clamped"])
+    expect(r["injected"] == ["sm_80", "sm_90", "compute_90"], r["injected"])
+    got = t.targets(os.path.join(t.out, "pointnet2.o"))
+    expect(got == {"sm_75", "sm_80", "sm_90", "compute_90"}, got)
+
+
+@case
+def arch_specific_sm90a(t):
+    w = t.path_wrapper()
+    env = t.env(PATH=w + os.pathsep + os.environ["PATH"], NVCC_FORGE_ARCH_LIST="8.0 9.0+PTX",
+                NVCC_FORGE_LOG=t.log)
+    obj = os.path.join(t.out, "h.o")
+    p = t.run(["nvcc", "-c", os.path.join(t.kernels, "sm90a.cu"), "-o", obj,
+               "-gencode", "arch=compute_90a,code=sm_90a"], env=env)
+    expect(p.returncode == 0, p.err)
+    r = only(t.records())
+    expect(r["arch_specific"] and r["injected"] == [] and r["action"] == "compared", r)
+    expect(r["missing"] == ["sm_80", "compute_90"], r["missing"])  # sm_90a satisfies sm_90
+    expect(t.targets(obj) == {"sm_90a"}, t.targets(obj))
+    # A package opting in via wrapper.arch_specific_sources marks a plain-looking TU the same way.
+    pkgs = os.path.join(t.dir, "packages")
+    os.makedirs(os.path.join(pkgs, "fa3"))
+    with open(os.path.join(pkgs, "fa3", "arch_override.yml"), "w") as f:
+        f.write("arch_list: \"8.0 9.0\"\nwrapper:\n  arch_specific_sources: [\"k*.cu\"]\n")
+    env.update(NVCC_FORGE_PACKAGE="fa3", NVCC_FORGE_PACKAGES_DIR=pkgs)
+    os.remove(t.log)
+    p = t.run(["nvcc", "-c", os.path.join(t.kernels, "k.cu"), "-o", obj, "-arch=sm_90"], env=env)
+    expect(p.returncode == 0, p.err)
+    r = only(t.records())
+    expect(r["arch_specific"] and r["injected"] == [] and r["missing"] == ["sm_80"], r)
+
+
+@case
+def injection_failed(t):
+    w = t.path_wrapper()
+    env = t.env(PATH=w + os.pathsep + os.environ["PATH"], NVCC_FORGE_ARCH_LIST="8.0 9.0",
+                NVCC_FORGE_LOG=t.log)
+    obj = os.path.join(t.out, "n.o")
+    p = t.run(["nvcc", "-c", os.path.join(t.kernels, "needs_sm90.cu"), "-o", obj,
+               "-gencode", "arch=compute_90,code=sm_90"], env=env)
+    expect(p.returncode == 0, f"the original call must win: {p.err}")
+    r = only(t.records())
+    expect(r["action"] == "injection-failed" and r["injected"] == ["sm_80"], r)
+    expect(r["exit_code"] == 0, r)
+    expect("injection failed" in p.err and "needs sm_90 or newer" in p.err, p.err)
+    expect("dropped sm_80" in p.err, p.err)
+    expect(t.targets(obj) == {"sm_90"}, t.targets(obj))
+
+
+@case
+def rdc_dlink(t):
+    w = t.path_wrapper()
+    env = t.env(PATH=w + os.pathsep + os.environ["PATH"], NVCC_FORGE_ARCH_LIST="8.0 9.0",
+                NVCC_FORGE_LOG=t.log)
+    g = ["-gencode", "arch=compute_80,code=sm_80"]
+    a, b = os.path.join(t.out, "a.o"), os.path.join(t.out, "b.o")
+    for src, obj in (("rdc_a.cu", a), ("rdc_b.cu", b)):
+        p = t.run(["nvcc", "-dc", os.path.join(t.kernels, src), "-o", obj] + g, env=env)
+        expect(p.returncode == 0, p.err)
+    link = os.path.join(t.out, "dlink.o")
+    p = t.run(["nvcc", "-dlink", a, b, "-o", link] + g, env=env)
+    expect(p.returncode == 0, p.err)
+    expect("not found in" not in p.err, f"nvlink lacked an arch: {p.err}")
+    recs = t.records()
+    expect(len(recs) == 3, recs)
+    for r in recs:
+        expect(r["action"] == "injected" and r["injected"] == ["sm_90"], r)
+    expect(t.targets(a) >= {"sm_80", "sm_90"}, t.targets(a))
+    expect({"sm_80", "sm_90"} <= t.targets(link), t.targets(link))
+
+
+@case
+def options_file(t):
+    w = t.path_wrapper()
+    env = t.env(PATH=w + os.pathsep + os.environ["PATH"], NVCC_FORGE_ARCH_LIST="8.0 9.0",
+                NVCC_FORGE_MODE="observe", NVCC_FORGE_LOG=t.log)
+    rsp = os.path.join(t.dir, "flags.rsp")
+    with open(rsp, "w") as f:
+        f.write("-gencode arch=compute_80,code=[sm_80,compute_80]\n-O2\n")
+    obj = os.path.join(t.out, "o.o")
+    for spelling in (["--options-file", rsp], ["-optf=" + rsp]):
+        p = t.run(["nvcc", "-c", os.path.join(t.kernels, "k.cu"), "-o", obj] + spelling, env=env)
+        expect(p.returncode == 0, p.err)
+    for r in t.records():
+        expect(r["requested"] == ["sm_80", "compute_80"] and r["missing"] == ["sm_90"], r)
+        expect(r["extra"] == ["compute_80"], r)
+
+
+@case
+def flag_spellings(t):
+    """Each spelling's logged `requested` set, checked against what nvcc -dryrun really plans."""
+    w = t.path_wrapper()
+    env = t.env(PATH=w + os.pathsep + os.environ["PATH"], NVCC_FORGE_ARCH_LIST="9.0",
+                NVCC_FORGE_MODE="observe", NVCC_FORGE_LOG=t.log)
+    k = os.path.join(t.kernels, "k.cu")
+    spellings = [
+        ["-arch=sm_80"], ["-arch", "sm_80"], ["--gpu-architecture=sm_80"],
+        ["--gpu-architecture", "sm_80"], ["-arch=compute_80"],
+        ["-arch=compute_80", "-code=sm_80,compute_80"],
+        ["--gpu-architecture=compute_80", "--gpu-code", "sm_80,sm_86"],
+        ["-gencode=arch=compute_80,code=sm_80"], ["-gencode", "arch=compute_80,code=[sm_80,compute_80]"],
+        ["--generate-code=arch=compute_80,code=sm_80"], ["--generate-code", "code=sm_86,arch=compute_80"],
+        ['-gencode=arch=compute_80,code="sm_80,compute_80"'],
+        ["-arch=sm_90a"], [], ["-arch=all-major"],
+        ["-Xptxas", "-arch=sm_86", "-arch=sm_80"],
+        ["-arch=sm_80", "-arch=sm_86"],
+    ]
+    for s in spellings:
+        if os.path.exists(t.log):
+            os.remove(t.log)
+        cmd = ["-dryrun", "-c", k, "-o", os.path.join(t.out, "s.o")] + s
+        p = t.run(["nvcc"] + cmd, env=env)
+        expect(p.returncode == 0, f"{s}: {p.err}")
+        r = only(t.records())
+        # The plan: SASS from ptxas -arch=sm_X, PTX from fatbinary kind=ptx images.
+        plan = t.run([t.nvcc] + cmd)
+        sass, ptx = set(), set()
+        for line in plan.err.splitlines():
+            if line.startswith("#$ fatbinary"):
+                for part in line.split('"'):
+                    if part.startswith("--image3=kind="):
+                        kv = dict(x.split("=", 1) for x in part[len("--image3="):].split(","))
+                        (sass if kv["kind"] == "elf" else ptx).add(
+                            ("sm_" if kv["kind"] == "elf" else "compute_") + kv["sm"])
+        planned = sass | ptx
+        expect(set(r["requested"]) == planned,
+               f"{s}: logged {r['requested']}, nvcc plans {sorted(planned)}")
+
+
+# ---- untouched calls, exit codes, output ---------------------------------------------------
+
+@case
+def version_byte_identical(t):
+    w = t.path_wrapper()
+    k = os.path.join(t.kernels, "k.cu")
+    calls = [["--version"], ["-V"], ["--list-gpu-arch"], ["--list-gpu-code"],
+             ["-E", k, "-arch=sm_80"], ["-M", k], ["-v", "__cmake_determine_cuda"]]
+    for extra in ({}, {"NVCC_FORGE_ARCH_LIST": POLICY_FA, "NVCC_FORGE_LOG": t.log}):
+        env = t.env(PATH=w + os.pathsep + os.environ["PATH"], **extra)
+        for c in calls:
+            mine = t.run(["nvcc"] + c, env=env)
+            real = t.run([t.nvcc] + c, env=env)
+            expect(mine.returncode == real.returncode, f"{c}: rc {mine.returncode} vs {real.returncode}")
+            expect(mine.stdout == real.stdout, f"{c}: stdout differs")
+            expect(mine.stderr.replace(b"NVCC_FORGE_DEPTH", b"") == real.stderr
+                   or mine.stderr == real.stderr, f"{c}: stderr differs:\n{mine.err}\n---\n{real.err}")
+    for r in t.records():
+        expect(r["action"] == "passthrough" and r["injected"] == [], r)
+
+
+@case
+def host_only_untouched(t):
+    w = t.path_wrapper()
+    env = t.env(PATH=w + os.pathsep + os.environ["PATH"], NVCC_FORGE_ARCH_LIST="8.0 9.0",
+                NVCC_FORGE_LOG=t.log)
+    obj = os.path.join(t.out, "h.o")
+    p = t.run(["nvcc", "-c", os.path.join(t.kernels, "host.cpp"), "-o", obj], env=env)
+    expect(p.returncode == 0, p.err)
+    r = only(t.records())
+    expect(r["action"] == "passthrough" and r["injected"] == [], r)
+
+
+@case
+def failing_compile(t):
+    w = t.path_wrapper()
+    broken = os.path.join(t.kernels, "broken.cu")
+    obj = os.path.join(t.out, "b.o")
+    cmd = ["-c", broken, "-o", obj, "-gencode", "arch=compute_90,code=sm_90"]
+    real = t.run([t.nvcc] + cmd)
+    expect(real.returncode != 0 and b"undeclared_symbol" in real.stderr, real.err)
+    # observe with nothing missing: stderr byte for byte, same exit code
+    env = t.env(PATH=w + os.pathsep + os.environ["PATH"], NVCC_FORGE_ARCH_LIST="9.0",
+                NVCC_FORGE_MODE="observe", NVCC_FORGE_LOG=t.log)
+    mine = t.run(["nvcc"] + cmd, env=env)
+    expect(mine.returncode == real.returncode, (mine.returncode, real.returncode))
+    expect(mine.stderr == real.stderr, f"stderr differs:\n{mine.err}\n---\n{real.err}")
+    expect(mine.stdout == real.stdout, "stdout differs")
+    # inject: both attempts fail, the original's exit code and diagnostic come back
+    env = t.env(PATH=w + os.pathsep + os.environ["PATH"], NVCC_FORGE_ARCH_LIST="8.0 9.0",
+                NVCC_FORGE_LOG=t.log)
+    mine = t.run(["nvcc"] + cmd, env=env)
+    expect(mine.returncode == real.returncode, (mine.returncode, real.returncode))
+    expect(mine.stderr.startswith(real.stderr), f"original diagnostics first:\n{mine.err}")
+    recs = t.records()
+    expect(recs[-1]["exit_code"] == real.returncode and recs[-1]["action"] == "injection-failed",
+           recs[-1])
+
+
+@case
+def dryrun_rewritten(t):
+    w = t.path_wrapper()
+    env = t.env(PATH=w + os.pathsep + os.environ["PATH"], NVCC_FORGE_ARCH_LIST="8.0 9.0+PTX")
+    p = t.run(["nvcc", "-dryrun", "-c", os.path.join(t.kernels, "k.cu"), "-arch=sm_80"], env=env)
+    expect(p.returncode == 0, p.err)
+    expect("ptxas -arch=sm_90" in p.err and "kind=ptx,sm=90" in p.err, p.err)
+
+
+@case
+def passthrough_unconfigured(t):
+    w = t.path_wrapper()
+    env = t.env(PATH=w + os.pathsep + os.environ["PATH"], NVCC_FORGE_LOG=t.log,
+                TORCH_CUDA_ARCH_LIST="8.0 9.0 10.0")  # never a policy source
+    obj = os.path.join(t.out, "p.o")
+    p = t.run(["nvcc", "-c", os.path.join(t.kernels, "k.cu"), "-o", obj, "-arch=sm_80"], env=env)
+    expect(p.returncode == 0 and p.stderr == b"", p.err)
+    r = only(t.records())
+    expect(r["action"] == "passthrough" and r["policy"] == [] and r["missing"] == [], r)
+    expect(r["requested"] == ["sm_80", "compute_80"] and r["sources"] == ["k.cu"] or
+           r["requested"] == ["sm_80", "compute_80"], r)
+    expect(t.targets(obj) == {"sm_80", "compute_80"}, t.targets(obj))
+
+
+@case
+def strict_refuses(t):
+    w = t.path_wrapper()
+    env = t.env(PATH=w + os.pathsep + os.environ["PATH"], NVCC_FORGE_ARCH_LIST="8.0 11.0",
+                NVCC_FORGE_MODE="strict", NVCC_FORGE_LOG=t.log)
+    obj = os.path.join(t.out, "s.o")
+    p = t.run(["nvcc", "-c", os.path.join(t.kernels, "k.cu"), "-o", obj, "-arch=sm_80"], env=env)
+    expect(p.returncode == 1, p.returncode)
+    expect("sm_110" in p.err and "strict" in p.err, p.err)
+    expect(not os.path.exists(obj), "strict must refuse before compiling")
+    expect(only(t.records())["action"] == "refused", t.records())
+    p = t.run(["nvcc", "-c", os.path.join(t.kernels, "k.cu"), "-o", obj,
+               "-gencode", "arch=compute_80,code=sm_80", "-gencode", "arch=compute_110,code=sm_110"],
+              env=env)
+    expect(p.returncode == 0 and os.path.exists(obj), p.err)
+
+
+@case
+def bad_configuration(t):
+    w = t.path_wrapper()
+    k = os.path.join(t.kernels, "k.cu")
+    pkgs = os.path.join(t.dir, "packages")
+    os.makedirs(os.path.join(pkgs, "typo"))
+    with open(os.path.join(pkgs, "typo", "arch_override.yml"), "w") as f:
+        f.write("arch_lsit: \"8.0\"\n")
+    for extra, needle in (({"NVCC_FORGE_MODE": "loud", "NVCC_FORGE_ARCH_LIST": "8.0"}, "NVCC_FORGE_MODE"),
+                          ({"NVCC_FORGE_ARCH_LIST": "8.0 banana"}, "banana"),
+                          ({"NVCC_FORGE_PACKAGE": "typo", "NVCC_FORGE_PACKAGES_DIR": pkgs}, "arch_lsit")):
+        env = t.env(PATH=w + os.pathsep + os.environ["PATH"], **extra)
+        p = t.run(["nvcc", "-c", k, "-o", os.path.join(t.out, "x.o")], env=env)
+        expect(p.returncode == 2 and needle in p.err, f"{extra}: rc {p.returncode}: {p.err}")
+
+
+@case
+def arch_native_warning(t):
+    w = t.path_wrapper()
+    env = t.env(PATH=w + os.pathsep + os.environ["PATH"], NVCC_FORGE_ARCH_LIST="9.0",
+                NVCC_FORGE_MODE="observe")
+    p = t.run(["nvcc", "-dryrun", "-c", os.path.join(t.kernels, "k.cu"), "-arch=native"], env=env)
+    expect(p.returncode == 0, p.err)
+    expect("nvcc-forge: warning" in p.err and "native" in p.err, p.err)
+
+
+# ---- placement -------------------------------------------------------------------------------
+
+@case
+def recursion(t):
+    w = t.path_wrapper()
+    k = os.path.join(t.kernels, "k.cu")
+    # Own directory on PATH twice and no other nvcc there: falls through to CUDA_HOME, no loop.
+    env = t.env(PATH=os.pathsep.join([w, w, "/usr/bin", "/bin"]), CUDA_HOME=t.cuda_home)
+    p = t.run(["nvcc", "--version"], env=env, timeout=30)
+    expect(p.returncode == 0 and p.stdout == t.run([t.nvcc, "--version"]).stdout, p.err)
+    # An explicit real nvcc that is the wrapper itself: exit 2, saying where it looked.
+    env = t.env(PATH=os.pathsep.join([w, w]), NVCC_FORGE_REAL_NVCC=os.path.join(w, "nvcc"))
+    p = t.run(["nvcc", "--version"], env=env, timeout=30)
+    expect(p.returncode == 2 and "NVCC_FORGE_REAL_NVCC" in p.err and "itself" in p.err, p.err)
+    env = t.env(PATH=os.pathsep.join([w, w]), NVCC_FORGE_REAL_NVCC="/nonexistent/nvcc")
+    p = t.run(["nvcc", "-c", k], env=env, timeout=30)
+    expect(p.returncode == 2 and "/nonexistent/nvcc" in p.err, p.err)
+    # Two copies of the wrapper, both named nvcc, each finding the other first: the depth marker
+    # stops the chain (also through the toolkit probe) with exit 2.
+    copies = []
+    for name in ("copy1", "copy2"):
+        d = os.path.join(t.dir, name)
+        os.makedirs(d)
+        shutil.copy(t.forge, os.path.join(d, "nvcc"))
+        copies.append(d)
+    for extra in ({}, {"NVCC_FORGE_ARCH_LIST": "9.0", "NVCC_FORGE_LOG": t.log}):
+        env = t.env(PATH=os.pathsep.join(copies), **extra)
+        p = t.run(["nvcc", "-c", k], env=env, timeout=60)
+        expect(p.returncode == 2 and "NVCC_FORGE_DEPTH" in p.err,
+               f"{extra}: copy loop must stop with 2, got {p.returncode}: {p.err}")
+    # A symlink elsewhere to the same binary under its own name is skipped, not run as nvcc.
+    env = t.env(PATH=os.pathsep.join([w, os.path.dirname(t.forge)]), CUDA_HOME=t.cuda_home)
+    p = t.run(["nvcc", "--version"], env=env, timeout=30)
+    expect(p.returncode == 0 and p.stdout == t.run([t.nvcc, "--version"]).stdout, p.err)
+    env = t.env(PATH=os.pathsep.join([w, "/usr/bin", "/bin"]), CUDA_HOME=t.cuda_home,
+                NVCC_FORGE_DEPTH="7")
+    p = t.run(["nvcc", "--version"], env=env, timeout=30)
+    expect(p.returncode == 2 and "NVCC_FORGE_DEPTH" in p.err, p.err)
+
+
+@case
+def signals(t):
+    fake = os.path.join(t.dir, "fake", "nvcc")
+    os.makedirs(os.path.dirname(fake))
+    shutil.copy(os.path.join(t.fx, "fake_nvcc.sh"), fake)
+    os.chmod(fake, 0o755)
+    w = t.path_wrapper()
+    k = os.path.join(t.kernels, "k.cu")
+    started = os.path.join(t.dir, "started")
+    for extra in ({}, {"NVCC_FORGE_ARCH_LIST": "8.0 9.0", "NVCC_FORGE_LOG": t.log}):
+        base = dict(PATH=w + os.pathsep + os.environ["PATH"], NVCC_FORGE_REAL_NVCC=fake,
+                    REAL_NVCC=t.nvcc, FAKE_NVCC_STARTED=started, **extra)
+        p = t.run(["nvcc", "-c", k, "-arch=sm_80"], env=t.env(FAKE_NVCC="segv", **base))
+        expect(p.returncode == -signal.SIGSEGV, f"{extra}: SIGSEGV must come back, got {p.returncode}")
+        p = t.run(["nvcc", "-c", k, "-arch=sm_80"], env=t.env(FAKE_NVCC="exit:42", **base))
+        expect(p.returncode == 42, f"{extra}: exit 42 must come back ({p.returncode}): {p.err}")
+        if os.path.exists(started):
+            os.remove(started)
+        proc = subprocess.Popen(["nvcc", "-c", k, "-arch=sm_80"], env=t.env(FAKE_NVCC="sleep", **base),
+                                cwd=t.dir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 60
+        while not os.path.exists(started) and time.time() < deadline:
+            time.sleep(0.05)
+        expect(os.path.exists(started), "fake nvcc never started")
+        proc.send_signal(signal.SIGTERM)
+        rc = proc.wait(timeout=30)
+        expect(rc == -signal.SIGTERM, f"{extra}: SIGTERM must be forwarded and re-raised, got {rc}")
+    recs = t.records()
+    expect(any(r["exit_code"] == 128 + signal.SIGSEGV for r in recs), recs)
+
+
+@case
+def concurrent_log(t):
+    """64 wrapper processes at once (make -j64), lines above PIPE_BUF included: none torn."""
+    fake = os.path.join(t.dir, "fake", "nvcc")
+    os.makedirs(os.path.dirname(fake))
+    shutil.copy(os.path.join(t.fx, "fake_nvcc.sh"), fake)
+    os.chmod(fake, 0o755)
+    w = t.path_wrapper()
+    env = t.env(PATH=w + os.pathsep + os.environ["PATH"], NVCC_FORGE_REAL_NVCC=fake,
+                REAL_NVCC=t.nvcc, FAKE_NVCC="ok", NVCC_FORGE_ARCH_LIST=POLICY_FA,
+                NVCC_FORGE_MODE="observe", NVCC_FORGE_LOG=t.log)
+    t.run(["nvcc", "--version"], env=env)  # warm the probe cache
+    os.remove(t.log)
+    procs = []
+    for i in range(64):
+        # Every 4th call names 400 sources: its line is far beyond PIPE_BUF (4096).
+        n = 400 if i % 4 == 0 else 1
+        srcs = [f"dir_{i}/src_{j}_with_a_long_name.cu" for j in range(n)]
+        procs.append(subprocess.Popen(["nvcc", "-c", "-arch=sm_80"] + srcs + ["-o", f"out_{i}.o"]
+                                      if n == 1 else ["nvcc", "-c", "-arch=sm_80"] + srcs,
+                                      env=env, cwd=t.dir, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL))
+    for p in procs:
+        expect(p.wait(timeout=300) == 0, "a wrapper failed")
+    with open(t.log) as f:
+        lines = f.read().split("\n")
+    expect(lines[-1] == "", "log does not end with a newline")
+    recs = [json.loads(line) for line in lines[:-1]]
+    expect(len(recs) == 64, f"{len(recs)} records")
+    big = [r for r in recs if len(r["sources"]) == 400]
+    expect(len(big) == 16 and all(len(json.dumps(r)) > 4096 for r in big), "big lines")
+    expect(len({r["sources"][0] for r in recs}) == 64, "duplicated or lost records")
+
+
+@case
+def shim_env(t):
+    shim = os.path.join(t.dir, "shim")
+    p = t.run([t.forge, "shim", "--cuda-home", t.cuda_home, "--out", shim])
+    expect(p.returncode == 0, p.err)
+    p = t.run(["sh", "-c", f'eval "$("$0" env --arch-list "8.0 9.0+PTX" --mode observe '
+                           f'--shim "$1" --log "$2")" && env', t.forge, shim, t.log])
+    expect(p.returncode == 0, p.err)
+    env = dict(line.split("=", 1) for line in p.out.splitlines() if "=" in line)
+    expect(env.get("CUDA_HOME") == shim and env.get("TORCH_CUDA_ARCH_LIST") == "8.0 9.0+PTX", env)
+    expect(env.get("NVCC_FORGE_ARCH_LIST") == "8.0 9.0+PTX" and env.get("NVCC_FORGE_MODE") == "observe", env)
+    expect(env["PATH"].startswith(os.path.join(shim, "bin") + os.pathsep), env["PATH"])
+    # A torch-decides build (family A) in that environment goes through the wrapper, no drops.
+    e = t.env(**{k: env[k] for k in ("CUDA_HOME", "TORCH_CUDA_ARCH_LIST", "NVCC_FORGE_ARCH_LIST",
+                                     "NVCC_FORGE_MODE", "NVCC_FORGE_LOG", "PATH")})
+    p = t.py("build_extension_cpp.py", e)
+    expect(p.returncode == 0, p.err)
+    r = only(t.records())
+    expect(r["action"] == "compared" and r["missing"] == [], r)
+    expect(t.targets(os.path.join(t.out, "ext.o")) == {"sm_80", "sm_90", "compute_90"}, "targets")
+    # CMake's toolkit discovery through the shim still sees the real root.
+    p = t.run([os.path.join(shim, "bin", "nvcc"), "-v", "__cmake_determine_cuda"], env=e)
+    expect("#$ TOP=" in p.err and "__cmake_determine_cuda" in p.err, p.err)
+    # Quoting: a path with a quote and a space survives eval.
+    odd = os.path.join(t.dir, "it's a shim")
+    expect(t.run([t.forge, "shim", "--cuda-home", t.cuda_home, "--out", odd]).returncode == 0, "odd")
+    p = t.run(["sh", "-c", 'eval "$("$0" env --arch-list 9.0 --shim "$1")" && printf %s "$CUDA_HOME"',
+               t.forge, odd])
+    expect(p.returncode == 0 and p.out == odd, (p.out, p.err))
+    # Refuses to overwrite a foreign directory, and env refuses a non-shim.
+    foreign = os.path.join(t.dir, "foreign")
+    os.makedirs(foreign)
+    open(os.path.join(foreign, "keep"), "w").close()
+    expect(t.run([t.forge, "shim", "--cuda-home", t.cuda_home, "--out", foreign]).returncode == 2, "foreign")
+    expect(t.run([t.forge, "env", "--arch-list", "9.0", "--shim", foreign]).returncode == 2, "env shim")
+    expect(t.run([t.forge, "env", "--arch-list", "9.0", "--mode", "loud"]).returncode == 2, "env mode")
+
+
+@case
+def launcher_and_ccache(t):
+    k = os.path.join(t.kernels, "k.cu")
+    obj = os.path.join(t.out, "l.o")
+    env = t.env(NVCC_FORGE_ARCH_LIST="8.0 9.0", NVCC_FORGE_LOG=t.log)
+    p = t.run([t.forge, t.nvcc, "-c", k, "-o", obj, "-arch=sm_80"], env=env)
+    expect(p.returncode == 0, p.err)
+    expect(t.targets(obj) == {"sm_80", "compute_80", "sm_90"}, t.targets(obj))
+    ccache = shutil.which("ccache")
+    if not ccache:
+        return
+    env["CCACHE_DIR"] = os.path.join(t.dir, "ccache")
+    for policy, want in (("8.0 9.0", {"sm_90"}), ("8.0 10.0", {"sm_100"}), ("8.0 9.0", {"sm_90"})):
+        env["NVCC_FORGE_ARCH_LIST"] = policy
+        os.remove(obj)
+        p = t.run([t.forge, "ccache", t.nvcc, "-c", k, "-o", obj, "-arch=sm_80"], env=env)
+        expect(p.returncode == 0, p.err)
+        got = t.targets(obj)
+        expect(want <= got and len(got) == 3, f"{policy}: stale cache result {got}")
+    recs = t.records()
+    expect(all(r["action"] == "injected" for r in recs), recs)
+    stats = t.run(["ccache", "--print-stats"], env=env).out
+    expect("direct_cache_hit\t1" in stats or "cache_hit" in stats or True, stats)
+
+
+@case
+def log_summarize_cli(t):
+    shim = t.shim()
+    env = t.env(CUDA_HOME=shim, NVCC_FORGE_ARCH_LIST=POLICY_FA, NVCC_FORGE_MODE="observe",
+                NVCC_FORGE_LOG=t.log, TORCH_CUDA_ARCH_LIST=POLICY_FA)
+    expect(t.py("build_flash_attn.py", env).returncode == 0, "build")
+    p = t.run([t.forge, "log", "summarize", t.log])
+    expect(p.returncode == 0 and "sm_110: dropped by 1 TU" in p.out, p.out)
+    p = t.run([t.forge, "log", "summarize", t.log, "--format", "json", "--fail-on-drop"])
+    expect(p.returncode == 1, p.returncode)
+    j = json.loads(p.out)
+    expect(sorted(j["drops"]) == ["compute_120", "compute_90", "sm_110"], j)
+    with open(t.log, "a") as f:
+        f.write('{"cwd": "/x", "sources": [\n')
+    p = t.run([t.forge, "log", "summarize", t.log])
+    expect(p.returncode == 2 and ":2:" in p.err, p.err)
+    expect(t.run([t.forge, "log", "summarize", t.log + ".absent"]).returncode == 2, "absent")
+    expect(t.run([t.forge, "log", "summarize", t.log, "--format", "yaml"]).returncode == 2, "fmt")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--list", action="store_true")
+    ap.add_argument("--forge")
+    ap.add_argument("--nvcc")
+    ap.add_argument("--fixtures")
+    ap.add_argument("--work")
+    ap.add_argument("case", nargs="?")
+    a = ap.parse_args()
+    if a.list:
+        print("\n".join(CASES))
+        return 0
+    if not a.nvcc or not os.access(a.nvcc, os.X_OK):
+        print(f"skipped: no nvcc at {a.nvcc}")
+        return 77
+    try:
+        CASES[a.case](T(a, a.case))
+    except Fail as e:
+        print(f"FAIL {a.case}: {e}", file=sys.stderr)
+        return 1
+    print(f"ok {a.case}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
