@@ -1,5 +1,21 @@
 // One nvcc call through the front end: parse it, compare it with the policy, run it (observed,
 // rewritten or refused), log it, and hand back exactly what the real nvcc did.
+//
+// Decisions worth knowing:
+// - Nothing configured (no NVCC_FORGE_ARCH_LIST / NVCC_FORGE_PACKAGE) and no NVCC_FORGE_LOG: a
+//   plain execve of the real nvcc, nothing parsed. No-device calls (--version, -E, -M, CMake's
+//   compiler id, host-only) and -ptx/-cubin calls are never rewritten; with a log they run as a
+//   child so the call can be logged (action passthrough), else they are exec'd.
+// - inject: the rewritten call runs with stdout/stderr captured. Success: its output is replayed.
+//   Failure: the original call runs with inherited stdio (its diagnostics come first and are the
+//   real ones: it is its exit status that is returned), then nvcc-forge says the injection failed
+//   and prints the rewritten call's diagnostics indented under "  | ". Action injection-failed in
+//   both cases (exit_code tells whether the original succeeded). A signal ends everything at once:
+//   no fallback, the signal is re-raised.
+// - strict refuses (exit 1, before compiling) a call that misses policy targets — except an
+//   arch-specific TU that the package did not opt in to injection: such TUs miss targets by
+//   design (FA3 sm_90a kernels), so their drops are logged as in observe mode.
+// - The stderr drop line names TUs by file name; the JSON log keeps paths as written.
 #pragma once
 
 #include "frontend/config.h"

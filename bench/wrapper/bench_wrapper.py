@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Wrapper overhead: the real nvcc vs the same call through nvcc-forge (a PATH symlink named nvcc),
+measured interleaved in one run (each round runs both, in a random order), so machine noise hits
+both sides alike.
+
+  bench_wrapper.py --forge build/wrapper/nvcc-forge [--nvcc /usr/local/cuda/bin/nvcc]
+                   [--version-rounds 300] [--compile-rounds 15] [--json]
+
+Cases:
+  version          `nvcc --version`, policy configured (NVCC_FORGE_ARCH_LIST) + JSON log
+  version-bare     `nvcc --version`, nothing configured (the plain exec path)
+  compile-1arch    `nvcc -c k.cu -arch=sm_90` of a one-kernel file, policy = 9.0, inject mode + log
+                   (parsed, compared, nothing to inject: the wrapper's fixed cost on a real compile)
+Targets (issue 3): median added time <= 2 ms on --version, <= 1 % on the one-arch compile.
+"""
+import argparse
+import json
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+
+KERNEL = """__global__ void scale(float* x, float a, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] *= a;
+}
+"""
+
+
+def run_once(argv, env, cwd):
+    """Wall time of one spawn+wait in ms (posix_spawn: no shell, no Python subprocess overhead)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        t0 = time.perf_counter()
+        pid = os.posix_spawn(argv[0], argv, env,
+                             file_actions=[(os.POSIX_SPAWN_DUP2, devnull, 1),
+                                           (os.POSIX_SPAWN_DUP2, devnull, 2)])
+        _, status = os.waitpid(pid, 0)
+        dt = (time.perf_counter() - t0) * 1000.0
+    finally:
+        os.close(devnull)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{argv} failed ({status})")
+    return dt
+
+
+def measure(name, real_argv, forge_argv, env, cwd, rounds, warmup=3):
+    for _ in range(warmup):
+        run_once(real_argv, env, cwd)
+        run_once(forge_argv, env, cwd)
+    real, forge, diffs = [], [], []
+    for _ in range(rounds):
+        pair = [("real", real_argv), ("forge", forge_argv)]
+        random.shuffle(pair)
+        got = {}
+        for label, argv in pair:
+            got[label] = run_once(argv, env, cwd)
+        real.append(got["real"])
+        forge.append(got["forge"])
+        diffs.append(got["forge"] - got["real"])
+    r, f = statistics.median(real), statistics.median(forge)
+    return {
+        "case": name, "rounds": rounds,
+        "real_median_ms": round(r, 3), "forge_median_ms": round(f, 3),
+        "added_ms_median_of_pairs": round(statistics.median(diffs), 3),
+        "added_ms": round(f - r, 3), "added_pct": round(100.0 * (f - r) / r, 2),
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--forge", required=True)
+    ap.add_argument("--nvcc", default="/usr/local/cuda/bin/nvcc")
+    ap.add_argument("--version-rounds", type=int, default=300)
+    ap.add_argument("--compile-rounds", type=int, default=15)
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args()
+    nvcc = os.path.realpath(a.nvcc)
+    forge = os.path.realpath(a.forge)
+    with tempfile.TemporaryDirectory(prefix="forge-bench-") as tmp:
+        wrapdir = os.path.join(tmp, "bin")
+        os.makedirs(wrapdir)
+        os.symlink(forge, os.path.join(wrapdir, "nvcc"))
+        wrapper = os.path.join(wrapdir, "nvcc")
+        with open(os.path.join(tmp, "k.cu"), "w") as f:
+            f.write(KERNEL)
+        base = {k: v for k, v in os.environ.items() if not k.startswith("NVCC_")}
+        base["NVCC_FORGE_REAL_NVCC"] = nvcc
+        base["NVCC_FORGE_CACHE_DIR"] = os.path.join(tmp, "cache")
+        configured = dict(base, NVCC_FORGE_ARCH_LIST="9.0", NVCC_FORGE_MODE="inject",
+                          NVCC_FORGE_LOG=os.path.join(tmp, "log.jsonl"))
+        out = os.path.join(tmp, "k.o")
+        compile_args = ["-c", os.path.join(tmp, "k.cu"), "-o", out, "-arch=sm_90"]
+        results = [
+            measure("version", [nvcc, "--version"], [wrapper, "--version"], configured, tmp,
+                    a.version_rounds),
+            measure("version-bare", [nvcc, "--version"], [wrapper, "--version"], base, tmp,
+                    a.version_rounds),
+            measure("compile-1arch", [nvcc] + compile_args, [wrapper] + compile_args, configured,
+                    tmp, a.compile_rounds, warmup=1),
+        ]
+        with open(os.path.join(tmp, "log.jsonl")) as f:
+            actions = {json.loads(line)["action"] for line in f}
+    if a.json:
+        print(json.dumps({"results": results, "logged_actions": sorted(actions)}, indent=2))
+        return 0
+    print(f"{'case':<15} {'rounds':>6} {'real ms':>9} {'forge ms':>9} {'added ms':>9} "
+          f"{'pairs ms':>9} {'added %':>8}")
+    for r in results:
+        print(f"{r['case']:<15} {r['rounds']:>6} {r['real_median_ms']:>9.3f} "
+              f"{r['forge_median_ms']:>9.3f} {r['added_ms']:>9.3f} "
+              f"{r['added_ms_median_of_pairs']:>9.3f} {r['added_pct']:>7.2f}%")
+    print(f"logged actions: {', '.join(sorted(actions))}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
