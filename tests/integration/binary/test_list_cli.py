@@ -66,6 +66,14 @@ def case_json_keys(d):
                          ("__nv_relfatbin", "lto", "lto_80")]), lto)
 
 
+    # Names that need JSON escaping round-trip.
+    odd = os.path.join(OUT, 'odd "name" \\ tab\t.fatbin')
+    with open(f"{d}/k2.fatbin", "rb") as src, open(odd, "wb") as dst:
+        dst.write(src.read())
+    rows = listing(odd)
+    check(len(rows) == 2 and all(r["file"] == odd for r in rows), rows)
+
+
 def case_text_table(d):
     rc, out, err = run(f"{d}/arch90a.o", f"{d}/nokernels.o")
     check(rc == 0, err)

@@ -10,30 +10,64 @@
 #include <boost/program_options.hpp>
 #include <fmt/format.h>
 #include <iostream>
-#include <nlohmann/json.hpp>
+#include <optional>
+#include <string_view>
+#include <type_traits>
 
 namespace po = boost::program_options;
 
 namespace forge::cli {
 namespace {
 
-nlohmann::json to_json(const binary::Entry& e) {
-    nlohmann::json j;
-    j["file"] = e.file;
-    j["member"] = e.member ? nlohmann::json(*e.member) : nlohmann::json(nullptr);
-    j["section"] = e.section;
-    j["fatbin"] = e.fatbin_index;
-    j["fatbin_offset"] = e.fatbin_offset;
-    j["offset"] = e.entry_offset;
-    j["kind"] = std::string(arch::kind_string(e.target.kind));
-    j["arch"] = e.target.name();
-    j["compression"] = std::string(binary::compression_string(e.compression));
-    j["size"] = e.payload_size;
-    j["uncompressed_size"] = e.uncompressed_size;
-    j["stub"] = e.stub;
-    j["kernels"] = e.kernels ? nlohmann::json(*e.kernels) : nlohmann::json(nullptr);
-    j["toolkit"] = e.toolkit ? nlohmann::json(*e.toolkit) : nlohmann::json(nullptr);
-    return j;
+// JSON is written by hand: nlohmann's DOM costs more than reading the whole file on libraries
+// with thousands of entries, and `list` is meant to take milliseconds.
+std::string json_string(std::string_view s) {
+    std::string out = "\"";
+    for (char c : s) {
+        switch (c) {
+        case '"':
+            out += "\\\"";
+            break;
+        case '\\':
+            out += "\\\\";
+            break;
+        case '\n':
+            out += "\\n";
+            break;
+        case '\t':
+            out += "\\t";
+            break;
+        case '\r':
+            out += "\\r";
+            break;
+        default:
+            if (static_cast<unsigned char>(c) < 0x20)
+                out += fmt::format("\\u{:04x}", static_cast<int>(c));
+            else
+                out += c;
+        }
+    }
+    return out + "\"";
+}
+
+template <class T> std::string json_optional(const std::optional<T>& v) {
+    if (!v) return "null";
+    if constexpr (std::is_same_v<T, std::string>)
+        return json_string(*v);
+    else
+        return fmt::format("{}", *v);
+}
+
+std::string to_json(const binary::Entry& e) {
+    return fmt::format(
+        "  {{\"file\": {}, \"member\": {}, \"section\": {}, \"fatbin\": {}, \"fatbin_offset\": {}, "
+        "\"offset\": {}, \"kind\": \"{}\", \"arch\": \"{}\", \"compression\": \"{}\", \"size\": "
+        "{}, "
+        "\"uncompressed_size\": {}, \"stub\": {}, \"kernels\": {}, \"toolkit\": {}}}",
+        json_string(e.file), json_optional(e.member), json_string(e.section), e.fatbin_index,
+        e.fatbin_offset, e.entry_offset, arch::kind_string(e.target.kind), e.target.name(),
+        binary::compression_string(e.compression), e.payload_size, e.uncompressed_size,
+        e.stub ? "true" : "false", json_optional(e.kernels), json_optional(e.toolkit));
 }
 
 void print_table(const std::vector<binary::Entry>& rows, bool toolkit) {
@@ -173,10 +207,13 @@ int run_list(int argc, char** argv) {
     }
 
     if (format == "json") {
-        nlohmann::json arr = nlohmann::json::array();
-        for (const auto& e : rows)
-            arr.push_back(to_json(e));
-        fmt::print("{}\n", arr.dump(2));
+        std::string out = "[";
+        for (std::size_t i = 0; i < rows.size(); ++i) {
+            out += i ? ",\n" : "\n";
+            out += to_json(rows[i]);
+        }
+        out += rows.empty() ? "]\n" : "\n]\n";
+        std::fwrite(out.data(), 1, out.size(), stdout);
     } else {
         if (!rows.empty()) print_table(rows, toolkit);
         for (const auto& f : no_code)
