@@ -67,7 +67,8 @@ def case_json_keys(d):
 
 
     # Names that need JSON escaping round-trip.
-    odd = os.path.join(OUT, 'odd "name" \\ tab\t.fatbin')
+    os.makedirs(OUT + "-misc", exist_ok=True)  # kept out of the fixture dir other cases scan
+    odd = os.path.join(OUT + "-misc", 'odd "name" \\ tab\t.fatbin')
     with open(f"{d}/k2.fatbin", "rb") as src, open(odd, "wb") as dst:
         dst.write(src.read())
     rows = listing(odd)
@@ -97,7 +98,8 @@ def case_toolkit(d):
 
 
 def case_exit_codes(d):
-    bad = os.path.join(OUT, "not-a-binary.txt")
+    os.makedirs(OUT + "-misc", exist_ok=True)
+    bad = os.path.join(OUT + "-misc", "not-a-binary.txt")
     with open(bad, "w") as f:
         f.write("hello\n")
     rc, out, err = run("--format", "json", f"{d}/k2.fatbin", bad, f"{d}/missing.so")
