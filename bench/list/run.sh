@@ -36,23 +36,24 @@ for m in "${!MODES[@]}"; do
   "$NVCC" -shared -Xcompiler -fPIC -o "$so" tu*.cu "${GENCODE[@]}" ${MODES[$m]}
 done
 
-# time_cmd LABEL CMD... -> "label  best_ms  max_rss_kb"
+# time_cmd LABEL CMD... -> "label  best_ms  max_rss_kb" (wall from date +%s%N, RSS from GNU time)
 time_cmd() {
   local label="$1"; shift
-  local best="" rss=0
+  local best="" rss=0 t0 t1 ms kb
   for _ in $(seq 1 "$REPEAT"); do
-    local out
-    out="$( { /usr/bin/time -f '%e %M' "$@" >/dev/null 2>/dev/null; } 2>&1 | tail -1)"
-    local s="${out% *}" kb="${out#* }"
-    local ms; ms="$(awk -v s="$s" 'BEGIN{printf "%d", s*1000}')"
+    t0="$(date +%s%N)"
+    /usr/bin/time -o "$WORK/.time" -f '%M' "$@" >/dev/null 2>&1 || true
+    t1="$(date +%s%N)"
+    ms="$(( (t1 - t0) / 1000 ))"
+    kb="$(tail -1 "$WORK/.time")"
     [[ -z "$best" || "$ms" -lt "$best" ]] && best="$ms"
     (( kb > rss )) && rss="$kb"
   done
-  printf "%-34s %8s ms %8s KB\n" "$label" "$best" "$rss"
+  printf "%-34s %8s.%03d ms %8s KB\n" "$label" "$((best / 1000))" "$((best % 1000))" "$rss"
 }
 
 CUOBJDUMP="${NVCC_FORGE_CUOBJDUMP:-$(command -v cuobjdump || true)}"
-printf "%-34s %11s %11s\n" "command" "best wall" "peak RSS"
+printf "%-34s %15s %11s\n" "command" "best wall" "peak RSS"
 for m in none speed balance size all; do
   so="bench_${m}.so"
   entries="$("$FORGE" list --format json "$so" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')"
