@@ -58,7 +58,7 @@ PY
 clean_tree)
   run "$fx/clean" --arch-list "8.0 8.6 9.0+PTX"
   expect_rc 0
-  expect_out "lint: 0 findings, 0 ignored, 3 files scanned"
+  expect_out "lint: 0 findings, 0 ignored, 3 files scanned (list: 8.0 8.6 9.0+PTX from --arch-list)"
   ;;
 ladder_exit)
   run "$fx/ladder" --arch-list "$policy_no_ada"

@@ -87,7 +87,7 @@ int run_lint(int argc, char** argv) {
         for (const auto& u : report->unused_ignores)
             fmt::print(stderr, "nvcc-forge lint: lint_ignore entry '{}' matched no finding\n", u);
     } else {
-        std::cout << tools::lint_to_text(*report, opts.list);
+        std::cout << tools::lint_to_text(*report, opts.list, resolution->source);
     }
     if (report->unreadable) return kExitInput;
     return report->active_count() > 0 ? kExitPolicy : kExitOk;

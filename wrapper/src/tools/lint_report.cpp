@@ -4,7 +4,8 @@
 
 namespace forge::tools {
 
-std::string lint_to_text(const LintReport& report, const arch::ArchList& list) {
+std::string lint_to_text(const LintReport& report, const arch::ArchList& list,
+                         std::string_view list_source) {
     std::string out;
     const std::string list_text = list.empty() ? std::string("nothing") : list.to_string();
     for (const auto& f : report.findings) {
@@ -15,10 +16,11 @@ std::string lint_to_text(const LintReport& report, const arch::ArchList& list) {
         else
             out += fmt::format(" \u2014 {}\n", f.why);
     }
-    out += fmt::format("lint: {} finding{}, {} ignored, {} file{} scanned (list: {})\n",
+    out += fmt::format("lint: {} finding{}, {} ignored, {} file{} scanned (list: {}{}{})\n",
                        report.active_count(), report.active_count() == 1 ? "" : "s",
                        report.ignored_count(), report.files_scanned,
-                       report.files_scanned == 1 ? "" : "s", list_text);
+                       report.files_scanned == 1 ? "" : "s", list_text,
+                       list_source.empty() ? "" : " from ", list_source);
     for (const auto& s : report.skipped)
         out += fmt::format("lint: skipped {}\n", s);
     for (const auto& u : report.unused_ignores)

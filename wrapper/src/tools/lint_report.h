@@ -13,7 +13,9 @@ namespace forge::tools {
 //   setup.py:40: script-emits-gencode: cc_flag.append("-gencode") — why
 // An ignored finding ends in "— ignored (lint_ignore: ENTRY)" instead of the why. A summary line
 // follows; skipped files and unused lint_ignore entries are listed after it.
-std::string lint_to_text(const LintReport& report, const arch::ArchList& list);
+// `list_source` (Resolution::source, e.g. "arch_policy[12.8]") is named in the summary.
+std::string lint_to_text(const LintReport& report, const arch::ArchList& list,
+                         std::string_view list_source = {});
 
 // [{"file", "line", "rule", "needs" (null for script rules), "pattern", "why", "ignored",
 //   "ignored_by" (null when active)}, ...]
