@@ -191,6 +191,11 @@ TEST(BinaryFixtures, StandaloneFatbinAndCubins) {
     EXPECT_EQ(a[0].target.name(), "sm_90a");
     EXPECT_EQ(a[0].kernels, 1);
     EXPECT_EQ(a[0].toolkit, nvcc_release());
+    // `f` survives only in the tkinfo options ("-arch sm_100f").
+    auto family = must_read(dir + "/k2_100f.cubin");
+    ASSERT_EQ(family.size(), 1u);
+    EXPECT_EQ(family[0].target.name(), "sm_100f");
+    EXPECT_FALSE(family[0].toolkit) << "toolkit needs --toolkit";
     auto plain = must_read(dir + "/k2_120.cubin");
     ASSERT_EQ(plain.size(), 1u);
     EXPECT_EQ(plain[0].target.name(), "sm_120");

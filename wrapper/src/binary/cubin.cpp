@@ -32,6 +32,17 @@ std::optional<std::string> release_from_tool_version(std::string_view s) {
     return fmt::format("{}.{}", major, minor);
 }
 
+// "-arch sm_100f -m 64 " -> "sm_100f"
+std::optional<std::string> arch_option(std::string_view opts) {
+    auto pos = opts.find("-arch ");
+    if (pos == std::string_view::npos) return std::nullopt;
+    opts = opts.substr(pos + 6);
+    auto end = opts.find(' ');
+    std::string_view a = opts.substr(0, end);
+    if (!a.starts_with("sm_") || a.size() < 5) return std::nullopt;
+    return std::string(a);
+}
+
 // .nv.info / .nv.compat records: u8 format, u8 attribute, then a payload whose size depends on
 // the format. Calls fn(attr, payload) until fn returns true or the records end/are malformed.
 template <class Fn> void walk_attributes(const Bytes& sec, Fn&& fn) {
@@ -125,6 +136,7 @@ Result<CubinInfo> inspect_cubin(const Bytes& cubin, const Where& where) {
                     const Bytes pool = desc.from(0x18);
                     if (auto ver = pool.cstr(desc.u32(0x0c)))
                         tkinfo = release_from_tool_version(*ver);
+                    if (auto opts = pool.cstr(desc.u32(0x14))) info->tool_arch = arch_option(*opts);
                 } else if (type == kNoteCuinfo && !cuinfo && desc.has(0, 8)) {
                     if (std::uint32_t v = desc.u32(4); v != 0) cuinfo = toolkit_from_number(v);
                 }

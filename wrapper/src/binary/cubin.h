@@ -19,6 +19,9 @@ struct CubinInfo {
     int kernels = 0;                    // `.text.*` sections
     std::optional<bool> arch_specific;  // `.nv.compat` attribute 9 (or the old-ABI e_flags bit)
     std::optional<std::string> toolkit; // "13.0": tkinfo release, else cuinfo, else API version
+    // The target the last tool was asked for, from the tkinfo options ("-arch sm_100f"): the only
+    // place a bare cubin records a family `f` target.
+    std::optional<std::string> tool_arch;
     [[nodiscard]] bool stub() const { return nvlink_stub || kernels == 0; }
 };
 

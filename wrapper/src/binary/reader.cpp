@@ -153,8 +153,9 @@ class Reader {
 
     Status read_standalone_cubin(const Elf& elf, const Where& where,
                                  std::optional<std::size_t> into) {
-        auto info = opts_.inspect_payloads ? inspect_cubin(elf.bytes, where)
-                                           : inspect_cubin_headers(elf.bytes, where);
+        // A bare cubin is small and uncompressed: its notes are read even when listing, because
+        // the tkinfo options are the only record of a family `f` target.
+        auto info = inspect_cubin(elf.bytes, where);
         if (!info) return std::move(info).error();
         if (info->sm < 10)
             return where.error(elf.bytes.abs(48), fmt::format("cannot read an SM from the cubin's "
@@ -166,14 +167,18 @@ class Reader {
         e.section = "cubin";
         e.fatbin_offset = elf.bytes.abs(0);
         e.entry_offset = elf.bytes.abs(0);
-        // A bare cubin records `a` (.nv.compat) but never `f`.
-        e.target = arch::Target{arch::Kind::Sass, info->sm,
-                                info->arch_specific.value_or(false) ? arch::Suffix::Specific
-                                                                    : arch::Suffix::None};
+        // A bare cubin records `a` in .nv.compat; `f` only in the tkinfo options of the tool.
+        arch::Suffix suffix = arch::Suffix::None;
+        if (info->arch_specific.value_or(false))
+            suffix = arch::Suffix::Specific;
+        else if (info->tool_arch && info->tool_arch->ends_with('f') &&
+                 *info->tool_arch == fmt::format("sm_{}f", info->sm))
+            suffix = arch::Suffix::Family;
+        e.target = arch::Target{arch::Kind::Sass, info->sm, suffix};
         e.payload_size = elf.bytes.size();
         e.stub = info->stub();
         e.kernels = info->kernels;
-        e.toolkit = info->toolkit;
+        if (opts_.inspect_payloads) e.toolkit = info->toolkit;
         e.cubin_arch_specific = info->arch_specific;
         out_[extension_for(where, into)].entries.push_back(std::move(e));
         return ok_status();

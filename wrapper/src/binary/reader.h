@@ -31,11 +31,16 @@ struct Entry {
     Compression compression = Compression::None;
     std::uint64_t payload_size = 0;      // padded payload bytes stored
     std::uint64_t uncompressed_size = 0; // 0 when not compressed
-    bool stub = false;                   // kernel-less cubin (device-link stub or no kernels)
-    std::optional<int> kernels;          // number of kernels (.text.*), when payload inspected
-    std::optional<std::string> toolkit;  // "13.0": CUDA release that built the cubin (inspected)
-    std::uint64_t flags = 0;             // raw fatbin entry flags (0 for a standalone cubin)
-    std::uint64_t fatbin_size = 0;       // bytes of the whole fatbin (header + entries)
+    // Kernel-less cubin: nvlink device-link stub (e_flags) or no .text.* sections. Compressed
+    // cubins without inspect_payloads: true only for the fatbin a version-2 wrapper names in a
+    // linked file without relocatable fatbins (nvcc's device-link stub).
+    bool stub = false;
+    // Number of kernels (.text.* sections) when the cubin was read: always for uncompressed
+    // cubins (their section table is a header), for compressed ones with inspect_payloads.
+    std::optional<int> kernels;
+    std::optional<std::string> toolkit; // "13.0": CUDA release that built the cubin (inspected)
+    std::uint64_t flags = 0;            // raw fatbin entry flags (0 for a standalone cubin)
+    std::uint64_t fatbin_size = 0;      // bytes of the whole fatbin (header + entries)
     // `a` as the cubin itself records it (.nv.compat attribute 9), when the cubin was read; it
     // can disagree with the fatbin flag when someone hand-packs with fatbinary --image3.
     std::optional<bool> cubin_arch_specific;
