@@ -115,6 +115,12 @@ single_file)
   expect_out "attn_sm89.cu:9: arch-gate: __CUDA_ARCH__ >= 890"
   expect_out "lint: 2 findings, 0 ignored, 1 file scanned"
   ;;
+help)
+  run --help
+  expect_rc 0
+  expect_out "Rules: arch-gate fp8-type arch-feature"
+  expect_out "ignored (lint_ignore: ENTRY)"
+  ;;
 *)
   echo "unknown case $case"; exit 2 ;;
 esac

@@ -39,9 +39,16 @@ int run_lint(int argc, char** argv) {
         return kExitInput;
     }
     if (vm.count("help")) {
-        std::cout << desc
-                  << "\nRules and the lint_ignore format (GLOB or GLOB:RULE): see "
-                     "wrapper/src/tools/lint.h.\nExit: 0 clean, 1 findings, 2 unusable input.\n";
+        std::cout << desc << "\nRules:";
+        for (auto id : tools::lint_rule_ids())
+            std::cout << ' ' << id;
+        std::cout
+            << "\nlint_ignore entries (package file verify.lint_ignore, --lint-ignore): GLOB or "
+               "GLOB:RULE;\n  GLOB is relative to SRC_DIR, * and ? stay in one path "
+               "component, ** spans them,\n  a GLOB without '/' matches a file or directory "
+               "name at any depth. Ignored findings\n  are still printed, marked "
+               "\"ignored (lint_ignore: ENTRY)\", and do not fail the lint.\n"
+               "Exit: 0 clean, 1 findings, 2 unusable input.\n";
         return kExitOk;
     }
     if (src.empty()) {
