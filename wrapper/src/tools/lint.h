@@ -29,7 +29,9 @@
 //   arch-specific-macro  __CUDA_ARCH_SPECIFIC__ (needs an `a` target) and
 //                        __CUDA_ARCH_FAMILY_SPECIFIC__ (needs an `a` or `f` target)
 //   explicit-target      a build file names a target (sm_89, compute_90a, lto_100, "100a",
-//                        "9.0a", CUDA_ARCHITECTURES 90a-real, "3.7+PTX;5.0") the list lacks
+//                        "9.0a", CUDA_ARCHITECTURES 90a-real, "3.7+PTX;5.0") the list lacks;
+//                        an `a` target needs that `a` entry, any other needs its SM in any
+//                        form (sm_110f -> needs "11.0", as the gate folds suffixes)
 //   build-arch-gate      a build file gates on HAS_SMxx (SageAttention builds _qattn_sm89 only
 //   then) script-reads-arch-list   reads TORCH_CUDA_ARCH_LIST itself (then parses it its own way)
 //   script-writes-arch-list  sets, overrides or clears TORCH_CUDA_ARCH_LIST
