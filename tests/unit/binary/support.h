@@ -105,10 +105,31 @@ struct Buf {
 };
 
 // A minimal ELF64 LE host object whose only named section is `name` holding `data`.
-inline std::vector<std::uint8_t> host_elf(const std::string& name,
-                                          const std::vector<std::uint8_t>& data,
+struct SectionSpec {
+    std::string name;
+    std::uint32_t type = 1; // SHT_PROGBITS
+    std::vector<std::uint8_t> data;
+};
+
+// A minimal ELF64 LE file with the given sections (plus the null section and .shstrtab).
+inline std::vector<std::uint8_t> elf_with(const std::vector<SectionSpec>& sections,
                                           std::uint16_t machine = 62) {
-    const std::string shstr = std::string("\0", 1) + name + std::string("\0.shstrtab\0", 11);
+    std::string shstr(1, '\0');
+    std::vector<std::uint32_t> name_offs;
+    for (const auto& s : sections) {
+        name_offs.push_back(static_cast<std::uint32_t>(shstr.size()));
+        shstr += s.name + '\0';
+    }
+    const auto shstr_name = static_cast<std::uint32_t>(shstr.size());
+    shstr += std::string(".shstrtab") + '\0';
+    std::vector<std::uint64_t> offs;
+    std::uint64_t off = 64;
+    for (const auto& s : sections) {
+        offs.push_back(off);
+        off += (s.data.size() + 7) & ~std::size_t{7};
+    }
+    const std::uint64_t str_off = off, sh_off = (str_off + shstr.size() + 7) & ~7ull;
+    const auto shnum = static_cast<std::uint16_t>(sections.size() + 2);
     Buf f;
     f.str("\x7f"
           "ELF")
@@ -118,14 +139,26 @@ inline std::vector<std::uint8_t> host_elf(const std::string& name,
         .u8(0)
         .zeros(8);
     f.u16(1).u16(machine).u32(1).u64(0).u64(0);
-    const std::uint64_t data_off = 64, str_off = data_off + data.size(),
-                        sh_off = (str_off + shstr.size() + 7) & ~7ull;
-    f.u64(sh_off).u32(0).u16(64).u16(0).u16(0).u16(64).u16(3).u16(2);
-    f.bytes(data).str(shstr);
+    f.u64(sh_off).u32(0).u16(64).u16(0).u16(0).u16(64).u16(shnum).u16(shnum - 1);
+    for (const auto& s : sections) {
+        f.bytes(s.data);
+        f.zeros(((s.data.size() + 7) & ~std::size_t{7}) - s.data.size());
+    }
+    f.str(shstr);
     f.zeros(sh_off - f.b.size());
     f.zeros(64); // null section
-    f.u32(1).u32(1).u64(2).u64(0).u64(data_off).u64(data.size()).u32(0).u32(0).u64(8).u64(0);
-    f.u32(1 + name.size() + 1)
+    for (std::size_t i = 0; i < sections.size(); ++i)
+        f.u32(name_offs[i])
+            .u32(sections[i].type)
+            .u64(2)
+            .u64(0)
+            .u64(offs[i])
+            .u64(sections[i].data.size())
+            .u32(0)
+            .u32(0)
+            .u64(8)
+            .u64(0);
+    f.u32(shstr_name)
         .u32(3)
         .u64(0)
         .u64(0)
@@ -136,6 +169,13 @@ inline std::vector<std::uint8_t> host_elf(const std::string& name,
         .u64(1)
         .u64(0);
     return f.b;
+}
+
+// A minimal ELF64 LE host object whose only named section is `name` holding `data`.
+inline std::vector<std::uint8_t> host_elf(const std::string& name,
+                                          const std::vector<std::uint8_t>& data,
+                                          std::uint16_t machine = 62) {
+    return elf_with({{name, 1, data}}, machine);
 }
 
 // A tiny cubin: one `.text.k` section, new-ABI e_flags (SM in bits 8-15).

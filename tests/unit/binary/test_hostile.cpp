@@ -374,3 +374,105 @@ TEST(BinaryHostileZip, TruncatedAndNestedZips) {
 
 } // namespace
 } // namespace forge::binary::test
+
+namespace forge::binary::test {
+namespace {
+
+std::vector<std::uint8_t> note(std::uint32_t type, const std::vector<std::uint8_t>& desc) {
+    Buf n;
+    n.u32(12)
+        .u32(static_cast<std::uint32_t>(desc.size()))
+        .u32(type)
+        .str(std::string("NVIDIA Corp") + '\0');
+    n.bytes(desc);
+    n.zeros((4 - desc.size() % 4) % 4);
+    return n.b;
+}
+
+std::vector<std::uint8_t> cuda_elf(const std::vector<SectionSpec>& sections,
+                                   std::uint8_t abiversion, std::uint32_t e_flags) {
+    Buf b{elf_with(sections, 190)};
+    b.b[8] = abiversion;
+    b.put32(48, e_flags);
+    return b.b;
+}
+
+Result<Entry> read_one(const std::vector<std::uint8_t>& bytes, bool inspect = true) {
+    ReadOptions opts;
+    opts.inspect_payloads = inspect;
+    auto r = read_memory(bytes, opts);
+    if (!r) return std::move(r).error();
+    if (r->size() != 1) return Error{"expected one entry"};
+    return (*r)[0];
+}
+
+TEST(BinaryCubin, OldAbiTakesTheSmFromTheLowByteAndTheAcceleratorBit) {
+    const std::vector<SectionSpec> text{{".text.k", 1, std::vector<std::uint8_t>(8, 0)}};
+    auto e = read_one(cuda_elf(text, 7, 0x00500550)); // v7: sm 0x50, virtual sm in bits 16-23
+    ASSERT_TRUE(e.ok()) << e.error().to_string();
+    EXPECT_EQ(e->target.name(), "sm_80");
+    e = read_one(cuda_elf(text, 7, 0x005A0D5A)); // 0x800: EF_CUDA_ACCELERATORS_V1 (sm_90a)
+    ASSERT_TRUE(e.ok()) << e.error().to_string();
+    EXPECT_EQ(e->target.name(), "sm_90a");
+    e = read_one(cuda_elf(text, 8, 0x06005A04)); // v8: sm in bits 8-15, `a` not in e_flags
+    ASSERT_TRUE(e.ok()) << e.error().to_string();
+    EXPECT_EQ(e->target.name(), "sm_90");
+}
+
+TEST(BinaryCubin, ToolkitFallsBackFromTkinfoToCuinfoToApiVersion) {
+    const SectionSpec text{".text.k", 1, std::vector<std::uint8_t>(8, 0)};
+    // tkinfo: version, objFname, toolName, toolVersion, toolBranch, toolOptions, then the pool.
+    std::string pool = std::string(1, '\0') + "ptxas" + '\0' +
+                       "Cuda compilation tools, release 12.8, V12.8.93" + '\0' + "Build x" + '\0' +
+                       "-arch sm_120 -m 64 " + '\0';
+    Buf tk;
+    tk.u32(2).u32(0).u32(1).u32(7).u32(7 + 47).u32(7 + 47 + 8).str(pool);
+    const SectionSpec tkinfo{".note.nv.tkinfo", 7, note(2000, tk.b)};
+    const SectionSpec cuinfo{".note.nv.cuinfo", 7, note(1000, {2, 0, 0x78, 0, 0x83, 0, 0, 0})};
+    const SectionSpec nvinfo{".nv.info.k", 0x70000000, {0x04, 0x37, 0x04, 0x00, 0x7e, 0, 0, 0}};
+    const std::uint32_t flags = 0x06007802;
+    auto e = read_one(cuda_elf({text, tkinfo, cuinfo, nvinfo}, 8, flags));
+    ASSERT_TRUE(e.ok()) << e.error().to_string();
+    EXPECT_EQ(e->toolkit, "12.8");
+    e = read_one(cuda_elf({text, cuinfo, nvinfo}, 8, flags));
+    ASSERT_TRUE(e.ok());
+    EXPECT_EQ(e->toolkit, "13.1");
+    e = read_one(cuda_elf({text, nvinfo}, 8, flags));
+    ASSERT_TRUE(e.ok());
+    EXPECT_EQ(e->toolkit, "12.6");
+    e = read_one(cuda_elf({text}, 8, flags));
+    ASSERT_TRUE(e.ok());
+    EXPECT_FALSE(e->toolkit);
+    e = read_one(cuda_elf({text, tkinfo}, 8, flags), /*inspect=*/false);
+    ASSERT_TRUE(e.ok());
+    EXPECT_FALSE(e->toolkit) << "the toolkit is reported only when payloads are inspected";
+    // Notes with lying sizes are ignored, never read past their section.
+    Buf bad{note(2000, tk.b)};
+    bad.put32(4, 0xFFFFFF00u);
+    e = read_one(cuda_elf({text, {".note.nv.tkinfo", 7, bad.b}}, 8, flags));
+    ASSERT_TRUE(e.ok()) << e.error().to_string();
+    EXPECT_FALSE(e->toolkit);
+}
+
+TEST(BinaryCubin, NvCompatAttributeNineIsTheArchSpecificFlag) {
+    const SectionSpec text{".text.k", 1, std::vector<std::uint8_t>(8, 0)};
+    const std::vector<std::uint8_t> compat{0x02, 0x09, 0x01, 0x00, 0x04, 0x0b, 0x08, 0x00,
+                                           0x50, 0,    0,    0,    0,    0,    0,    0};
+    auto e = read_one(cuda_elf({text, {".nv.compat", 0x70000086, compat}}, 8, 0x06007802));
+    ASSERT_TRUE(e.ok()) << e.error().to_string();
+    EXPECT_EQ(e->target.name(), "sm_120a");
+    EXPECT_EQ(e->cubin_arch_specific, true);
+    auto zero = compat;
+    zero[2] = 0;
+    e = read_one(cuda_elf({text, {".nv.compat", 0x70000086, zero}}, 8, 0x06007802));
+    ASSERT_TRUE(e.ok());
+    EXPECT_EQ(e->target.name(), "sm_120");
+    // A record whose size runs past the section stops the walk, it does not read beyond.
+    std::vector<std::uint8_t> lying{0x04, 0x0b, 0xff, 0x7f, 0x02, 0x09, 0x01, 0x00};
+    e = read_one(cuda_elf({text, {".nv.compat", 0x70000086, lying}}, 8, 0x06007802));
+    ASSERT_TRUE(e.ok());
+    EXPECT_EQ(e->target.name(), "sm_120");
+}
+
+} // namespace
+} // namespace forge::binary::test
