@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <random>
 #include <regex>
 #include <sstream>
 
@@ -140,9 +141,12 @@ class Dryrun : public ::testing::Test {
             if (t.kind == Kind::Sass) sass_folded.insert(t.folded());
             if (t.kind == Kind::Ptx) ptx.insert(t);
         }
+        // SASS comes from ptxas, or from nvlink when a -dlto link makes it from LTO-IR.
         for (const auto& t : plan.ptxas)
             ptxas_folded.insert(t.folded());
-        const bool device_link = inv->phase == Phase::DeviceLink || inv->sources.empty();
+        for (const auto& t : plan.nvlink)
+            ptxas_folded.insert(t.folded());
+        const bool device_link = inv->sources.empty();
         if (device_link) {
             EXPECT_EQ(names(plan.nvlink), names(inv->requested));
         } else {
@@ -216,6 +220,9 @@ TEST_F(Dryrun, CodeListsGencodeSpellingsAndMixing) {
              "-arch compute_80 -code sm_80 --gpu-code=sm_86",
              "-arch=compute_90a -code=sm_90a",
              "-arch=compute_100f -code=sm_103",
+             "-arch=lto_90 -code=sm_90",
+             "-gencode arch=lto_90,code=sm_90",
+             "-arch=lto_90a -code=sm_90a",
              "-gencode arch=compute_80,code=sm_80",
              "-gencode=arch=compute_80,code=sm_80",
              "--generate-code arch=compute_80,code=[sm_80,compute_80]",
@@ -270,6 +277,19 @@ TEST_F(Dryrun, RdcDltoAndDeviceLinks) {
              "-dlink -dlto a.o -o d.o --generate-code=arch=compute_80,code=[compute_80,sm_80]",
              "a.o -o app",
              "a.o -o app -arch=sm_90",
+             "-fatbin k.cu -o k.fatbin -arch=sm_80",
+             "-fatbin k.cu -o k.fatbin",
+             "-cuda k.cu -arch=sm_90a",
+             "-lib k.cu -o libk.a -arch=sm_90",
+             "-dw k.cu -o k.o -arch=sm_86",
+             "k.cu -o app -arch=sm_86",
+             "k.cu a.o -o app -arch=sm_86",
+             "-rdc=true k.cu -o app -arch=sm_86",
+             "-dlink k.cu -o d.o -arch=sm_80",
+             "-c -dlink k.cu -o k.o -arch=sm_80",
+             "k.cu -o app -dlto -arch=sm_80",
+             "k.cu -o app -dlto",
+             "-dlto k.cu a.o -o app -arch=all-major",
          }) {
         expect_same(words(line));
     }
@@ -371,6 +391,79 @@ TEST_F(Dryrun, RealWorldShapes) {
         "--generate-code=arch=compute_90,code=[sm_90] -gencode arch=compute_90a,code=sm_90a"));
 }
 
+// Random lines from a pool of target-related tokens: whenever nvcc accepts a line, the model does
+// too and predicts exactly nvcc's images.
+TEST_F(Dryrun, RandomLinesAgreeWithNvcc) {
+    const Argv pool = {"-c",
+                       "-dc",
+                       "k.cu",
+                       "k.cu",
+                       "-o",
+                       "k.o",
+                       "-arch=sm_80",
+                       "-arch",
+                       "sm_90a",
+                       "compute_90",
+                       "-arch=all-major",
+                       "-code=sm_90",
+                       "-code",
+                       "sm_90,compute_90",
+                       "-gencode",
+                       "arch=compute_80,code=[sm_80,compute_80]",
+                       "arch=compute_100f,code=sm_103",
+                       "-gencode=arch=compute_90a,code=sm_90a",
+                       "--generate-code=arch=compute_120,code=compute_120",
+                       "-dlto",
+                       "-Xptxas",
+                       "-v",
+                       "-t",
+                       "2",
+                       "-lineinfo",
+                       "-x",
+                       "cu",
+                       "h.cpp",
+                       "-dlink",
+                       "a.o",
+                       "-rdc=true",
+                       "-arch=lto_90",
+                       "--gpu-code",
+                       "lto_80",
+                       "-arch=sm_100f",
+                       "-Xnvlink",
+                       "-arch=compute_80",
+                       "-fatbin",
+                       "-ptx",
+                       "-E"};
+    const std::vector<Argv> bases = {words("-c k.cu -o k.o"),
+                                     words("-dc k.cu -o k.o"),
+                                     words("-dlink a.o -o d.o"),
+                                     words("k.cu -o app"),
+                                     {}};
+    std::mt19937 rng(2026);
+    int accepted = 0, compared = 0;
+    for (int round = 0; round < 250; ++round) {
+        Argv argv = bases[rng() % bases.size()];
+        const int n = 1 + static_cast<int>(rng() % 6);
+        for (int i = 0; i < n; ++i)
+            argv.push_back(pool[rng() % pool.size()]);
+        Plan plan = dryrun(argv);
+        if (plan.rc != 0) continue;
+        ++accepted;
+        std::string line;
+        for (const auto& a : argv)
+            line += a + " ";
+        auto inv = model(argv);
+        ASSERT_TRUE(inv.ok()) << line << ": " << inv.error().to_string();
+        if (inv->no_device != NoDeviceReason::None || inv->phase == Phase::Ptx ||
+            inv->phase == Phase::Cubin)
+            continue;
+        ++compared;
+        EXPECT_EQ(names(inv->requested), names(plan.images)) << line;
+    }
+    EXPECT_GT(accepted, 30);
+    EXPECT_GT(compared, 20);
+}
+
 // Every command line the model rejects, nvcc rejects; the valid neighbours pass both.
 TEST_F(Dryrun, RejectedByBoth) {
     for (Argv extra : {
@@ -470,7 +563,7 @@ TEST_F(Dryrun, InjectRoundTrips) {
         Plan after = dryrun(rw.argv, "", rt.append);
         ASSERT_EQ(after.rc, 0) << after.output;
         std::set<Target> expected = before.images;
-        const bool device_link = inv->phase == Phase::DeviceLink || inv->sources.empty();
+        const bool device_link = inv->sources.empty();
         for (const auto& t : missing) {
             if (device_link && t.kind != Kind::Sass) continue;
             if (inv->dlto && !device_link && t.kind == Kind::Sass) {

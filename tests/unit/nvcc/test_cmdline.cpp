@@ -159,6 +159,10 @@ TEST(Targets, CodeListsAndMixing) {
         requested({"-c", "k.cu", "-arch", "compute_80", "-code", "sm_80", "--gpu-code=sm_86"}),
         "sm_80 sm_86"); // -code accumulates
     EXPECT_EQ(requested({"-c", "k.cu", "-arch=compute_90a", "-code=sm_90a"}), "sm_90a");
+    // An lto_ arch stands for its virtual arch with -code and in -gencode [obs].
+    EXPECT_EQ(requested({"-c", "k.cu", "-arch=lto_90", "-code=sm_90"}), "sm_90");
+    EXPECT_EQ(requested({"-dc", "k.cu", "-arch=lto_90", "-code=sm_90,lto_90"}), "sm_90 lto_90");
+    EXPECT_EQ(requested({"-c", "k.cu", "-gencode", "arch=lto_90,code=sm_90"}), "sm_90");
     EXPECT_EQ(requested({"-c", "k.cu", "-arch=compute_100f", "-code=sm_103"}), "sm_103f");
     // -arch is last-wins, -gencode accumulates, mixing is additive.
     EXPECT_EQ(requested({"-c", "k.cu", "-arch=sm_80", "-arch=sm_86"}), "sm_86 compute_86");
@@ -199,6 +203,9 @@ TEST(Targets, Dlto) {
               "compute_90 compute_90a lto_90 lto_90a");
     EXPECT_EQ(requested({"-dc", "-dlto", "k.cu"}), "compute_75 lto_75");
     EXPECT_EQ(requested({"-c", "-dlto", "k.cu", "-arch=sm_80"}), "compute_80 lto_80");
+    // Compile and link in one call: the link makes SASS from the LTO-IR [obs].
+    EXPECT_EQ(requested({"-dlto", "k.cu", "-o", "app", "-arch=sm_80"}), "sm_80 compute_80 lto_80");
+    EXPECT_EQ(requested({"-dlto", "k.cu", "-o", "app"}), "sm_75 compute_75 lto_75");
     // -dlto with -gencode/-code at compile is fatal in nvcc.
     EXPECT_FALSE(parse({"-dc", "-dlto", "k.cu", "-gencode", "arch=compute_90,code=lto_90"}).ok());
     // At device link it is what CMake's IPO does.
@@ -348,6 +355,12 @@ TEST(Phases, DetectedFromFlags) {
              {{"-dw", "k.cu"}, Phase::Compile},
              {{"-cuda", "k.cu"}, Phase::Compile},
              {{"-lib", "k.cu"}, Phase::Compile},
+             // Several phase flags: the earliest step wins [obs].
+             {{"-c", "-ptx", "k.cu"}, Phase::Ptx},
+             {{"-cubin", "-ptx", "k.cu"}, Phase::Ptx},
+             {{"-c", "-fatbin", "k.cu"}, Phase::Fatbin},
+             {{"-dlink", "-c", "k.cu"}, Phase::CompileRdc},
+             {{"-c", "-dc", "k.cu"}, Phase::CompileRdc},
          }) {
         auto inv = parse(c.argv);
         ASSERT_TRUE(inv.ok()) << c.argv[0];

@@ -222,10 +222,12 @@ Result<Target> parse_virtual(std::string_view text, const Arg& where, std::strin
     auto t = arch::parse_target(text);
     if (!t)
         return arg_error(fmt::format("unsupported gpu architecture '{}'", text), where, where.text);
-    if (t->kind != Kind::Ptx)
+    if (t->kind == Kind::Sass)
         return arg_error(
             fmt::format("{} '{}' must be a virtual code architecture (compute_XX)", what, text),
             where, where.text);
+    // lto_X stands for its virtual arch here (`-arch=lto_90 -code=sm_90` builds sm_90) [obs].
+    t->kind = Kind::Ptx;
     return *t;
 }
 
@@ -417,7 +419,11 @@ Result<Analysis> analyze(std::vector<std::string> argv, std::vector<Arg> effecti
     auto has = [&](PhaseFlag p) {
         return std::find(phases.begin(), phases.end(), p) != phases.end();
     };
-    if (has(PhaseFlag::DeviceC)) inv.rdc = true;
+    // Several phase flags: nvcc stops at the earliest step (-E < -ptx < -cubin < -fatbin < -c <
+    // -dlink < link); `-c -dlink` compiles with -rdc=true (--device-c) [obs].
+    const bool compile_flag = has(PhaseFlag::Compile) || has(PhaseFlag::Cuda) ||
+                              has(PhaseFlag::DeviceW) || has(PhaseFlag::Lib);
+    if (has(PhaseFlag::DeviceC) || (compile_flag && has(PhaseFlag::DeviceLink))) inv.rdc = true;
     if (has(PhaseFlag::Ptx))
         inv.phase = Phase::Ptx;
     else if (has(PhaseFlag::Cubin))
@@ -426,16 +432,17 @@ Result<Analysis> analyze(std::vector<std::string> argv, std::vector<Arg> effecti
         inv.phase = Phase::OtherSingleTarget;
     else if (has(PhaseFlag::Fatbin))
         inv.phase = Phase::Fatbin;
-    else if (has(PhaseFlag::DeviceLink))
-        inv.phase = Phase::DeviceLink;
     else if (has(PhaseFlag::DeviceC))
         inv.phase = Phase::CompileRdc;
-    else if (has(PhaseFlag::Compile) || has(PhaseFlag::Cuda) || has(PhaseFlag::DeviceW) ||
-             has(PhaseFlag::Lib))
+    else if (compile_flag)
         inv.phase = inv.rdc ? Phase::CompileRdc : Phase::Compile;
+    else if (has(PhaseFlag::DeviceLink))
+        inv.phase = Phase::DeviceLink;
     else
         inv.phase = Phase::Link;
 
+    // A device link without sources: nvlink's SASS is all that comes out (`-dlink k.cu` compiles
+    // k.cu first, with the usual images [obs]).
     const bool device_link_only = inv.sources.empty() && !inv.objects.empty() &&
                                   (inv.phase == Phase::DeviceLink || inv.phase == Phase::Link);
 
@@ -468,8 +475,7 @@ Result<Analysis> analyze(std::vector<std::string> argv, std::vector<Arg> effecti
         return fail(
             arg_error("-code needs a virtual -arch (nvcc: -arch option not specified)", w, w.text));
     }
-    if (inv.dlto && (!code_values.empty() || !gencode_values.empty()) &&
-        inv.phase != Phase::DeviceLink && !device_link_only) {
+    if (inv.dlto && (!code_values.empty() || !gencode_values.empty()) && !device_link_only) {
         const Arg& w = eff[!gencode_values.empty() ? gencode_values.front().second
                                                    : code_values.front().second];
         return fail(arg_error("'-dlto' conflicts with '-gencode' or '-code'; use code=lto_<arch>",
@@ -508,8 +514,6 @@ Result<Analysis> analyze(std::vector<std::string> argv, std::vector<Arg> effecti
                                       "falls back to its default sm_{}",
                                       caps.default_sm));
             }
-            if (inv.dlto && !device_link_only && inv.phase != Phase::DeviceLink)
-                shorthand = apply_dlto(shorthand);
             images.insert(shorthand.begin(), shorthand.end());
         }
     }
@@ -521,11 +525,17 @@ Result<Analysis> analyze(std::vector<std::string> argv, std::vector<Arg> effecti
     }
     if (!inv.targets_explicit) {
         images = default_images(caps);
-        if (inv.dlto && !device_link_only && inv.phase != Phase::DeviceLink)
-            images = apply_dlto(images);
+    }
+    // -dlto compile: LTO-IR + PTX; a link in the same call then makes the SASS from it [obs].
+    if (inv.dlto && !device_link_only) {
+        std::set<Target> lto = apply_dlto(images);
+        if (inv.phase == Phase::Link || inv.phase == Phase::DeviceLink)
+            for (const auto& t : images)
+                if (t.kind == Kind::Sass) lto.insert(t);
+        images = std::move(lto);
     }
     // A device link runs nvlink once per real code: only SASS comes out of it [obs].
-    if (device_link_only || inv.phase == Phase::DeviceLink) {
+    if (device_link_only) {
         std::set<Target> sass;
         for (const auto& t : images)
             if (t.kind == Kind::Sass) sass.insert(t);
@@ -775,8 +785,7 @@ Rewrite inject(const Invocation& inv, const std::vector<Target>& missing, bool c
     // nvcc's default disappears as soon as any target is given: if the user relied on it, keep it
     // by stating it explicitly; if clamping removed every target, the policy replaces them.
     const bool keep_default = !inv.targets_explicit;
-    const bool device_link =
-        inv.phase == Phase::DeviceLink || (inv.sources.empty() && !inv.objects.empty());
+    const bool device_link = inv.sources.empty() && !inv.objects.empty();
     const bool dlto_compile = inv.dlto && !device_link;
     if (dlto_compile && inv.phase == Phase::Link) {
         rw.notes.push_back("nothing injected: -dlto compile-and-link in one call");
