@@ -787,7 +787,7 @@ Rewrite inject(const Invocation& inv, const std::vector<Target>& missing, bool c
     const bool keep_default = !inv.targets_explicit;
     const bool device_link = inv.sources.empty() && !inv.objects.empty();
     const bool dlto_compile = inv.dlto && !device_link;
-    if (dlto_compile && inv.phase == Phase::Link) {
+    if (dlto_compile && (inv.phase == Phase::Link || inv.phase == Phase::DeviceLink)) {
         rw.notes.push_back("nothing injected: -dlto compile-and-link in one call");
         rw.argv = inv.argv;
         rw.clamped.clear();
