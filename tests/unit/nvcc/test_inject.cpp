@@ -140,6 +140,16 @@ TEST(Inject, DltoCompileIsRestatedAsGencodes) {
     EXPECT_TRUE(no.injected.empty());
     ASSERT_FALSE(no.notes.empty());
     EXPECT_NE(no.notes.back().find("NVCC_APPEND_FLAGS"), std::string::npos);
+    // A -dlto compile that also links in the same call: rewriting -dlto would change the link, so
+    // nothing is injected.
+    for (Argv argv : {Argv{"-dlto", "k.cu", "-o", "app", "-arch=sm_80"},
+                      Argv{"-dlink", "-dlto", "k.cu", "-o", "d.o"}}) {
+        auto inv = parsed(argv);
+        auto rw = inject(inv, targets({"sm_90"}), false, caps13());
+        EXPECT_EQ(rw.argv, argv);
+        EXPECT_TRUE(rw.injected.empty());
+        EXPECT_FALSE(rw.notes.empty());
+    }
     // At device link -dlto and -gencode go together: plain append.
     auto dl = inject(parsed({"-dlink", "-dlto", "a.o", "-arch=sm_80", "-o", "d.o"}),
                      targets({"sm_90"}), false, caps13());
