@@ -26,7 +26,7 @@ TEST(Report, CoverageJsonIsKeyedByCc) {
     EXPECT_EQ(j.size(), gpus().size());
     EXPECT_EQ(j["11.0"]["tier"], "jit");
     // compute_120 cannot JIT down to Thor: only the 9.0 PTX net reaches it (ADR-0012 consequence 1)
-    EXPECT_EQ(j["11.0"]["via"], nlohmann::json::array({"compute_90"}));
+    EXPECT_EQ(j["11.0"]["via"], nlohmann::ordered_json::array({"compute_90"}));
     EXPECT_EQ(j["8.9"]["tier"], "native");
     EXPECT_EQ(j["10.3"]["tier"], "native");
     EXPECT_EQ(j["12.1"]["tier"], "native");
@@ -35,7 +35,7 @@ TEST(Report, CoverageJsonIsKeyedByCc) {
     EXPECT_EQ(j["8.7"]["tegra"], true);
     EXPECT_NE(j["8.7"]["why"].get<std::string>().find("Tegra"), std::string::npos);
     EXPECT_EQ(j["10.3"]["products"][0], "B300");
-    EXPECT_EQ(j["8.9"]["via"], nlohmann::json::array({"sm_80", "sm_86"}));
+    EXPECT_EQ(j["8.9"]["via"], nlohmann::ordered_json::array({"sm_80", "sm_86"}));
 }
 
 TEST(Report, TextAndMarkdownSayExclusionsAndGapsInWords) {
@@ -73,7 +73,7 @@ TEST(Report, ResolutionJsonHasTheContractKeys) {
     EXPECT_EQ(j["tokens"].size(), 1u);
     EXPECT_EQ(j["ptx_added"], "8.0");
     EXPECT_EQ(j["clamped"][0]["token"], "7.0");
-    EXPECT_EQ(j["targets"], nlohmann::json::array({"sm_80", "compute_80"}));
+    EXPECT_EQ(j["targets"], nlohmann::ordered_json::array({"sm_80", "compute_80"}));
     EXPECT_EQ(j["policy_sha256"], shipped().sha256);
 }
 

@@ -8,7 +8,7 @@
 
 namespace forge::policy {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 namespace {
 

@@ -11,7 +11,7 @@
 
 namespace forge::policy {
 
-nlohmann::json resolution_json(const Resolution& r);
+nlohmann::ordered_json resolution_json(const Resolution& r);
 
 struct CoverageReport {
     std::vector<arch::CoverageRow> rows;
@@ -20,7 +20,7 @@ struct CoverageReport {
 CoverageReport coverage_report(const arch::ArchList& list, const std::vector<arch::Gpu>& gpus);
 
 // {"8.9": {"tier": "native", "products": [...], "via": [...], "why": "...", "tegra": false}, ...}
-nlohmann::json coverage_json(const CoverageReport& report);
+nlohmann::ordered_json coverage_json(const CoverageReport& report);
 std::string coverage_text(const Resolution& r, const CoverageReport& report);
 std::string coverage_markdown(const Resolution& r, const CoverageReport& report);
 
@@ -38,6 +38,6 @@ std::vector<MatrixCell> policy_matrix(const PolicyData& policy, const PackageOve
                                       const std::vector<arch::Gpu>& gpus);
 std::string matrix_html(const PolicyData& policy, const std::vector<MatrixCell>& cells,
                         const std::vector<arch::Gpu>& gpus, const std::string& title);
-nlohmann::json matrix_json(const std::vector<MatrixCell>& cells);
+nlohmann::ordered_json matrix_json(const std::vector<MatrixCell>& cells);
 
 } // namespace forge::policy
