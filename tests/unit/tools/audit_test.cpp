@@ -1,0 +1,255 @@
+// audit: each status from crafted extensions, provenance records, the ledger, the file sweep,
+// and the JSON keys. Real nvcc-built files run through the CLI in tests/integration/provenance.
+#include "tools/audit.h"
+#include "tools/stamp.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace fs = std::filesystem;
+using namespace forge;
+using namespace forge::tools;
+
+namespace {
+
+binary::Entry entry(const std::string& target, int kernels = 1) {
+    binary::Entry e;
+    e.file = "x.so";
+    e.target = *arch::parse_target(target);
+    e.kernels = kernels;
+    e.stub = target.starts_with("sm_") && kernels == 0;
+    return e;
+}
+
+// One extension carrying `targets` ("sm_80", "compute_90", "stub:sm_89").
+std::vector<binary::Extension> carrying(std::vector<std::string> targets) {
+    binary::Extension ext;
+    ext.file = "x.whl";
+    ext.member = "pkg/_C.so";
+    for (const auto& t : targets) {
+        if (t.starts_with("stub:"))
+            ext.entries.push_back(entry(t.substr(5), 0));
+        else
+            ext.entries.push_back(entry(t));
+    }
+    return {ext};
+}
+
+AuditPolicy audit_policy(const std::string& list, std::optional<long> epoch = 3) {
+    AuditPolicy p;
+    p.list = *arch::ArchList::parse(list);
+    p.build_epoch = epoch;
+    p.source = "arch_policy[12.8]";
+    return p;
+}
+
+Provenance prov(const std::string& list, std::optional<long> epoch = 3) {
+    nlohmann::json rec = {{"arch_list", list}};
+    rec["build_epoch"] = epoch ? nlohmann::json(*epoch) : nlohmann::json();
+    auto p = provenance_from_record(rec, "stamp", "pkg/_build_info.json");
+    EXPECT_TRUE(p.ok());
+    return *p;
+}
+
+fs::path temp_dir(const std::string& name) {
+    auto d = fs::temp_directory_path() / ("forge_audit_" + name + "_" + std::to_string(::getpid()));
+    fs::remove_all(d);
+    fs::create_directories(d);
+    return d;
+}
+
+} // namespace
+
+TEST(AuditClassify, Ok) {
+    auto r = classify("x.whl", carrying({"sm_80", "sm_90", "compute_90"}), prov("8.0 9.0+PTX"),
+                      audit_policy("8.0 9.0+PTX"));
+    EXPECT_EQ(r.status, "ok");
+    EXPECT_FALSE(r.inferred);
+    EXPECT_EQ(r.carries, (std::vector<std::string>{"compute_90", "sm_80", "sm_90"}));
+}
+
+TEST(AuditClassify, WheelWrongWhenItMissesItsOwnAsk) {
+    // Built to carry 8.0 9.0+PTX, carries only sm_80: wrong whatever the policy says now.
+    auto r = classify("x.whl", carrying({"sm_80"}), prov("8.0 9.0+PTX"), audit_policy("8.0"));
+    EXPECT_EQ(r.status, "wheel-wrong");
+    ASSERT_GE(r.details.size(), 2u);
+    EXPECT_NE(r.details[0].find("8.0 9.0+PTX"), std::string::npos);
+}
+
+TEST(AuditClassify, WheelWrongWhenItCarriesMore) {
+    auto r = classify("x.whl", carrying({"sm_80", "sm_90"}), prov("8.0"), audit_policy("8.0"));
+    EXPECT_EQ(r.status, "wheel-wrong");
+}
+
+TEST(AuditClassify, KernelLessStubsDoNotCount) {
+    // The stub trap: sm_89 present only as a kernel-less cubin does not satisfy an 8.9 ask.
+    auto r = classify("x.whl", carrying({"sm_80", "stub:sm_89"}), prov("8.0 8.9"),
+                      audit_policy("8.0 8.9"));
+    EXPECT_EQ(r.status, "wheel-wrong");
+    EXPECT_EQ(r.carries, (std::vector<std::string>{"sm_80"}));
+    EXPECT_EQ(r.stub_only, (std::vector<std::string>{"sm_89"}));
+}
+
+TEST(AuditClassify, ConfigMoved) {
+    auto r = classify("x.whl", carrying({"sm_80", "sm_90", "compute_90"}), prov("8.0 9.0+PTX"),
+                      audit_policy("8.0 9.0 10.0+PTX"));
+    EXPECT_EQ(r.status, "config-moved");
+}
+
+TEST(AuditClassify, StaleEpoch) {
+    auto r = classify("x.whl", carrying({"sm_80"}), prov("8.0", 2), audit_policy("8.0", 3));
+    EXPECT_EQ(r.status, "stale-epoch");
+    // Same list, same epoch: ok; epoch unknown on one side: not compared, noted.
+    EXPECT_EQ(classify("x.whl", carrying({"sm_80"}), prov("8.0", 3), audit_policy("8.0", 3)).status,
+              "ok");
+    auto unknown =
+        classify("x.whl", carrying({"sm_80"}), prov("8.0", std::nullopt), audit_policy("8.0", 3));
+    EXPECT_EQ(unknown.status, "ok");
+    ASSERT_FALSE(unknown.details.empty());
+    EXPECT_NE(unknown.details[0].find("not compared"), std::string::npos);
+    // A wheel from a newer epoch than the policy audited against: the config moved (back).
+    EXPECT_EQ(classify("x.whl", carrying({"sm_80"}), prov("8.0", 5), audit_policy("8.0", 3)).status,
+              "config-moved");
+}
+
+TEST(AuditClassify, WheelWrongWinsOverConfigMovedAndEpoch) {
+    auto r = classify("x.whl", carrying({"sm_75"}), prov("8.0", 1), audit_policy("9.0", 3));
+    EXPECT_EQ(r.status, "wheel-wrong");
+}
+
+TEST(AuditClassify, NoProvenanceIsInferred) {
+    auto match = classify("x.so", carrying({"sm_80"}), std::nullopt, audit_policy("8.0"));
+    EXPECT_EQ(match.status, "no-provenance");
+    EXPECT_TRUE(match.inferred);
+    ASSERT_TRUE(match.inferred_match.has_value());
+    EXPECT_TRUE(*match.inferred_match);
+    auto miss = classify("x.so", carrying({"sm_80"}), std::nullopt, audit_policy("8.0 9.0"));
+    EXPECT_EQ(miss.status, "no-provenance");
+    EXPECT_FALSE(*miss.inferred_match);
+}
+
+TEST(AuditClassify, NoGpuCodeNeverMatches) {
+    binary::Extension cpu_only;
+    cpu_only.file = "x.so";
+    auto r = classify("x.so", {cpu_only}, prov("8.0"), audit_policy("8.0"));
+    EXPECT_EQ(r.status, "wheel-wrong");
+    EXPECT_EQ(r.extensions, 0);
+    // A CPU-only helper next to a CUDA extension is not judged.
+    auto exts = carrying({"sm_80"});
+    exts.push_back(cpu_only);
+    EXPECT_EQ(classify("x.whl", exts, prov("8.0"), audit_policy("8.0")).status, "ok");
+}
+
+TEST(AuditProvenance, BadRecords) {
+    EXPECT_FALSE(provenance_from_record(nlohmann::json::array(), "stamp", "p").ok());
+    EXPECT_FALSE(provenance_from_record({{"build_epoch", 1}}, "stamp", "p").ok());
+    auto bad_list = provenance_from_record({{"arch_list", "9.9.9 bogus"}}, "stamp", "p");
+    EXPECT_FALSE(bad_list.ok());
+    auto bad_epoch =
+        provenance_from_record({{"arch_list", "8.0"}, {"build_epoch", "three"}}, "stamp", "p");
+    ASSERT_FALSE(bad_epoch.ok());
+    EXPECT_EQ(bad_epoch.error().key, "build_epoch");
+}
+
+TEST(AuditLedger, LaterLinesWinAndErrorsNameTheLine) {
+    auto dir = temp_dir("ledger");
+    auto path = (dir / "ledger.jsonl").string();
+    ASSERT_TRUE(append_ledger(path, "a-1.0-py3-none-any.whl", {{"arch_list", "8.0"}}).ok());
+    ASSERT_TRUE(append_ledger(path, "a-1.0-py3-none-any.whl", {{"arch_list", "9.0"}}).ok());
+    ASSERT_TRUE(append_ledger(path, "b-1.0-py3-none-any.whl", {{"arch_list", "8.6"}}).ok());
+    auto l = load_ledger(path);
+    ASSERT_TRUE(l.ok()) << l.error().to_string();
+    EXPECT_EQ(l->size(), 2u);
+    EXPECT_EQ(l->at("a-1.0-py3-none-any.whl").record["arch_list"], "9.0");
+    EXPECT_EQ(l->at("a-1.0-py3-none-any.whl").where, path + ":2");
+    EXPECT_FALSE(l->at("b-1.0-py3-none-any.whl").record.contains("wheel"));
+
+    std::ofstream(path, std::ios::app) << "{\"arch_list\": \"8.0\"}\n";
+    auto e = load_ledger(path);
+    ASSERT_FALSE(e.ok());
+    EXPECT_EQ(e.error().line, 4);
+    EXPECT_EQ(e.error().key, "wheel");
+    std::ofstream(path) << "{\"wheel\": \"a.whl\"}\nnot json\n";
+    auto j = load_ledger(path);
+    ASSERT_FALSE(j.ok());
+    EXPECT_EQ(j.error().line, 2);
+    EXPECT_FALSE(load_ledger((dir / "missing").string()).ok());
+    fs::remove_all(dir);
+}
+
+TEST(AuditSweep, CollectsWheelsAndSharedObjectsRecursively) {
+    auto dir = temp_dir("sweep");
+    fs::create_directories(dir / "a/b");
+    for (auto p : {"x.whl", "a/y.so", "a/b/libz.so.1", "a/readme.txt", "a/b/k.o"})
+        std::ofstream(dir / p) << "x";
+    auto files = collect_audit_files({dir.string(), (dir / "a/b/k.o").string()});
+    ASSERT_TRUE(files.ok());
+    std::vector<std::string> names;
+    for (auto& f : *files)
+        names.push_back(fs::relative(f, dir).string());
+    std::sort(names.begin(), names.end());
+    EXPECT_EQ(names, (std::vector<std::string>{"a/b/k.o", "a/b/libz.so.1", "a/y.so", "x.whl"}));
+    auto missing = collect_audit_files({(dir / "nope").string()});
+    ASSERT_FALSE(missing.ok());
+    EXPECT_EQ(missing.error().exit_code, kExitInput);
+    EXPECT_NE(missing.error().file.find("nope"), std::string::npos);
+    fs::remove_all(dir);
+}
+
+TEST(AuditSweep, UnreadableFilesCarryTheReaderError) {
+    auto dir = temp_dir("unreadable");
+    auto so = dir / "broken.so";
+    // An ELF header that promises section headers past the end of the file.
+    std::string elf(64, '\0');
+    elf[0] = 0x7f, elf[1] = 'E', elf[2] = 'L', elf[3] = 'F', elf[4] = 2, elf[5] = 1, elf[6] = 1;
+    elf[0x28] = 0x00, elf[0x29] = 0x10; // e_shoff = 0x1000
+    elf[0x3a] = 64, elf[0x3c] = 5;      // e_shentsize, e_shnum
+    std::ofstream(so, std::ios::binary) << elf;
+    auto whl = dir / "junk-1.0-py3-none-any.whl";
+    std::ofstream(whl, std::ios::binary) << "PK\x03\x04 truncated";
+    auto results = audit_files({so.string(), whl.string()}, nullptr, audit_policy("8.0"), 2);
+    ASSERT_EQ(results.size(), 2u);
+    for (const auto& r : results) {
+        EXPECT_EQ(r.status, "unreadable") << r.file;
+        EXPECT_FALSE(r.error.empty());
+        auto j = audit_to_json(r, audit_policy("8.0"));
+        EXPECT_EQ(j["status"], "unreadable");
+        EXPECT_TRUE(j["error"].is_string());
+    }
+    EXPECT_NE(results[0].error.find("broken.so"), std::string::npos);
+    fs::remove_all(dir);
+}
+
+TEST(AuditReport, JsonKeysAndTextSummary) {
+    std::vector<AuditResult> rs = {
+        classify("a.whl", carrying({"sm_80"}), prov("8.0"), audit_policy("8.0")),
+        classify("b.whl", carrying({"sm_80"}), prov("9.0"), audit_policy("8.0")),
+        classify("c.so", carrying({"sm_80"}), std::nullopt, audit_policy("8.0")),
+    };
+    auto j = audit_to_json(rs, audit_policy("8.0"));
+    ASSERT_TRUE(j.is_array());
+    ASSERT_EQ(j.size(), 3u);
+    for (const auto& o : j)
+        for (auto key :
+             {"file", "status", "carries", "provenance", "policy", "details", "inferred"})
+            EXPECT_TRUE(o.contains(key)) << key;
+    EXPECT_EQ(j[0]["status"], "ok");
+    EXPECT_EQ(j[0]["provenance"]["source"], "stamp");
+    EXPECT_EQ(j[0]["policy"]["build_epoch"], 3);
+    EXPECT_EQ(j[1]["status"], "wheel-wrong");
+    EXPECT_EQ(j[2]["status"], "no-provenance");
+    EXPECT_EQ(j[2]["inferred_match"], true);
+    EXPECT_TRUE(j[2]["provenance"].is_null());
+    EXPECT_FALSE(j[0].contains("inferred_match"));
+
+    auto text = audit_to_text(rs, audit_policy("8.0"));
+    EXPECT_NE(text.find("wheel-wrong          1"), std::string::npos) << text;
+    EXPECT_NE(text.find("ok                   1"), std::string::npos) << text;
+    EXPECT_NE(text.find("wheel-wrong     b.whl"), std::string::npos) << text;
+    EXPECT_EQ(text.find("a.whl"), std::string::npos) << "ok files are not listed";
+    auto counts = audit_counts(rs);
+    EXPECT_EQ(counts["stale-epoch"], 0u);
+    EXPECT_EQ(counts["no-provenance"], 1u);
+}

@@ -1,0 +1,412 @@
+// stamp: the record, RECORD lines, the wheel rewrite (members byte for byte, RECORD, re-stamp),
+// the ledger, and bad input.
+#include "policy/sha256.h"
+#include "tools/stamp.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+#include <zip.h>
+
+namespace fs = std::filesystem;
+using namespace forge;
+using namespace forge::tools;
+
+namespace {
+
+EnvLookup env_of(std::map<std::string, std::string> vars) {
+    return [vars = std::move(vars)](std::string_view name) -> std::optional<std::string> {
+        auto it = vars.find(std::string(name));
+        if (it == vars.end()) return std::nullopt;
+        return it->second;
+    };
+}
+
+fs::path temp_dir(const std::string& name) {
+    auto d = fs::temp_directory_path() / ("forge_stamp_" + name + "_" + std::to_string(::getpid()));
+    fs::remove_all(d);
+    fs::create_directories(d);
+    return d;
+}
+
+struct Member {
+    std::string name;
+    std::string data;
+    zip_int32_t method = ZIP_CM_DEFLATE;
+};
+
+void write_zip(const fs::path& path, const std::vector<Member>& members) {
+    int err = 0;
+    zip_t* z = zip_open(path.c_str(), ZIP_CREATE | ZIP_TRUNCATE, &err);
+    ASSERT_NE(z, nullptr);
+    for (const auto& m : members) {
+        zip_source_t* s = zip_source_buffer(z, m.data.data(), m.data.size(), 0);
+        zip_int64_t idx = zip_file_add(z, m.name.c_str(), s, 0);
+        ASSERT_GE(idx, 0);
+        zip_set_file_compression(z, static_cast<zip_uint64_t>(idx), m.method, 0);
+    }
+    ASSERT_EQ(zip_close(z), 0);
+}
+
+struct RawMember {
+    std::string name;
+    zip_uint16_t method;
+    zip_uint32_t crc;
+    std::string compressed; // bytes as stored
+};
+
+std::vector<RawMember> read_raw(const fs::path& path) {
+    int err = 0;
+    zip_t* z = zip_open(path.c_str(), ZIP_RDONLY, &err);
+    EXPECT_NE(z, nullptr);
+    std::vector<RawMember> out;
+    if (!z) return out;
+    for (zip_int64_t i = 0; i < zip_get_num_entries(z, 0); ++i) {
+        zip_stat_t st;
+        zip_stat_index(z, i, 0, &st);
+        RawMember m{st.name, st.comp_method, st.crc, std::string(st.comp_size, '\0')};
+        zip_file_t* f = zip_fopen_index(z, i, ZIP_FL_COMPRESSED);
+        EXPECT_NE(f, nullptr);
+        EXPECT_EQ(zip_fread(f, m.compressed.data(), st.comp_size),
+                  static_cast<zip_int64_t>(st.comp_size));
+        zip_fclose(f);
+        out.push_back(std::move(m));
+    }
+    zip_close(z);
+    return out;
+}
+
+std::string read_member_text(const fs::path& path, const std::string& name) {
+    int err = 0;
+    zip_t* z = zip_open(path.c_str(), ZIP_RDONLY, &err);
+    EXPECT_NE(z, nullptr);
+    zip_stat_t st;
+    EXPECT_EQ(zip_stat(z, name.c_str(), 0, &st), 0) << name;
+    std::string data(st.size, '\0');
+    zip_file_t* f = zip_fopen(z, name.c_str(), 0);
+    zip_fread(f, data.data(), st.size);
+    zip_fclose(f);
+    zip_close(z);
+    return data;
+}
+
+std::string so_bytes() {
+    // Incompressible-ish payload so deflate and store differ.
+    std::string s = "\x7f"
+                    "ELF";
+    unsigned x = 12345;
+    for (int i = 0; i < 5000; ++i) {
+        x = x * 1103515245u + 12345u;
+        s += static_cast<char>(x >> 24);
+    }
+    return s;
+}
+
+const std::string kRecord = "demo/__init__.py,sha256=AAAA,3\n"
+                            "demo/_C.so,sha256=BBBB,5004\n"
+                            "demo-1.0.dist-info/METADATA,sha256=CCCC,40\n"
+                            "demo-1.0.dist-info/RECORD,,\n";
+
+fs::path make_wheel(const fs::path& dir,
+                    const std::string& filename = "demo-1.0-cp312-cp312-linux_x86_64.whl") {
+    auto p = dir / filename;
+    write_zip(p,
+              {{"demo/__init__.py", "x=1", ZIP_CM_STORE},
+               {"demo/_C.so", so_bytes(), ZIP_CM_DEFLATE},
+               {"demo/data.bin", std::string(4096, 'z'), ZIP_CM_STORE},
+               {"demo-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: demo\nVersion: 1.0\n"},
+               {"demo-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\n"},
+               {"demo-1.0.dist-info/top_level.txt", "demo\n"},
+               {"demo-1.0.dist-info/RECORD", kRecord}});
+    return p;
+}
+
+policy::Resolution resolution(const std::string& list, std::optional<long> epoch = 7) {
+    policy::Resolution r;
+    r.list = *arch::ArchList::parse(list);
+    r.source = "arch_policy[12.8]";
+    r.cuda = "12.8";
+    r.torch = "2.9";
+    r.platform = "linux_x86_64";
+    r.policy_file = "policy/arch_policy.yml";
+    r.policy_sha256 = std::string(64, 'a');
+    r.build_epoch = epoch;
+    return r;
+}
+
+} // namespace
+
+TEST(StampRecord, HashIsUrlsafeBase64WithoutPadding) {
+    // Known RECORD hashes: the empty file (what pip writes for empty __init__.py files) and "abc".
+    EXPECT_EQ(record_hash(""), "sha256=47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU");
+    EXPECT_EQ(record_hash("abc"), "sha256=ungWv48Bz-pBQUDeXa4iI7ADYaOWF3qctBD_YfIAFa0");
+}
+
+TEST(StampRecord, InsertsBeforeRecordsOwnLine) {
+    auto out = update_record(kRecord, "demo-1.0.dist-info/RECORD", "demo/_build_info.json", "{}");
+    EXPECT_EQ(out, "demo/__init__.py,sha256=AAAA,3\n"
+                   "demo/_C.so,sha256=BBBB,5004\n"
+                   "demo-1.0.dist-info/METADATA,sha256=CCCC,40\n"
+                   "demo/_build_info.json," +
+                       record_hash("{}") +
+                       ",2\n"
+                       "demo-1.0.dist-info/RECORD,,\n");
+}
+
+TEST(StampRecord, ReplacesAPreviousLineOnce) {
+    auto once = update_record(kRecord, "demo-1.0.dist-info/RECORD", "demo/_build_info.json", "one");
+    auto twice = update_record(once, "demo-1.0.dist-info/RECORD", "demo/_build_info.json", "three");
+    EXPECT_EQ(twice.find(record_hash("one")), std::string::npos);
+    size_t first = twice.find("demo/_build_info.json,");
+    ASSERT_NE(first, std::string::npos);
+    EXPECT_EQ(twice.find("demo/_build_info.json,", first + 1), std::string::npos);
+    EXPECT_NE(twice.find("demo/_build_info.json," + record_hash("three") + ",5\n"),
+              std::string::npos);
+}
+
+TEST(StampRecord, QuotedPathsAndCrlfAreKept) {
+    std::string rec = "\"demo/a,b.py\",sha256=X,1\r\n\"demo/_build_info.json\",sha256=OLD,9\r\n"
+                      "demo-1.0.dist-info/RECORD,,\r\n";
+    auto out = update_record(rec, "demo-1.0.dist-info/RECORD", "demo/_build_info.json", "new");
+    EXPECT_NE(out.find("\"demo/a,b.py\",sha256=X,1\r\n"), std::string::npos);
+    EXPECT_EQ(out.find("OLD"), std::string::npos);
+    EXPECT_NE(out.find("demo/_build_info.json," + record_hash("new") +
+                       ",3\r\ndemo-1.0.dist-info/RECORD,,\r\n"),
+              std::string::npos);
+}
+
+TEST(StampRecord, MissingOwnLineIsAdded) {
+    auto out = update_record("demo/a.py,sha256=X,1\n", "d-1.dist-info/RECORD",
+                             "demo/_build_info.json", "");
+    EXPECT_EQ(out, "demo/a.py,sha256=X,1\ndemo/_build_info.json," + record_hash("") +
+                       ",0\nd-1.dist-info/RECORD,,\n");
+}
+
+TEST(StampRecord, WheelFilenames) {
+    auto w = parse_wheel_filename("flash_attn-2.8.3-1build-cp312-cp312-linux_x86_64.whl");
+    ASSERT_TRUE(w.ok());
+    EXPECT_EQ(w->distribution, "flash_attn");
+    EXPECT_EQ(w->build, "1build");
+    EXPECT_EQ(w->platform, "linux_x86_64");
+    auto plain = parse_wheel_filename("demo-1.0-py3-none-any.whl");
+    ASSERT_TRUE(plain.ok());
+    EXPECT_EQ(plain->build, "");
+    EXPECT_EQ(plain->python, "py3");
+    EXPECT_FALSE(parse_wheel_filename("demo-1.0.tar.gz").ok());
+    EXPECT_FALSE(parse_wheel_filename("demo-1.0-linux.whl").ok());
+    EXPECT_FALSE(parse_wheel_filename("demo--1.0-py3-none-any.whl").ok());
+}
+
+TEST(StampRecord, RunIdFromCiEnvironment) {
+    EXPECT_FALSE(ci_run_id(env_of({})).has_value());
+    EXPECT_FALSE(ci_run_id(env_of({{"GITHUB_RUN_ID", ""}})).has_value());
+    auto gh = ci_run_id(
+        env_of({{"GITHUB_RUN_ID", "42"}, {"GITHUB_RUN_ATTEMPT", "2"}, {"BUILD_ID", "9"}}));
+    ASSERT_TRUE(gh);
+    EXPECT_EQ(gh->value, "42/2");
+    EXPECT_EQ(gh->variable, "GITHUB_RUN_ID");
+    auto gl = ci_run_id(env_of({{"CI_PIPELINE_ID", "77"}, {"BUILD_ID", "9"}}));
+    ASSERT_TRUE(gl);
+    EXPECT_EQ(gl->value, "77");
+    auto jenkins = ci_run_id(env_of({{"BUILD_ID", "9"}}));
+    ASSERT_TRUE(jenkins);
+    EXPECT_EQ(jenkins->variable, "BUILD_ID");
+}
+
+TEST(StampRecord, TimeHonoursSourceDateEpoch) {
+    auto t = stamp_time(env_of({{"SOURCE_DATE_EPOCH", "1700000000"}}));
+    ASSERT_TRUE(t.ok());
+    EXPECT_EQ(iso8601_utc(*t), "2023-11-14T22:13:20Z");
+    EXPECT_EQ(iso8601_utc(0), "1970-01-01T00:00:00Z");
+    for (const char* bad : {"", "-5", "12abc", "1.5"}) {
+        auto e = stamp_time(env_of({{"SOURCE_DATE_EPOCH", bad}}));
+        ASSERT_FALSE(e.ok()) << bad;
+        EXPECT_EQ(e.error().key, "SOURCE_DATE_EPOCH");
+    }
+    auto now = stamp_time(env_of({}));
+    ASSERT_TRUE(now.ok());
+    EXPECT_GT(*now, 1700000000);
+}
+
+TEST(StampRecord, BuildInfoKeys) {
+    StampInputs in{"demo", "demo", 1700000000, RunId{"42", "GITHUB_RUN_ID"}};
+    auto j = make_build_info(resolution("8.0 9.0+PTX"), in);
+    EXPECT_EQ(j["arch_list"], "8.0 9.0+PTX");
+    EXPECT_EQ(j["tokens"], nlohmann::json({"8.0", "9.0+PTX"}));
+    auto targets = j["targets"].get<std::vector<std::string>>();
+    std::sort(targets.begin(), targets.end());
+    EXPECT_EQ(targets, (std::vector<std::string>{"compute_90", "sm_80", "sm_90"}));
+    EXPECT_EQ(j["build_epoch"], 7);
+    EXPECT_EQ(j["policy_sha256"], std::string(64, 'a'));
+    EXPECT_EQ(j["cuda"], "12.8");
+    EXPECT_EQ(j["torch"], "2.9");
+    EXPECT_EQ(j["package"], "demo");
+    EXPECT_EQ(j["run_id"], "42");
+    EXPECT_EQ(j["time"], "2023-11-14T22:13:20Z");
+    EXPECT_EQ(j["inferred"], false);
+    EXPECT_EQ(j["nvcc_forge_version"], FORGE_VERSION);
+    auto none =
+        make_build_info(resolution("8.0", std::nullopt), StampInputs{"demo", "demo", 0, {}});
+    EXPECT_TRUE(none["run_id"].is_null());
+    EXPECT_TRUE(none["build_epoch"].is_null());
+}
+
+TEST(StampWheel, KeepsEveryOtherMemberByteForByteAndUpdatesRecord) {
+    auto dir = temp_dir("bytes");
+    auto wheel = make_wheel(dir);
+    auto before = read_raw(wheel);
+    auto r = stamp_wheel(wheel.string(), resolution("8.0 9.0+PTX"),
+                         env_of({{"SOURCE_DATE_EPOCH", "1700000000"}, {"CI_PIPELINE_ID", "5"}}));
+    ASSERT_TRUE(r.ok()) << r.error().to_string();
+    EXPECT_EQ(r->member, "demo/_build_info.json");
+    EXPECT_FALSE(r->replaced);
+    auto after = read_raw(wheel);
+    ASSERT_EQ(after.size(), before.size() + 1);
+    for (size_t i = 0; i < before.size(); ++i) {
+        EXPECT_EQ(after[i].name, before[i].name) << "order changed at " << i;
+        if (before[i].name.ends_with("/RECORD")) continue;
+        EXPECT_EQ(after[i].method, before[i].method) << before[i].name;
+        EXPECT_EQ(after[i].crc, before[i].crc) << before[i].name;
+        EXPECT_EQ(after[i].compressed, before[i].compressed) << before[i].name;
+    }
+    EXPECT_EQ(after.back().name, "demo/_build_info.json");
+    // RECORD: every line from before, plus the stamp with its real hash and size.
+    std::string info = read_member_text(wheel, "demo/_build_info.json");
+    std::string record = read_member_text(wheel, "demo-1.0.dist-info/RECORD");
+    EXPECT_EQ(record,
+              update_record(kRecord, "demo-1.0.dist-info/RECORD", "demo/_build_info.json", info));
+    EXPECT_NE(record.find("demo/_build_info.json," + record_hash(info) + "," +
+                          std::to_string(info.size())),
+              std::string::npos);
+    auto j = nlohmann::json::parse(info);
+    EXPECT_EQ(j["arch_list"], "8.0 9.0+PTX");
+    EXPECT_EQ(j["run_id"], "5");
+    EXPECT_EQ(j["distribution"], "demo");
+    // No temporary file is left next to the wheel.
+    size_t files = 0;
+    for (auto& e : fs::directory_iterator(dir))
+        files += e.is_regular_file();
+    EXPECT_EQ(files, 1u);
+    fs::remove_all(dir);
+}
+
+TEST(StampWheel, RestampReplacesWithoutDuplicates) {
+    auto dir = temp_dir("restamp");
+    auto wheel = make_wheel(dir);
+    auto env = env_of({{"SOURCE_DATE_EPOCH", "1700000000"}});
+    ASSERT_TRUE(stamp_wheel(wheel.string(), resolution("8.0"), env).ok());
+    auto second = stamp_wheel(wheel.string(), resolution("8.0 9.0", 8), env);
+    ASSERT_TRUE(second.ok());
+    EXPECT_TRUE(second->replaced);
+    auto raw = read_raw(wheel);
+    EXPECT_EQ(std::count_if(raw.begin(), raw.end(),
+                            [](const RawMember& m) { return m.name == "demo/_build_info.json"; }),
+              1);
+    std::string record = read_member_text(wheel, "demo-1.0.dist-info/RECORD");
+    std::string info = read_member_text(wheel, "demo/_build_info.json");
+    EXPECT_EQ(nlohmann::json::parse(info)["build_epoch"], 8);
+    size_t first = record.find("demo/_build_info.json,");
+    EXPECT_EQ(record.find("demo/_build_info.json,", first + 1), std::string::npos) << record;
+    EXPECT_NE(record.find(record_hash(info)), std::string::npos);
+    auto found = read_stamp(wheel.string());
+    ASSERT_TRUE(found.ok());
+    ASSERT_TRUE(found->has_value());
+    EXPECT_EQ((*found)->record["arch_list"], "8.0 9.0");
+    // Same inputs, same bytes: SOURCE_DATE_EPOCH makes stamping reproducible.
+    auto copy = dir / "demo-1.0-cp312-cp312-linux_x86_64.whl.copy";
+    fs::copy_file(wheel, copy);
+    ASSERT_TRUE(stamp_wheel(wheel.string(), resolution("8.0 9.0", 8), env).ok());
+    std::ifstream a(wheel, std::ios::binary), b(copy, std::ios::binary);
+    std::stringstream sa, sb;
+    sa << a.rdbuf();
+    sb << b.rdbuf();
+    EXPECT_EQ(sa.str(), sb.str());
+    fs::remove_all(dir);
+}
+
+TEST(StampWheel, PackageFromMembersWhenNoTopLevel) {
+    auto dir = temp_dir("pkgdir");
+    auto wheel = dir / "two-1.0-py3-none-any.whl";
+    write_zip(wheel, {{"aaa_docs/readme.txt", "x"},
+                      {"two_pkg/ops/_C.cpython-312-x86_64-linux-gnu.so", so_bytes()},
+                      {"two-1.0.dist-info/RECORD", "two-1.0.dist-info/RECORD,,\n"}});
+    auto layout = wheel_layout(wheel.string());
+    ASSERT_TRUE(layout.ok()) << layout.error().to_string();
+    EXPECT_EQ(layout->package, "two_pkg"); // the dir with the extension, not the first dir
+    EXPECT_EQ(layout->record, "two-1.0.dist-info/RECORD");
+    fs::remove_all(dir);
+}
+
+TEST(StampWheel, BadInputIsAnErrorAndLeavesTheFileAlone) {
+    auto dir = temp_dir("bad");
+    auto env = env_of({{"SOURCE_DATE_EPOCH", "1700000000"}});
+    // Not a zip.
+    auto junk = dir / "junk-1.0-py3-none-any.whl";
+    std::ofstream(junk) << "this is not a zip archive";
+    auto e = stamp_wheel(junk.string(), resolution("8.0"), env);
+    ASSERT_FALSE(e.ok());
+    EXPECT_EQ(e.error().exit_code, kExitInput);
+    EXPECT_EQ(e.error().file, junk.string());
+    // A zip without RECORD.
+    auto norecord = dir / "norec-1.0-py3-none-any.whl";
+    write_zip(norecord, {{"norec/__init__.py", ""}});
+    auto n = stamp_wheel(norecord.string(), resolution("8.0"), env);
+    ASSERT_FALSE(n.ok());
+    EXPECT_NE(n.error().message.find("RECORD"), std::string::npos);
+    // Not a wheel filename.
+    auto named = dir / "demo.zip";
+    write_zip(named, {{"demo/a.py", ""}, {"demo-1.dist-info/RECORD", ""}});
+    EXPECT_FALSE(stamp_wheel(named.string(), resolution("8.0"), env).ok());
+    // Only top-level members: nowhere to put the stamp.
+    auto flat = dir / "flat-1.0-py3-none-any.whl";
+    write_zip(flat, {{"flat.so", so_bytes()}, {"flat-1.0.dist-info/RECORD", ""}});
+    EXPECT_FALSE(stamp_wheel(flat.string(), resolution("8.0"), env).ok());
+    // Truncated zip: central directory cut off.
+    auto good = make_wheel(dir, "trunc-1.0-py3-none-any.whl");
+    fs::resize_file(good, fs::file_size(good) - 30);
+    auto before = fs::file_size(good);
+    EXPECT_FALSE(stamp_wheel(good.string(), resolution("8.0"), env).ok());
+    EXPECT_EQ(fs::file_size(good), before);
+    size_t temps = 0;
+    for (auto& f : fs::directory_iterator(dir))
+        temps += f.path().filename().string().find(".stamp-") != std::string::npos;
+    EXPECT_EQ(temps, 0u);
+    fs::remove_all(dir);
+}
+
+TEST(StampLedger, OneLinePerStampEvenFromManyThreads) {
+    auto dir = temp_dir("ledger");
+    auto ledger = (dir / "ledger.jsonl").string();
+    nlohmann::json record = {{"arch_list", "8.0"}, {"pad", std::string(9000, 'p')}};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 8; ++t)
+        threads.emplace_back([&, t] {
+            for (int i = 0; i < 25; ++i)
+                ASSERT_TRUE(
+                    append_ledger(
+                        ledger, "w" + std::to_string(t) + "-" + std::to_string(i) + ".whl", record)
+                        .ok());
+        });
+    for (auto& th : threads)
+        th.join();
+    std::ifstream in(ledger);
+    std::string line;
+    int lines = 0;
+    while (std::getline(in, line)) {
+        auto j = nlohmann::json::parse(line, nullptr, false);
+        ASSERT_FALSE(j.is_discarded()) << "interleaved line " << lines;
+        EXPECT_TRUE(j["wheel"].is_string());
+        EXPECT_EQ(j["pad"].get<std::string>().size(), 9000u);
+        ++lines;
+    }
+    EXPECT_EQ(lines, 200);
+    auto bad = append_ledger((dir / "no/such/dir/ledger").string(), "w.whl", record);
+    ASSERT_FALSE(bad.ok());
+    EXPECT_NE(bad.error().file.find("no/such/dir"), std::string::npos);
+    fs::remove_all(dir);
+}

@@ -1,0 +1,130 @@
+// nvcc-forge audit PATH... [--ledger FILE] (--arch-list LIST | resolve options) [--jobs N]
+//   [--format text|json]
+// Sweeps wheels and shared objects: what each carries vs its provenance vs the current policy.
+// Exit 0 all ok, 1 any file not ok, 2 usage errors or a PATH that does not exist.
+#include "cli/command.h"
+#include "cli/policy_options.h"
+#include "policy/policy_file.h"
+#include "tools/audit.h"
+
+#include <chrono>
+#include <fmt/format.h>
+#include <iostream>
+#include <sstream>
+#include <unistd.h>
+
+namespace forge::cli {
+namespace {
+
+constexpr std::string_view kUsage =
+    "nvcc-forge audit PATH... [--ledger FILE] (--arch-list LIST | resolve options) [--jobs N] "
+    "[--format text|json]";
+
+// A one-line bar redrawn in place; only ever drawn on a terminal, at most ~10 times a second.
+class ProgressBar {
+  public:
+    void operator()(size_t done, size_t total) {
+        auto now = std::chrono::steady_clock::now();
+        if (done != total && now - last_ < std::chrono::milliseconds(100)) return;
+        last_ = now;
+        constexpr size_t width = 30;
+        size_t filled = total ? done * width / total : width;
+        fmt::print(stderr, "\r[{}{}] {}/{}", std::string(filled, '#'),
+                   std::string(width - filled, ' '), done, total);
+        if (done == total) fmt::print(stderr, "\r{}\r", std::string(width + 24, ' '));
+        std::fflush(stderr);
+    }
+
+  private:
+    std::chrono::steady_clock::time_point last_{};
+};
+
+int run_audit(int argc, char** argv) {
+    namespace po = boost::program_options;
+    po::options_description desc("audit options");
+    std::vector<std::string> paths;
+    std::string format = "text";
+    int jobs = 0;
+    desc.add_options()("help,h", "show this help")("path", po::value(&paths),
+                                                   "directories (searched recursively) and files")(
+        "ledger", po::value<std::string>(), "JSON-lines ledger: wheel filename -> build record")(
+        "jobs,j", po::value(&jobs), "worker threads (default: hardware concurrency)")(
+        "format", po::value(&format), "text | json");
+    add_resolve_options(desc, /*with_arch_list=*/true);
+    po::positional_options_description pos;
+    pos.add("path", -1);
+    po::variables_map vm;
+    try {
+        po::store(po::command_line_parser(argc, argv).options(desc).positional(pos).run(), vm);
+        po::notify(vm);
+    } catch (const po::error& e) {
+        fmt::print(stderr, "nvcc-forge audit: {}\nusage: {}\n", e.what(), kUsage);
+        return kExitInput;
+    }
+    if (vm.count("help")) {
+        std::ostringstream os;
+        os << desc;
+        fmt::print("usage: {}\n\n{}\nstatuses: ok, wheel-wrong, config-moved, stale-epoch, "
+                   "no-provenance, unreadable\nexit codes: 0 all ok, 1 any not ok, 2 unusable "
+                   "input or usage\n",
+                   kUsage, os.str());
+        return kExitOk;
+    }
+    if (paths.empty()) {
+        fmt::print(stderr, "nvcc-forge audit: no PATH given\nusage: {}\n", kUsage);
+        return kExitInput;
+    }
+    if (format != "text" && format != "json") {
+        fmt::print(stderr, "nvcc-forge audit: --format must be text or json, not '{}'\n", format);
+        return kExitInput;
+    }
+    if (vm.count("jobs") && jobs < 1) {
+        fmt::print(stderr, "nvcc-forge audit: --jobs must be at least 1, not {}\n", jobs);
+        return kExitInput;
+    }
+
+    auto files = tools::collect_audit_files(paths);
+    if (!files) return report_error("audit", files.error());
+    std::optional<tools::Ledger> ledger;
+    if (vm.count("ledger")) {
+        auto l = tools::load_ledger(vm["ledger"].as<std::string>());
+        if (!l) return report_error("audit", l.error());
+        ledger = std::move(*l);
+    }
+    auto res = resolve_from_options(vm);
+    if (!res) return report_error("audit", res.error());
+    tools::AuditPolicy policy;
+    policy.list = res->list;
+    policy.source = res->source;
+    policy.build_epoch = res->build_epoch;
+    policy.policy_file = res->policy_file;
+    policy.policy_sha256 = res->policy_sha256;
+    // --arch-list skips the resolver; an explicit --policy still gives the epoch to compare.
+    if (vm.count("arch-list") && vm.count("policy")) {
+        auto file = policy_file_from_options(vm);
+        auto p = policy::load_policy(file);
+        if (!p) return report_error("audit", p.error());
+        policy.build_epoch = p->build_epoch;
+        policy.policy_file = file.string();
+        policy.policy_sha256 = p->sha256;
+    }
+
+    tools::AuditProgress progress;
+    if (::isatty(STDERR_FILENO)) progress = ProgressBar{};
+    auto results = tools::audit_files(*files, ledger ? &*ledger : nullptr, policy, jobs, progress);
+    if (files->empty()) fmt::print(stderr, "nvcc-forge audit: no wheel or shared object found\n");
+
+    if (format == "json")
+        std::cout << tools::audit_to_json(results, policy).dump(2) << "\n";
+    else
+        std::cout << tools::audit_to_text(results, policy);
+    bool all_ok = std::all_of(results.begin(), results.end(),
+                              [](const auto& r) { return r.status == tools::kAuditOk; });
+    return all_ok ? kExitOk : kExitPolicy;
+}
+
+} // namespace
+} // namespace forge::cli
+
+FORGE_COMMAND("audit", "sweep wheels and .so files: carried arches vs provenance vs policy",
+              forge::cli::run_audit);

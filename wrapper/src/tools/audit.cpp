@@ -1,0 +1,296 @@
+// The fleet audit: classification, the ledger, the directory sweep and the worker pool.
+#include "tools/audit.h"
+
+#include "tools/stamp.h"
+#include "verify/gate.h"
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <mutex>
+#include <set>
+#include <thread>
+
+namespace forge::tools {
+namespace {
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+    return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+bool has_gpu_code(const binary::Extension& e) {
+    return !e.entries.empty();
+}
+
+std::string epoch_text(const std::optional<long>& e) {
+    return e ? std::to_string(*e) : "none";
+}
+
+} // namespace
+
+Result<Provenance> provenance_from_record(const nlohmann::json& record, std::string source,
+                                          std::string where) {
+    Provenance p;
+    p.source = std::move(source);
+    p.where = std::move(where);
+    p.record = record;
+    auto bad = [&](std::string msg, std::string key) {
+        Error e{std::move(msg)};
+        e.file = p.where;
+        e.key = std::move(key);
+        return e;
+    };
+    if (!record.is_object()) return bad("the provenance record is not a JSON object", "");
+    auto it = record.find("arch_list");
+    if (it == record.end() || !it->is_string())
+        return bad("the provenance record has no string arch_list", "arch_list");
+    auto list = arch::ArchList::parse(it->get<std::string>(), p.where + ": arch_list");
+    if (!list) return std::move(list).error();
+    p.list = std::move(*list);
+    if (auto e = record.find("build_epoch"); e != record.end() && !e->is_null()) {
+        if (!e->is_number_integer()) return bad("build_epoch is not an integer", "build_epoch");
+        p.build_epoch = e->get<long>();
+    }
+    return p;
+}
+
+Result<Ledger> load_ledger(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return Error{"cannot open the ledger", path};
+    Ledger ledger;
+    std::string line;
+    int n = 0;
+    while (std::getline(in, line)) {
+        ++n;
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (line.find_first_not_of(" \t") == std::string::npos) continue;
+        auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+        Error e{"", path};
+        e.line = n;
+        if (j.is_discarded() || !j.is_object()) {
+            e.message = "not a JSON object";
+            return e;
+        }
+        auto w = j.find("wheel");
+        if (w == j.end() || !w->is_string() || w->get<std::string>().empty()) {
+            e.key = "wheel";
+            e.message = "no wheel filename";
+            return e;
+        }
+        std::string wheel = w->get<std::string>();
+        j.erase("wheel");
+        // Later lines win: a re-stamp appends the newer record.
+        ledger[wheel] = LedgerEntry{std::move(j), fmt::format("{}:{}", path, n)};
+    }
+    if (in.bad()) return Error{"cannot read the ledger", path};
+    return ledger;
+}
+
+bool carries_list(const std::vector<binary::Extension>& extensions, const arch::ArchList& list,
+                  std::vector<std::string>* why) {
+    verify::Options opts; // exact match: no waivers, no extras, no pure-python pass
+    bool any = false, all = true;
+    for (const auto& ext : extensions) {
+        if (!has_gpu_code(ext)) continue;
+        any = true;
+        auto report = verify::verify_extension(ext, list, opts);
+        if (report.pass) continue;
+        all = false;
+        if (why) {
+            std::string where = ext.member ? *ext.member : std::string();
+            for (const auto& c : report.checks)
+                if (!c.ok)
+                    why->push_back(where.empty()
+                                       ? fmt::format("{}: {}", c.name, c.detail)
+                                       : fmt::format("{}: {}: {}", where, c.name, c.detail));
+        }
+    }
+    if (!any && why) why->push_back("no GPU code in any extension");
+    return any && all;
+}
+
+AuditResult classify(const std::string& file, const std::vector<binary::Extension>& extensions,
+                     const std::optional<Provenance>& provenance, const AuditPolicy& policy) {
+    AuditResult r;
+    r.file = file;
+    std::set<std::string> carried, stubs, with_kernels;
+    for (const auto& ext : extensions) {
+        if (!has_gpu_code(ext)) continue;
+        ++r.extensions;
+        for (const auto& e : ext.entries) {
+            if (e.target.kind == arch::Kind::Sass && (e.stub || (e.kernels && *e.kernels == 0))) {
+                stubs.insert(e.target.name());
+                continue;
+            }
+            carried.insert(e.target.name());
+        }
+    }
+    r.carries.assign(carried.begin(), carried.end());
+    for (const auto& s : stubs)
+        if (!carried.count(s)) r.stub_only.push_back(s);
+    r.provenance = provenance;
+
+    if (!provenance) {
+        r.status = kAuditNoProvenance;
+        r.inferred = true;
+        std::vector<std::string> why;
+        r.inferred_match = carries_list(extensions, policy.list, &why);
+        r.details.push_back(fmt::format(
+            "no stamp and no ledger entry: compared with the current policy ({}), "
+            "inferred: {}",
+            policy.list.to_string(), *r.inferred_match ? "carries it" : "does not carry it"));
+        for (auto& w : why)
+            r.details.push_back(std::move(w));
+        return r;
+    }
+
+    std::vector<std::string> why;
+    if (!carries_list(extensions, provenance->list, &why)) {
+        r.status = kAuditWheelWrong;
+        r.details.push_back(fmt::format("does not carry what it was built to carry ({}, from {})",
+                                        provenance->list.to_string(), provenance->where));
+        for (auto& w : why)
+            r.details.push_back(std::move(w));
+        return r;
+    }
+    if (!(provenance->list == policy.list)) {
+        r.status = kAuditConfigMoved;
+        r.details.push_back(fmt::format("built for {} as asked; the policy now asks for {}",
+                                        provenance->list.to_string(), policy.list.to_string()));
+        return r;
+    }
+    if (provenance->build_epoch && policy.build_epoch) {
+        if (*provenance->build_epoch < *policy.build_epoch) {
+            r.status = kAuditStaleEpoch;
+            r.details.push_back(fmt::format("built at build_epoch {}; the policy is at {}: the "
+                                            "policy change asks for a rebuild",
+                                            *provenance->build_epoch, *policy.build_epoch));
+            return r;
+        }
+        if (*provenance->build_epoch > *policy.build_epoch) {
+            // The wheel is newer than the policy audited against: the config moved backwards.
+            r.status = kAuditConfigMoved;
+            r.details.push_back(fmt::format("built at build_epoch {}, newer than the policy's {}",
+                                            *provenance->build_epoch, *policy.build_epoch));
+            return r;
+        }
+    } else if (provenance->build_epoch || policy.build_epoch) {
+        r.details.push_back(fmt::format("build_epoch not compared (provenance {}, policy {})",
+                                        epoch_text(provenance->build_epoch),
+                                        epoch_text(policy.build_epoch)));
+    }
+    r.status = kAuditOk;
+    return r;
+}
+
+AuditResult audit_file(const std::string& file, const Ledger* ledger, const AuditPolicy& policy) {
+    auto unreadable = [&](const Error& e) {
+        AuditResult r;
+        r.file = file;
+        r.status = kAuditUnreadable;
+        r.error = e.to_string();
+        r.details.push_back(r.error);
+        return r;
+    };
+    binary::ReadOptions ro;
+    ro.inspect_payloads = true; // kernel-less stubs must not count as carried
+    auto exts = binary::read_extensions(file, ro);
+    if (!exts) return unreadable(exts.error());
+
+    std::optional<Provenance> provenance;
+    std::string ledger_note;
+    const std::string filename = std::filesystem::path(file).filename().string();
+    if (ends_with(filename, ".whl")) {
+        auto stamp = read_stamp(file);
+        if (!stamp) return unreadable(stamp.error());
+        if (*stamp) {
+            auto p = provenance_from_record((*stamp)->record, "stamp", (*stamp)->member);
+            if (!p) return unreadable(p.error().in_file(file));
+            provenance = std::move(*p);
+        }
+    }
+    const LedgerEntry* entry = nullptr;
+    if (ledger) {
+        if (auto it = ledger->find(filename); it != ledger->end()) entry = &it->second;
+    }
+    if (!provenance && entry) {
+        auto p = provenance_from_record(entry->record, "ledger", entry->where);
+        if (!p) return unreadable(p.error());
+        provenance = std::move(*p);
+    } else if (provenance && entry) {
+        auto p = provenance_from_record(entry->record, "ledger", entry->where);
+        if (p && !(p->list == provenance->list))
+            ledger_note =
+                fmt::format("the ledger ({}) says {}, the stamp says {}; the stamp wins",
+                            entry->where, p->list.to_string(), provenance->list.to_string());
+    }
+    AuditResult r = classify(file, *exts, provenance, policy);
+    if (!ledger_note.empty()) r.details.push_back(ledger_note);
+    return r;
+}
+
+Result<std::vector<std::string>> collect_audit_files(const std::vector<std::string>& paths) {
+    namespace fs = std::filesystem;
+    std::set<std::string> out;
+    auto wanted = [](const fs::path& p) {
+        std::string name = p.filename().string();
+        return ends_with(name, ".whl") || ends_with(name, ".so") || ends_with(name, ".pyd") ||
+               name.find(".so.") != std::string::npos;
+    };
+    for (const auto& path : paths) {
+        std::error_code ec;
+        auto st = fs::status(path, ec);
+        if (ec || !fs::exists(st)) return Error{"no such file or directory", path};
+        if (!fs::is_directory(st)) {
+            out.insert(path);
+            continue;
+        }
+        fs::recursive_directory_iterator it(path, fs::directory_options::skip_permission_denied,
+                                            ec);
+        if (ec) return Error{fmt::format("cannot list: {}", ec.message()), path};
+        for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
+            if (ec) return Error{fmt::format("cannot list: {}", ec.message()), it->path().string()};
+            std::error_code fe;
+            if (it->is_regular_file(fe) && wanted(it->path())) out.insert(it->path().string());
+        }
+        if (ec) return Error{fmt::format("cannot list: {}", ec.message()), path};
+    }
+    return std::vector<std::string>(out.begin(), out.end());
+}
+
+std::vector<AuditResult> audit_files(const std::vector<std::string>& files, const Ledger* ledger,
+                                     const AuditPolicy& policy, int jobs,
+                                     const AuditProgress& progress) {
+    std::vector<AuditResult> results(files.size());
+    if (jobs <= 0) jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    jobs = static_cast<int>(
+        std::min<size_t>(static_cast<size_t>(jobs), std::max<size_t>(files.size(), 1)));
+    std::atomic<size_t> next{0};
+    size_t done = 0;
+    std::mutex progress_mutex;
+    auto worker = [&] {
+        for (size_t i = next++; i < files.size(); i = next++) {
+            // Each slot is written by exactly one worker, so results need no lock.
+            results[i] = audit_file(files[i], ledger, policy);
+            if (progress) {
+                std::lock_guard lock(progress_mutex);
+                progress(++done, files.size());
+            }
+        }
+    };
+    if (jobs == 1) {
+        worker();
+        return results;
+    }
+    std::vector<std::thread> pool;
+    pool.reserve(static_cast<size_t>(jobs));
+    for (int j = 0; j < jobs; ++j)
+        pool.emplace_back(worker);
+    for (auto& t : pool)
+        t.join();
+    return results;
+}
+
+} // namespace forge::tools

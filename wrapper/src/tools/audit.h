@@ -1,0 +1,107 @@
+// The fleet audit (ADR-0013 item 3): for each wheel or shared object, what it carries vs what it
+// was built to carry (its stamp, else its ledger entry) vs the current policy. Provenance is what
+// separates "the wheel is wrong" from "the config moved since"; a file without provenance is
+// compared with the current policy and marked inferred, never presented as fact.
+#pragma once
+
+#include "arch/arch.h"
+#include "binary/reader.h"
+#include "core/result.h"
+
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace forge::tools {
+
+// The statuses, exactly as printed and written to JSON.
+inline constexpr std::string_view kAuditOk = "ok";
+inline constexpr std::string_view kAuditWheelWrong = "wheel-wrong";
+inline constexpr std::string_view kAuditConfigMoved = "config-moved";
+inline constexpr std::string_view kAuditStaleEpoch = "stale-epoch";
+inline constexpr std::string_view kAuditNoProvenance = "no-provenance";
+inline constexpr std::string_view kAuditUnreadable = "unreadable";
+// In report order.
+inline constexpr std::string_view kAuditStatuses[] = {kAuditOk,           kAuditWheelWrong,
+                                                      kAuditConfigMoved,  kAuditStaleEpoch,
+                                                      kAuditNoProvenance, kAuditUnreadable};
+
+// The policy the fleet is audited against.
+struct AuditPolicy {
+    arch::ArchList list;
+    std::optional<long> build_epoch;
+    std::string source;        // "--arch-list", "arch_policy[12.8]"
+    std::string policy_file;   // "" when none
+    std::string policy_sha256; // "" when none
+};
+
+// Ledger: wheel filename -> its latest record (a re-stamp appends a newer line).
+struct LedgerEntry {
+    nlohmann::json record;
+    std::string where; // "ledger.jsonl:12"
+};
+using Ledger = std::map<std::string, LedgerEntry>;
+// Errors (exit 2): unreadable file, a line that is not a JSON object with a string "wheel".
+Result<Ledger> load_ledger(const std::string& path);
+
+// What a file was built to carry.
+struct Provenance {
+    std::string source; // "stamp" | "ledger"
+    std::string where;  // "pkg/_build_info.json" or "ledger.jsonl:12"
+    nlohmann::json record;
+    arch::ArchList list;
+    std::optional<long> build_epoch;
+};
+
+struct AuditResult {
+    std::string file;
+    std::string status;
+    bool inferred = false;              // no provenance: compared with the current policy
+    std::optional<bool> inferred_match; // no-provenance only: did it carry the current list
+    std::vector<std::string> carries;   // SASS with kernels and PTX, over its extensions
+    std::vector<std::string> stub_only; // arches present only as kernel-less cubins
+    int extensions = 0;                 // host ELFs with GPU code
+    std::optional<Provenance> provenance;
+    std::vector<std::string> details; // why, one line each
+    std::string error;                // unreadable: the reader's error (file, member, offset)
+};
+
+// Does every extension with GPU code carry exactly `list` (verify's gate, kernel-less stubs not
+// counted)? `why` receives the failed checks. False when no extension has GPU code.
+bool carries_list(const std::vector<binary::Extension>& extensions, const arch::ArchList& list,
+                  std::vector<std::string>* why);
+
+// Classifies one file from what was read (separated from I/O so every status is testable).
+AuditResult classify(const std::string& file, const std::vector<binary::Extension>& extensions,
+                     const std::optional<Provenance>& provenance, const AuditPolicy& policy);
+
+// Reads the file (wheel stamp, then `ledger` by file name) and classifies it. Never fails: a
+// reader error is the `unreadable` status.
+AuditResult audit_file(const std::string& file, const Ledger* ledger, const AuditPolicy& policy);
+
+// Wheels (*.whl) and shared objects (*.so, *.so.N, *.pyd) under the directories, recursively,
+// plus every file given directly; sorted, unique. Error (exit 2) when a path does not exist.
+Result<std::vector<std::string>> collect_audit_files(const std::vector<std::string>& paths);
+
+// Audits `files` with `jobs` worker threads (<= 0: hardware concurrency). Results are in the
+// order of `files` whatever the number of jobs. `progress(done, total)` is called after each
+// file, from the worker threads, serialised.
+using AuditProgress = std::function<void(size_t done, size_t total)>;
+std::vector<AuditResult> audit_files(const std::vector<std::string>& files, const Ledger* ledger,
+                                     const AuditPolicy& policy, int jobs,
+                                     const AuditProgress& progress = {});
+
+// Parses a record's arch_list and build_epoch into a Provenance. Error: missing or bad arch_list.
+Result<Provenance> provenance_from_record(const nlohmann::json& record, std::string source,
+                                          std::string where);
+
+// Rendering.
+nlohmann::json audit_to_json(const AuditResult& r, const AuditPolicy& policy);
+nlohmann::json audit_to_json(const std::vector<AuditResult>& results, const AuditPolicy& policy);
+std::string audit_to_text(const std::vector<AuditResult>& results, const AuditPolicy& policy);
+std::map<std::string, size_t> audit_counts(const std::vector<AuditResult>& results);
+
+} // namespace forge::tools
