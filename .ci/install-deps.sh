@@ -11,7 +11,7 @@ tools_dir="${NVCC_FORGE_TOOLS_DIR:-$root/.tools}"
 apt_pkgs=(build-essential cmake ninja-build pkg-config ccache git python3 python3-pip
           libyaml-cpp-dev libboost-program-options-dev libboost-filesystem-dev libboost-dev
           libfmt-dev nlohmann-json3-dev liblz4-dev libzstd-dev libzip-dev
-          libgtest-dev libgmock-dev clang-14 clang-tidy-14 clang-format-14 libclang-rt-14-dev zip unzip)
+          libgtest-dev libgmock-dev clang-14 clang-tidy-14 clang-format-14 libclang-rt-14-dev zip unzip python3-yaml python3-venv)
 missing=()
 for p in "${apt_pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -43,5 +43,10 @@ fi
 # (the nvidia-cuda-nvcc-cu12 wheels ship ptxas and libnvvm only), the 13.x wheels are complete.
 if [ -f "$root/tests/integration/toolkits/install_cu13x.sh" ]; then
   bash "$root/tests/integration/toolkits/install_cu13x.sh" "$tools_dir/cu131" >/dev/null
+fi
+# The 12.x/13.2 compilers whose --list-gpu-code / ptxas tables policy/arch_policy.yml records:
+# the policy.nvcc_tables test checks every nvcc_supported row against them.
+if [ -f "$root/tests/integration/policy/install_nvcc_tables.sh" ]; then
+  bash "$root/tests/integration/policy/install_nvcc_tables.sh" "$tools_dir/nvcc-tables" >/dev/null
 fi
 echo "install-deps: ok"

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Everything that needs the GPU machine, in one call of the device tool (see bench/RESULTS.md):
+#   1. `nvcc-forge list` vs cuobjdump on every shared object with device code under the torch,
+#      cupy, jax and nvidia-* packages (default and -all), timings and peak memory on
+#      libtorch_cuda.so;
+#   2. a real torch CUDAExtension (examples/torch_ext) built through `nvcc-forge shim` in inject
+#      mode with TORCH_CUDA_ARCH_LIST narrowed to 9.0, its kernel run on the GPU, its .so gated;
+#   3. multi-toolkit bundles (built on the CPU machine with CUDA 13.0 + 13.1, carried as headers)
+#      loaded with nvcc_forge/load_fatbin.h on the GPU's driver.
+# Expects the carried build in .devcarry/ (bin/nvcc-forge, lib/*.so*, bundles/*/bundle_fatbin.h).
+set -uo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+carry="$repo/.devcarry"
+export LD_LIBRARY_PATH="$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+F="$carry/bin/nvcc-forge"
+OUT="${OUT:-/tmp/forge-out}"
+mkdir -p "$OUT"
+real_cuda="${CUDA_HOME:-/usr/local/cuda}"
+step=${1:-all}
+
+echo "== machine"
+nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv
+"$F" --version
+nvcc --version | tail -2
+python3 -c 'import torch; print("torch", torch.__version__)'
+
+if [ "$step" = all ] || [ "$step" = list ]; then
+  echo "== 1. list vs cuobjdump"
+  python3 "$repo/bench/gpu/compare_listing.py" "$F" "$OUT" 2>&1 | tee "$OUT/listing.log" | tail -40
+fi
+
+if [ "$step" = all ] || [ "$step" = torch ]; then
+  echo "== 2. torch extension through the shim (inject mode)"
+  shim=/tmp/forge-cuda-shim
+  rm -rf "$shim"
+  "$F" shim --cuda-home "$real_cuda" --out "$shim"
+  policy=$(NVCC_FORGE_REAL_NVCC="$real_cuda/bin/nvcc" "$F" resolve --format torch)
+  echo "policy for the installed toolkit: $policy"
+  work=/tmp/forge-torch-ext
+  rm -rf "$work"
+  cp -r "$repo/examples/torch_ext" "$work"
+  (
+    cd "$work"
+    export CUDA_HOME="$shim" NVCC_FORGE_MODE=inject NVCC_FORGE_ARCH_LIST="$policy" \
+           NVCC_FORGE_LOG="$OUT/torch_ext_compile.jsonl" TORCH_CUDA_ARCH_LIST="9.0" MAX_JOBS=8
+    t0=$(date +%s)
+    python3 setup.py build_ext --inplace > "$OUT/torch_ext_build.log" 2>&1
+    echo "build exit $? in $(( $(date +%s) - t0 )) s (log: torch_ext_build.log)"
+    grep -E 'nvcc-forge|/bin/nvcc' "$OUT/torch_ext_build.log" | head -5
+    python3 run_check.py
+    echo "run exit $?"
+    "$F" log summarize "$NVCC_FORGE_LOG"
+    "$F" verify forge_demo_ext/_C*.so --arch-list "$policy"
+    echo "verify exit $?"
+    "$F" list forge_demo_ext/_C*.so
+  ) 2>&1 | tee "$OUT/torch_ext.log"
+fi
+
+if [ "$step" = all ] || [ "$step" = bundle ]; then
+  echo "== 3. bundles on the GPU's driver"
+  libdir=""
+  for d in /usr/lib/x86_64-linux-gnu /usr/lib64 /usr/local/nvidia/lib64 /usr/local/nvidia/lib; do
+    if [ -e "$d/libcuda.so.1" ] || [ -e "$d/libcuda.so" ]; then libdir=$d; break; fi
+  done
+  for b in "$carry"/bundles/*/; do
+    name=$(basename "$b")
+    g++ -std=c++17 -O2 -I"$real_cuda/include" -I"$repo/wrapper/include" -I"$b" \
+      "$repo/bench/bundle/gpu_load.cpp" -o "/tmp/gpu_load_$name" -L"$libdir" -l:libcuda.so.1 \
+      || { echo "bundle $name: build failed"; continue; }
+    echo "-- bundle $name ($(cat "$b/README" 2>/dev/null))"
+    EXPECT_TOOLKIT="$(cat "$b/EXPECT" 2>/dev/null)" "/tmp/gpu_load_$name"
+    echo "bundle $name exit $?"
+  done 2>&1 | tee "$OUT/bundles.log"
+fi

@@ -1,0 +1,3 @@
+from . import _C  # noqa: F401
+
+axpy = _C.axpy
