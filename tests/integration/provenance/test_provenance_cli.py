@@ -1,0 +1,414 @@
+#!/usr/bin/env python3
+"""nvcc-forge stamp and audit end to end, on wheels wrapping real nvcc-built .so files.
+Usage: test_provenance_cli.py NVCC_FORGE POLICY_YML WORKDIR CASE
+Exit 0 pass, 1 fail, 77 skip (no nvcc, or no pip for the pip cases)."""
+import base64
+import csv
+import hashlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+
+EXE, POLICY, WORK, CASE = sys.argv[1:5]
+NVCC = os.environ.get("NVCC", "/usr/local/cuda/bin/nvcc")
+SKIP = 77
+ENV = dict(os.environ, SOURCE_DATE_EPOCH="1700000000")
+for var in ("GITHUB_RUN_ID", "GITHUB_RUN_ATTEMPT", "CI_PIPELINE_ID", "BUILDKITE_BUILD_ID",
+            "CIRCLE_WORKFLOW_ID", "BUILD_BUILDID", "CODEBUILD_BUILD_ID", "TRAVIS_BUILD_ID", "BUILD_ID"):
+    ENV.pop(var, None)
+
+KERNEL = r"""
+__global__ void scale(float* x, float a) { x[threadIdx.x] *= a; }
+extern "C" void launch(float* x) { scale<<<1, 32>>>(x, 2.0f); }
+"""
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+def check(cond, msg):
+    if not cond:
+        fail(msg)
+
+
+def forge(*args, env=None):
+    p = subprocess.run([EXE, *args], capture_output=True, text=True, env=env or ENV)
+    return p.returncode, p.stdout, p.stderr
+
+
+# ---- fixtures: two tiny real extensions, built once and shared by every case -------------------
+SO_FLAGS = {
+    # carries sm_80 only
+    "a80": ["-gencode=arch=compute_80,code=sm_80"],
+    # carries sm_80, sm_90 and compute_90: the list "8.0 9.0+PTX"
+    "b80_90ptx": ["-gencode=arch=compute_80,code=sm_80", "-gencode=arch=compute_90,code=[sm_90,compute_90]"],
+}
+
+
+def build_objects():
+    out = os.path.join(WORK, "so")
+    if all(os.path.exists(os.path.join(out, n + ".so")) for n in SO_FLAGS):
+        return out
+    if not os.path.exists(NVCC):
+        print("SKIP: no nvcc at", NVCC)
+        sys.exit(SKIP)
+    tmp = tempfile.mkdtemp(dir=WORK)
+    src = os.path.join(tmp, "k.cu")
+    with open(src, "w") as f:
+        f.write(KERNEL)
+    for name, flags in SO_FLAGS.items():
+        p = subprocess.run([NVCC, "-shared", "-Xcompiler", "-fPIC", *flags, "-o",
+                            os.path.join(tmp, name + ".so"), src], capture_output=True, text=True)
+        check(p.returncode == 0, f"nvcc failed: {p.stderr[-2000:]}")
+    try:
+        os.rename(tmp, out)  # atomic: parallel cases race to publish the same fixtures
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+def record_line(name, data):
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return [name, "sha256=" + digest, str(len(data))]
+
+
+def make_wheel(directory, dist, so_path, version="1.0", stored=False):
+    """A minimal valid wheel: <dist>/__init__.py + _C.so, dist-info with a correct RECORD."""
+    name = f"{dist}-{version}-cp311-cp311-linux_x86_64.whl"
+    path = os.path.join(directory, name)
+    di = f"{dist}-{version}.dist-info"
+    with open(so_path, "rb") as f:
+        so = f.read()
+    members = [
+        (f"{dist}/__init__.py", b"# demo\n"),
+        (f"{dist}/_C.so", so),
+        (f"{di}/METADATA", f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n".encode()),
+        (f"{di}/WHEEL", b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: false\n"
+                        b"Tag: cp311-cp311-linux_x86_64\n"),
+        (f"{di}/top_level.txt", f"{dist}\n".encode()),
+    ]
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    for n, d in members:
+        w.writerow(record_line(n, d))
+    w.writerow([f"{di}/RECORD", "", ""])
+    with zipfile.ZipFile(path, "w") as z:
+        for n, d in members:
+            z.writestr(n, d, compress_type=zipfile.ZIP_STORED if stored and n.endswith(".so")
+                       else zipfile.ZIP_DEFLATED)
+        z.writestr(f"{di}/RECORD", buf.getvalue(), compress_type=zipfile.ZIP_DEFLATED)
+    return path
+
+
+def fresh_dir(name):
+    d = os.path.join(WORK, CASE, name)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    return d
+
+
+def check_record(wheel):
+    """Every RECORD line matches its member; every member is listed once; RECORD's hash empty."""
+    with zipfile.ZipFile(wheel) as z:
+        names = z.namelist()
+        check(len(names) == len(set(names)), f"duplicate members in {wheel}: {names}")
+        rec_name = [n for n in names if n.endswith(".dist-info/RECORD")][0]
+        rows = list(csv.reader(io.StringIO(z.read(rec_name).decode())))
+        listed = [r[0] for r in rows]
+        check(len(listed) == len(set(listed)), f"duplicate RECORD lines: {listed}")
+        check(sorted(listed) == sorted(names), f"RECORD lists {listed}, wheel has {names}")
+        for path, h, size in rows:
+            if path == rec_name:
+                check(h == "" and size == "", f"RECORD's own line must be empty: {h} {size}")
+                continue
+            check([path, h, size] == record_line(path, z.read(path)), f"bad RECORD line for {path}")
+
+
+# ---- stamp -------------------------------------------------------------------------------------
+def case_stamp_round_trip():
+    so = build_objects()
+    d = fresh_dir("w")
+    wheel = make_wheel(d, "demo_ext", os.path.join(so, "b80_90ptx.so"), stored=True)
+    with zipfile.ZipFile(wheel) as z:
+        before = {i.filename: (i.compress_type, i.CRC, i.compress_size) for i in z.infolist()}
+        order = z.namelist()
+    env = dict(ENV, GITHUB_RUN_ID="123", GITHUB_RUN_ATTEMPT="1")
+    rc, out, err = forge("stamp", wheel, "--arch-list", "8.0 9.0+PTX", "--cuda", "13.0",
+                         "--format", "json", env=env)
+    check(rc == 0, f"stamp exited {rc}: {err}")
+    rec = json.loads(out)
+    for key in ("arch_list", "tokens", "targets", "policy_file", "policy_sha256", "build_epoch",
+                "cuda", "torch", "platform", "package", "nvcc_forge_version", "run_id", "time",
+                "inferred"):
+        check(key in rec, f"record lacks {key}: {rec}")
+    check(rec["run_id"] == "123/1" and rec["cuda"] == "13.0" and rec["inferred"] is False, rec)
+    check(rec["time"] == "2023-11-14T22:13:20Z", rec["time"])
+    check_record(wheel)
+    with zipfile.ZipFile(wheel) as z:
+        after = {i.filename: (i.compress_type, i.CRC, i.compress_size) for i in z.infolist()}
+        check(z.namelist()[:len(order)] == order, "member order changed")
+        check(json.loads(z.read("demo_ext/_build_info.json")) == rec, "stamp differs from --format json")
+    for n, v in before.items():
+        if not n.endswith("RECORD"):
+            check(after[n] == v, f"{n} changed: {v} -> {after[n]}")
+
+    # pip installs it and pip check accepts the environment.
+    venv = os.path.join(d, "venv")
+    p = subprocess.run([sys.executable, "-m", "venv", venv], capture_output=True, text=True)
+    if p.returncode != 0:
+        print("SKIP: python3 -m venv unavailable:", p.stderr[-500:])
+        sys.exit(SKIP)
+    py = os.path.join(venv, "bin", "python")
+    p = subprocess.run([py, "-m", "pip", "install", "--no-index", "--no-deps", wheel],
+                       capture_output=True, text=True)
+    check(p.returncode == 0, f"pip install failed: {p.stdout[-1500:]} {p.stderr[-1500:]}")
+    p = subprocess.run([py, "-m", "pip", "check"], capture_output=True, text=True)
+    check(p.returncode == 0, f"pip check failed: {p.stdout} {p.stderr}")
+    p = subprocess.run([py, "-c", "import demo_ext, json, os; print(open(os.path.join("
+                        "os.path.dirname(demo_ext.__file__), '_build_info.json')).read())"],
+                       capture_output=True, text=True)
+    check(p.returncode == 0 and json.loads(p.stdout)["arch_list"] == "8.0 9.0+PTX",
+          f"installed stamp unreadable: {p.stdout} {p.stderr}")
+    # pip verified the wheel's RECORD against the files on install? It does not; the installed
+    # RECORD must still list the stamp with the right hash (pip copies the wheel's lines).
+    site = subprocess.run([py, "-c", "import demo_ext, os; print(os.path.dirname(os.path.dirname("
+                           "demo_ext.__file__)))"], capture_output=True, text=True).stdout.strip()
+    installed = open(os.path.join(site, "demo_ext-1.0.dist-info", "RECORD")).read()
+    data = open(os.path.join(site, "demo_ext", "_build_info.json"), "rb").read()
+    check(",".join(record_line("demo_ext/_build_info.json", data)) in installed, installed)
+    p = subprocess.run([py, "-m", "pip", "uninstall", "-y", "demo_ext"], capture_output=True, text=True)
+    check(p.returncode == 0 and not os.path.exists(os.path.join(site, "demo_ext", "_build_info.json")),
+          "pip uninstall left the stamp behind (RECORD does not list it)")
+    # `wheel unpack` checks every RECORD hash, when the wheel tool is importable.
+    if subprocess.run([sys.executable, "-c", "import wheel"], capture_output=True).returncode == 0:
+        p = subprocess.run([sys.executable, "-m", "wheel", "unpack", "-d", os.path.join(d, "unpacked"),
+                            wheel], capture_output=True, text=True)
+        check(p.returncode == 0, f"wheel unpack rejected the stamped wheel: {p.stderr}")
+
+
+def case_restamp_and_ledger():
+    so = build_objects()
+    d = fresh_dir("w")
+    wheel = make_wheel(d, "demo_ext", os.path.join(so, "a80.so"))
+    ledger = os.path.join(d, "ledger.jsonl")
+    rc, _, err = forge("stamp", wheel, "--arch-list", "8.0", "--ledger", ledger)
+    check(rc == 0, err)
+    rc, out, err = forge("stamp", wheel, "--arch-list", "8.0 9.0", "--ledger", ledger,
+                         "--policy", POLICY)
+    check(rc == 0, err)
+    check("restamped" in out, out)
+    check_record(wheel)
+    with zipfile.ZipFile(wheel) as z:
+        check(z.namelist().count("demo_ext/_build_info.json") == 1, z.namelist())
+        stamp = json.loads(z.read("demo_ext/_build_info.json"))
+    lines = [json.loads(l) for l in open(ledger).read().splitlines()]
+    check(len(lines) == 2, lines)
+    check(all(l["wheel"] == os.path.basename(wheel) for l in lines), lines)
+    check(lines[0]["arch_list"] == "8.0" and lines[1]["arch_list"] == "8.0 9.0", lines)
+    check({k: v for k, v in lines[1].items() if k != "wheel"} == stamp, "ledger line != stamp")
+    check(isinstance(stamp["build_epoch"], int) and stamp["policy_sha256"] ==
+          hashlib.sha256(open(POLICY, "rb").read()).hexdigest(), stamp)
+
+
+def case_stamp_errors():
+    d = fresh_dir("w")
+    text = os.path.join(d, "notes-1.0-py3-none-any.whl")
+    open(text, "w").write("not a zip\n")
+    rc, _, err = forge("stamp", text, "--arch-list", "8.0")
+    check(rc == 2 and text in err, f"non-zip: rc {rc}, {err}")
+    check(open(text).read() == "not a zip\n", "the input was modified")
+    rc, _, err = forge("stamp", os.path.join(d, "missing-1.0-py3-none-any.whl"), "--arch-list", "8.0")
+    check(rc == 2 and "missing" in err, err)
+    norec = os.path.join(d, "norec-1.0-py3-none-any.whl")
+    with zipfile.ZipFile(norec, "w") as z:
+        z.writestr("norec/__init__.py", "")
+    rc, _, err = forge("stamp", norec, "--arch-list", "8.0")
+    check(rc == 2 and "RECORD" in err, err)
+    rc, _, err = forge("stamp", norec, "--arch-list", "banana")
+    check(rc == 2 and "banana" in err, err)
+    rc, _, err = forge("stamp", "--arch-list", "8.0")
+    check(rc == 2 and "WHEEL" in err, err)
+    fake_so = os.path.join(d, "fake.so")
+    open(fake_so, "wb").write(b"\x7fELF not really")
+    valid = make_wheel(d, "valid", fake_so)
+    before = open(valid, "rb").read()
+    rc, _, err = forge("stamp", valid, "--arch-list", "8.0", env=dict(ENV, SOURCE_DATE_EPOCH="soon"))
+    check(rc == 2 and "SOURCE_DATE_EPOCH" in err, err)
+    check(open(valid, "rb").read() == before, "a failed stamp modified the wheel")
+    check(not [f for f in os.listdir(d) if ".stamp-" in f], os.listdir(d))
+
+
+# ---- audit -------------------------------------------------------------------------------------
+def fleet():
+    """One file per status (and no-provenance both ways); returns (dir, ledger, expected)."""
+    so = build_objects()
+    d = fresh_dir("fleet")
+    ledger = os.path.join(d, "ledger.jsonl")
+    epoch1 = os.path.join(d, "policy_epoch1.yml")
+    epoch2 = os.path.join(d, "policy_epoch2.yml")
+    text = open(POLICY).read()
+    import re
+    check(re.search(r"^build_epoch: \d+$", text, re.M), "policy has no build_epoch line")
+    open(epoch1, "w").write(re.sub(r"^build_epoch: \d+$", "build_epoch: 1", text, flags=re.M))
+    open(epoch2, "w").write(re.sub(r"^build_epoch: \d+$", "build_epoch: 2", text, flags=re.M))
+    a80, b = os.path.join(so, "a80.so"), os.path.join(so, "b80_90ptx.so")
+    current = ["--arch-list", "8.0 9.0+PTX", "--policy", epoch2]
+    expected = {}
+
+    def stamped(dist, so_path, arch_list, policy, status, ledger_only=False):
+        sub = os.path.join(d, "wheels", status)
+        os.makedirs(sub, exist_ok=True)
+        w = make_wheel(sub, dist, so_path)
+        if ledger_only:
+            # Stamp a copy, keep the ledger line, ship the unstamped wheel.
+            tmp = os.path.join(d, "tmp")
+            os.makedirs(tmp, exist_ok=True)
+            c = shutil.copy(w, tmp)
+            rc, _, err = forge("stamp", c, "--arch-list", arch_list, "--policy", policy,
+                               "--ledger", ledger)
+            shutil.rmtree(tmp)
+        else:
+            rc, _, err = forge("stamp", w, "--arch-list", arch_list, "--policy", policy)
+        check(rc == 0, err)
+        expected[w] = status
+        return w
+
+    stamped("okpkg", b, "8.0 9.0+PTX", epoch2, "ok")
+    stamped("wrongpkg", a80, "8.0 9.0+PTX", epoch2, "wheel-wrong")
+    stamped("movedpkg", a80, "8.0", epoch2, "config-moved")
+    stamped("stalepkg", b, "8.0 9.0+PTX", epoch1, "stale-epoch")
+    stamped("ledgerpkg", a80, "8.0", epoch2, "config-moved", ledger_only=True)
+    stamped("ledgerwrong", a80, "9.0", epoch2, "wheel-wrong", ledger_only=True)
+    bare = os.path.join(d, "loose", "deep", "dir")
+    os.makedirs(bare)
+    match = shutil.copy(b, os.path.join(bare, "match.so"))
+    miss = shutil.copy(a80, os.path.join(bare, "miss.so"))
+    expected[match] = "no-provenance"
+    expected[miss] = "no-provenance"
+    corrupt = os.path.join(d, "wheels", "corrupt-1.0-cp311-cp311-linux_x86_64.whl")
+    scratch = os.path.join(d, "scratch")
+    os.makedirs(scratch)
+    with open(make_wheel(scratch, "corrupt", b), "rb") as f:
+        data = f.read()
+    shutil.rmtree(scratch)
+    with open(corrupt, "wb") as f:
+        f.write(data[: len(data) // 2])  # the central directory is gone
+    expected[corrupt] = "unreadable"
+    open(os.path.join(d, "wheels", "README.txt"), "w").write("not audited\n")
+    return d, ledger, current, expected, (match, miss)
+
+
+def audit_json(*args):
+    rc, out, err = forge("audit", *args, "--format", "json")
+    check(rc in (0, 1), f"audit exited {rc}: {err}")
+    return rc, json.loads(out)
+
+
+def case_audit_statuses():
+    d, ledger, current, expected, (match, miss) = fleet()
+    rc, rows = audit_json(d, "--ledger", ledger, *current, "--jobs", "2")
+    check(rc == 1, "a fleet with findings must exit 1")
+    got = {r["file"]: r for r in rows}
+    check(sorted(got) == sorted(expected), f"audited {sorted(got)}, expected {sorted(expected)}")
+    for f, status in expected.items():
+        check(got[f]["status"] == status, f"{f}: {got[f]['status']} != {status}: {got[f]['details']}")
+        for key in ("file", "status", "carries", "provenance", "policy", "details"):
+            check(key in got[f], f"{f} lacks {key}")
+    check(got[match]["inferred"] is True and got[match]["inferred_match"] is True, got[match])
+    check(got[miss]["inferred"] is True and got[miss]["inferred_match"] is False, got[miss])
+    for f, r in got.items():
+        if r["status"] != "no-provenance":
+            check(r["inferred"] is False and "inferred_match" not in r, r)
+        if r["status"] == "unreadable":
+            check("byte" in r["error"] or "zip" in r["error"], r["error"])
+        elif r["status"] != "no-provenance":
+            src = "ledger" if "ledger" in os.path.basename(f) else "stamp"
+            check(r["provenance"]["source"] == src, (f, r["provenance"]))
+    okf = [f for f, s in expected.items() if s == "ok"][0]
+    check(sorted(got[okf]["carries"]["targets"]) == ["compute_90", "sm_80", "sm_90"], got[okf]["carries"])
+    check(got[okf]["policy"]["build_epoch"] == 2, got[okf]["policy"])
+    stale = [f for f, s in expected.items() if s == "stale-epoch"][0]
+    check(got[stale]["provenance"]["build_epoch"] == 1, got[stale]["provenance"])
+
+    # Text: the summary counts and one line per file that is not ok.
+    rc, out, err = forge("audit", d, "--ledger", ledger, *current)
+    check(rc == 1, err)
+    check(err == "", f"no progress bar when stderr is not a terminal: {err!r}")
+    counts = {}
+    for s in expected.values():
+        counts[s] = counts.get(s, 0) + 1
+    for s, n in counts.items():
+        check(any(l.split() == [s, str(n)] for l in out.splitlines()), f"no '{s} {n}' row:\n{out}")
+    for f, s in expected.items():
+        if s != "ok":
+            check(any(l.startswith(s) and f in l for l in out.splitlines()), f"{f} not listed:\n{out}")
+
+    # Without the ledger the ledger-only wheels have no provenance.
+    rc, rows = audit_json(d, *current)
+    for r in rows:
+        if "ledger" in os.path.basename(r["file"]):
+            check(r["status"] == "no-provenance", r)
+
+    # Only ok files: exit 0.
+    rc, rows = audit_json(okf, *current)
+    check(rc == 0 and [r["status"] for r in rows] == ["ok"], rows)
+
+
+def case_audit_parallel():
+    d, ledger, current, expected, _ = fleet()
+    # More files so the workers really interleave.
+    src = os.path.join(d, "wheels")
+    for i in range(40):
+        for f in list(expected):
+            if f.endswith(".whl"):
+                base = os.path.basename(f)
+                dst = os.path.join(d, "copies", str(i), base)
+                os.makedirs(os.path.dirname(dst), exist_ok=True)
+                shutil.copy(f, dst)
+    copies = 40 * sum(1 for f in expected if f.endswith(".whl"))
+    outs = []
+    for jobs in ("1", "2", "8"):
+        rc, out, err = forge("audit", d, "--ledger", ledger, *current, "--jobs", jobs, "--format", "json")
+        check(rc == 1, err)
+        outs.append(out)
+    check(outs[0] == outs[1] == outs[2], "parallel audit differs from serial")
+    rows = json.loads(outs[0])
+    check(len(rows) == len(expected) + copies, (len(rows), len(expected), copies))
+    check(sum(r["status"] == "unreadable" for r in rows) == 41, "the corrupt wheel and its copies")
+
+
+def case_audit_usage():
+    d = fresh_dir("w")
+    rc, _, err = forge("audit", os.path.join(d, "nope"), "--arch-list", "8.0")
+    check(rc == 2 and "nope" in err, err)
+    rc, _, err = forge("audit", "--arch-list", "8.0")
+    check(rc == 2, err)
+    rc, _, err = forge("audit", d, "--arch-list", "8.0", "--jobs", "0")
+    check(rc == 2 and "jobs" in err, err)
+    rc, _, err = forge("audit", d, "--arch-list", "8.0", "--format", "xml")
+    check(rc == 2, err)
+    bad = os.path.join(d, "ledger.jsonl")
+    open(bad, "w").write('{"wheel": "a.whl", "arch_list": "8.0"}\n{oops\n')
+    rc, _, err = forge("audit", d, "--arch-list", "8.0", "--ledger", bad)
+    check(rc == 2 and "ledger.jsonl:2" in err, err)
+    rc, _, err = forge("audit", d, "--arch-list", "8.0", "--ledger", os.path.join(d, "none.jsonl"))
+    check(rc == 2 and "none.jsonl" in err, err)
+    # An empty directory audits nothing and finds nothing wrong.
+    rc, out, err = forge("audit", d, "--arch-list", "8.0", "--format", "json")
+    check(rc == 0 and json.loads(out) == [], (rc, out, err))
+
+
+CASES = {n[5:]: f for n, f in globals().items() if n.startswith("case_")}
+if __name__ == "__main__":
+    os.makedirs(WORK, exist_ok=True)
+    if CASE not in CASES:
+        fail(f"unknown case {CASE}")
+    CASES[CASE]()
+    print("PASS", CASE)
