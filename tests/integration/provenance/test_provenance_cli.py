@@ -382,6 +382,13 @@ def case_audit_parallel():
     rows = json.loads(outs[0])
     check(len(rows) == len(expected) + copies, (len(rows), len(expected), copies))
     check(sum(r["status"] == "unreadable" for r in rows) == 41, "the corrupt wheel and its copies")
+    # On a terminal (util-linux `script` provides one) the progress bar is drawn on stderr.
+    if shutil.which("script"):
+        cmd = " ".join(["'%s'" % a for a in [EXE, "audit", d, *current, "--format", "json"]])
+        p = subprocess.run(["script", "-qec", cmd + " >/dev/null", "/dev/null"], capture_output=True,
+                           env=ENV)
+        check(f"/{len(rows)}".encode() in p.stdout and b"\r[" in p.stdout,
+              f"no progress bar on a tty: {p.stdout[-300:]!r}")
 
 
 def case_audit_usage():

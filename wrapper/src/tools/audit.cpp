@@ -138,9 +138,8 @@ AuditResult classify(const std::string& file, const std::vector<binary::Extensio
         std::vector<std::string> why;
         r.inferred_match = carries_list(extensions, policy.list, &why);
         r.details.push_back(fmt::format(
-            "no stamp and no ledger entry: compared with the current policy ({}), "
-            "inferred: {}",
-            policy.list.to_string(), *r.inferred_match ? "carries it" : "does not carry it"));
+            "no stamp and no ledger entry; inferred from its contents: {} the current policy ({})",
+            *r.inferred_match ? "matches" : "does not match", policy.list.to_string()));
         for (auto& w : why)
             r.details.push_back(std::move(w));
         return r;

@@ -80,9 +80,9 @@ std::string audit_to_text(const std::vector<AuditResult>& results, const AuditPo
     for (const auto& r : results) {
         if (r.status == kAuditOk) continue;
         std::string first = r.details.empty() ? std::string() : r.details.front();
-        if (r.status == kAuditNoProvenance && r.inferred_match)
-            first = fmt::format("inferred {} the current policy; {}",
-                                *r.inferred_match ? "matches" : "does not match", first);
+        // The reader's error starts with the file name already printed on this line.
+        if (std::string prefix = r.file + ": "; first.starts_with(prefix))
+            first = first.substr(prefix.size());
         out += fmt::format("{:<15} {}: {}\n", r.status, r.file, first);
         for (size_t i = 1; i < r.details.size(); ++i)
             out += fmt::format("{:<15}   {}\n", "", r.details[i]);
