@@ -6,7 +6,7 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/.." && pwd)"
-tools_dir="${NVCC_FORGE_TOOLS_DIR:-$root/.tools}"
+tools_dir="${NVCC_FORGE_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/nvcc-forge-tools}"
 
 apt_pkgs=(build-essential cmake ninja-build pkg-config ccache git python3 python3-pip
           libyaml-cpp-dev libboost-program-options-dev libboost-filesystem-dev libboost-dev
