@@ -23,9 +23,9 @@ __global__ void shift(float* x, float b) { x[threadIdx.x] += b; }
 extern "C" void launch(float* x) { scale<<<1, 32>>>(x, 2.0f); shift<<<1, 32>>>(x, 1.0f); }
 EOF
   echo "== nvcc: building the two extensions" >&2
-  "$NVCC" -shared -Xcompiler -fPIC -o "$WORK/so/good.so" "$WORK/so/k.cu" \
+  "$NVCC" -shared -cudart shared -Xcompiler -fPIC -o "$WORK/so/good.so" "$WORK/so/k.cu" \
     -gencode arch=compute_80,code=sm_80 -gencode "arch=compute_90,code=[sm_90,compute_90]"
-  "$NVCC" -shared -Xcompiler -fPIC -o "$WORK/so/narrow.so" "$WORK/so/k.cu" \
+  "$NVCC" -shared -cudart shared -Xcompiler -fPIC -o "$WORK/so/narrow.so" "$WORK/so/k.cu" \
     -gencode arch=compute_80,code=sm_80
 fi
 
@@ -108,6 +108,7 @@ files="$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' 
 rate() { python3 -c "print(f'{$files / max($1, 1) * 1000:.0f}')"; }
 wps1="$(rate "$ms1")"; wps2="$(rate "$ms2")"
 cpus="$(nproc)"
+load="$(cut -d' ' -f1-3 /proc/loadavg)"
 build="$(grep -m1 CMAKE_BUILD_TYPE "$(dirname "$FORGE")/../CMakeCache.txt" 2>/dev/null | cut -d= -f2 || true)"
 printf "%-10s %10s %14s\n" "jobs" "best ms" "wheels/s"
 printf "%-10s %10s %14s\n" 1 "$ms1" "$wps1" 2 "$ms2" "$wps2"
@@ -116,10 +117,12 @@ echo "statuses: $summary"
 section="$(cat <<EOF
 ## Audit
 
-\`bench/audit/run.sh\` ($(date -u +%Y-%m-%d), $cpus CPUs, ${build:-unknown} build, best of $REPEAT):
-$files generated wheels (each two copies of a small real .so, fatbin sm_80/sm_90/compute_90 or
-sm_80 only, built once with nvcc), a quarter stamped, a quarter in the ledger only, a few cut in
-half. Statuses: $summary.
+\`bench/audit/run.sh\` ($(date -u +%Y-%m-%d), $cpus CPUs shared with other builds, load average
+$load at the end, ${build:-unknown} build, best of $REPEAT runs, one command run for both rows):
+$files generated wheels, each with two copies of a small real .so ($(stat -c %s "$WORK/so/good.so") bytes,
+\`-cudart shared\`, fatbin sm_80 + sm_90 + compute_90, or sm_80 only for every 10th wheel, built
+once with nvcc and varied per wheel); a quarter stamped, a quarter in the ledger only, every 50th
+cut in half. Statuses: $summary.
 
 | jobs | wall (ms) | wheels/s |
 |-----:|----------:|---------:|
