@@ -30,42 +30,51 @@ KERNEL = """__global__ void scale(float* x, float a, int n) {
 
 
 def run_once(argv, env, cwd):
-    """Wall time of one spawn+wait in ms (posix_spawn: no shell, no Python subprocess overhead)."""
+    """(wall ms, cpu ms) of one spawn+wait (posix_spawn: no shell, no Python subprocess overhead).
+    CPU = user+sys of the process and the children it waited for (wait4's rusage): the part of
+    the cost that does not depend on how loaded the machine is."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     try:
         t0 = time.perf_counter()
         pid = os.posix_spawn(argv[0], argv, env,
                              file_actions=[(os.POSIX_SPAWN_DUP2, devnull, 1),
                                            (os.POSIX_SPAWN_DUP2, devnull, 2)])
-        _, status = os.waitpid(pid, 0)
+        _, status, ru = os.wait4(pid, 0)
         dt = (time.perf_counter() - t0) * 1000.0
+        cpu = (ru.ru_utime + ru.ru_stime) * 1000.0
     finally:
         os.close(devnull)
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"{argv} failed ({status})")
-    return dt
+    return dt, cpu
 
 
 def measure(name, real_argv, forge_argv, env, cwd, rounds, warmup=3):
     for _ in range(warmup):
         run_once(real_argv, env, cwd)
         run_once(forge_argv, env, cwd)
-    real, forge, diffs = [], [], []
+    real, forge, diffs, real_cpu, forge_cpu = [], [], [], [], []
     for _ in range(rounds):
         pair = [("real", real_argv), ("forge", forge_argv)]
         random.shuffle(pair)
         got = {}
         for label, argv in pair:
             got[label] = run_once(argv, env, cwd)
-        real.append(got["real"])
-        forge.append(got["forge"])
-        diffs.append(got["forge"] - got["real"])
+        real.append(got["real"][0])
+        forge.append(got["forge"][0])
+        real_cpu.append(got["real"][1])
+        forge_cpu.append(got["forge"][1])
+        diffs.append(got["forge"][0] - got["real"][0])
     r, f = statistics.median(real), statistics.median(forge)
+    rc, fc = statistics.median(real_cpu), statistics.median(forge_cpu)
     return {
         "case": name, "rounds": rounds,
         "real_median_ms": round(r, 3), "forge_median_ms": round(f, 3),
         "added_ms_median_of_pairs": round(statistics.median(diffs), 3),
         "added_ms": round(f - r, 3), "added_pct": round(100.0 * (f - r) / r, 2),
+        "real_cpu_ms": round(rc, 3), "forge_cpu_ms": round(fc, 3),
+        "added_cpu_ms": round(fc - rc, 3), "added_cpu_pct": round(100.0 * (fc - rc) / rc, 2),
+        "loadavg_1min": round(os.getloadavg()[0], 2),
     }
 
 
@@ -107,11 +116,15 @@ def main():
         print(json.dumps({"results": results, "logged_actions": sorted(actions)}, indent=2))
         return 0
     print(f"{'case':<15} {'rounds':>6} {'real ms':>9} {'forge ms':>9} {'added ms':>9} "
-          f"{'pairs ms':>9} {'added %':>8}")
+          f"{'pairs ms':>9} {'added %':>8} | {'cpu real':>9} {'cpu forge':>9} {'cpu added':>9} "
+          f"{'cpu %':>7}")
     for r in results:
         print(f"{r['case']:<15} {r['rounds']:>6} {r['real_median_ms']:>9.3f} "
               f"{r['forge_median_ms']:>9.3f} {r['added_ms']:>9.3f} "
-              f"{r['added_ms_median_of_pairs']:>9.3f} {r['added_pct']:>7.2f}%")
+              f"{r['added_ms_median_of_pairs']:>9.3f} {r['added_pct']:>7.2f}% | "
+              f"{r['real_cpu_ms']:>9.3f} {r['forge_cpu_ms']:>9.3f} {r['added_cpu_ms']:>9.3f} "
+              f"{r['added_cpu_pct']:>6.2f}%")
+    print(f"load average (1 min) at the end: {results[-1]['loadavg_1min']}; nproc {os.cpu_count()}")
     print(f"logged actions: {', '.join(sorted(actions))}")
     return 0
 
