@@ -161,6 +161,11 @@ TEST(Summarize, GroupsTusByTargetAndNamesMalformedLine) {
     EXPECT_LT(text.find("sm_110"), text.find("compute_120")); // SASS before PTX
     auto j = nlohmann::json::parse(summary_json(*s));
     EXPECT_EQ(j["drops"]["sm_110"].size(), 2u);
+    // c.cu asked for less too; the wrapper put it back: reported apart from the holes.
+    EXPECT_EQ(s->records_restored, 1);
+    EXPECT_EQ(s->restored_by_target.at("sm_110"), (std::vector<std::string>{"/b/c.cu"}));
+    EXPECT_NE(text.find("injected back"), std::string::npos);
+    EXPECT_EQ(j["restored"]["compute_120"].size(), 1u);
 
     { std::ofstream(log, std::ios::app) << "{\"cwd\": torn\n"; }
     auto bad = summarize_log(log);

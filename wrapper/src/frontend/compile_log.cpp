@@ -155,7 +155,7 @@ Result<DropSummary> summarize_log(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) return Error{fmt::format("cannot read: {}", std::strerror(errno)), path};
     DropSummary s;
-    std::map<std::string, std::set<std::string>> tus;
+    std::map<std::string, std::set<std::string>> tus, restored;
     std::string line;
     int line_no = 0;
     while (std::getline(in, line)) {
@@ -178,17 +178,24 @@ Result<DropSummary> summarize_log(const std::string& path) {
             tu = rec->cwd + "/" + tu; // the same name in two build dirs is two TUs
         for (const auto& t : dropped)
             tus[t].insert(tu);
+        if (rec->action == kActionInjected && !rec->injected.empty()) {
+            ++s.records_restored;
+            for (const auto& t : rec->injected)
+                restored[t].insert(tu);
+        }
     }
     for (auto& [target, set] : tus)
         s.tus_by_target[target] = {set.begin(), set.end()};
+    for (auto& [target, set] : restored)
+        s.restored_by_target[target] = {set.begin(), set.end()};
     return s;
 }
 
 namespace {
 
-std::vector<std::string> sorted_targets(const DropSummary& s) {
+std::vector<std::string> sorted_targets(const std::map<std::string, std::vector<std::string>>& m) {
     std::vector<std::string> keys;
-    for (const auto& [k, v] : s.tus_by_target)
+    for (const auto& [k, v] : m)
         keys.push_back(k);
     std::sort(keys.begin(), keys.end(), target_less);
     return keys;
@@ -198,7 +205,7 @@ std::vector<std::string> sorted_targets(const DropSummary& s) {
 
 std::string summary_text(const DropSummary& s) {
     std::string out = fmt::format("{} calls, {} with drops\n", s.records, s.records_with_drops);
-    for (const auto& target : sorted_targets(s)) {
+    for (const auto& target : sorted_targets(s.tus_by_target)) {
         const auto& tus = s.tus_by_target.at(target);
         out +=
             fmt::format("{}: dropped by {} TU{}\n", target, tus.size(), tus.size() == 1 ? "" : "s");
@@ -206,6 +213,17 @@ std::string summary_text(const DropSummary& s) {
             out += "  " + tu + "\n";
     }
     if (s.tus_by_target.empty()) out += "no drops\n";
+    if (!s.restored_by_target.empty()) {
+        out += fmt::format("{} call{} asked for less than the policy and got it injected back:\n",
+                           s.records_restored, s.records_restored == 1 ? "" : "s");
+        for (const auto& target : sorted_targets(s.restored_by_target)) {
+            const auto& tus = s.restored_by_target.at(target);
+            out += fmt::format("{}: not requested by {} TU{}, injected\n", target, tus.size(),
+                               tus.size() == 1 ? "" : "s");
+            for (const auto& tu : tus)
+                out += "  " + tu + "\n";
+        }
+    }
     return out;
 }
 
@@ -214,9 +232,14 @@ std::string summary_json(const DropSummary& s) {
     j["records"] = s.records;
     j["records_with_drops"] = s.records_with_drops;
     nlohmann::ordered_json drops = nlohmann::ordered_json::object();
-    for (const auto& target : sorted_targets(s))
+    for (const auto& target : sorted_targets(s.tus_by_target))
         drops[target] = s.tus_by_target.at(target);
     j["drops"] = drops;
+    j["records_restored"] = s.records_restored;
+    nlohmann::ordered_json restored = nlohmann::ordered_json::object();
+    for (const auto& target : sorted_targets(s.restored_by_target))
+        restored[target] = s.restored_by_target.at(target);
+    j["restored"] = restored;
     j["actions"] = s.actions;
     return j.dump(2) + "\n";
 }

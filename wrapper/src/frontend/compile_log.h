@@ -56,6 +56,10 @@ struct DropSummary {
     long records = 0;
     long records_with_drops = 0;
     std::map<std::string, std::vector<std::string>> tus_by_target; // ordered by target
+    // Targets the build asked nvcc for without, but the wrapper injected back: not a hole in the
+    // output, still evidence of a build script that ignores the request.
+    long records_restored = 0;
+    std::map<std::string, std::vector<std::string>> restored_by_target;
     std::map<std::string, long> actions;
 };
 
