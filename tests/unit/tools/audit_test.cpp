@@ -119,6 +119,29 @@ TEST(AuditClassify, WheelWrongWinsOverConfigMovedAndEpoch) {
     EXPECT_EQ(r.status, "wheel-wrong");
 }
 
+TEST(AuditClassify, StampedWaiversAreHonoured) {
+    // packages/x/arch_override.yml waived sm_90: the build was allowed to miss it.
+    auto p = provenance_from_record(
+        {{"arch_list", "8.0 9.0"}, {"build_epoch", 3}, {"allow_missing", {"sm_90"}}}, "stamp", "s");
+    ASSERT_TRUE(p.ok());
+    EXPECT_EQ(classify("x.whl", carrying({"sm_80"}), *p, audit_policy("8.0 9.0")).status, "ok");
+    // Without the waiver the same wheel is wrong.
+    EXPECT_EQ(
+        classify("x.whl", carrying({"sm_80"}), prov("8.0 9.0"), audit_policy("8.0 9.0")).status,
+        "wheel-wrong");
+    // The current policy's waivers apply to the inferred comparison.
+    auto pol = audit_policy("8.0 9.0");
+    pol.allow_missing = {*arch::parse_target("sm_90")};
+    auto r = classify("x.so", carrying({"sm_80"}), std::nullopt, pol);
+    EXPECT_TRUE(r.inferred_match.value_or(false));
+    EXPECT_FALSE(
+        provenance_from_record({{"arch_list", "8.0"}, {"allow_missing", "sm_90"}}, "stamp", "s")
+            .ok());
+    EXPECT_FALSE(
+        provenance_from_record({{"arch_list", "8.0"}, {"allow_missing", {"sm_9x"}}}, "stamp", "s")
+            .ok());
+}
+
 TEST(AuditClassify, NoProvenanceIsInferred) {
     auto match = classify("x.so", carrying({"sm_80"}), std::nullopt, audit_policy("8.0"));
     EXPECT_EQ(match.status, "no-provenance");

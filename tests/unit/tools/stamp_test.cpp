@@ -250,6 +250,10 @@ TEST(StampRecord, BuildInfoKeys) {
     EXPECT_EQ(j["time"], "2023-11-14T22:13:20Z");
     EXPECT_EQ(j["inferred"], false);
     EXPECT_EQ(j["nvcc_forge_version"], FORGE_VERSION);
+    EXPECT_EQ(j["allow_missing"], nlohmann::json::array());
+    auto waived = resolution("8.0 9.0");
+    waived.allow_missing = {*arch::parse_target("sm_90")};
+    EXPECT_EQ(make_build_info(waived, in)["allow_missing"], nlohmann::json({"sm_90"}));
     auto none =
         make_build_info(resolution("8.0", std::nullopt), StampInputs{"demo", "demo", 0, {}});
     EXPECT_TRUE(none["run_id"].is_null());

@@ -97,6 +97,7 @@ int run_audit(int argc, char** argv) {
     policy.list = res->list;
     policy.source = res->source;
     policy.build_epoch = res->build_epoch;
+    policy.allow_missing = res->allow_missing;
     policy.policy_file = res->policy_file;
     policy.policy_sha256 = res->policy_sha256;
     // --arch-list skips the resolver; an explicit --policy still gives the epoch to compare.

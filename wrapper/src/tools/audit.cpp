@@ -53,6 +53,16 @@ Result<Provenance> provenance_from_record(const nlohmann::json& record, std::str
         if (!e->is_number_integer()) return bad("build_epoch is not an integer", "build_epoch");
         p.build_epoch = e->get<long>();
     }
+    if (auto w = record.find("allow_missing"); w != record.end() && !w->is_null()) {
+        if (!w->is_array()) return bad("allow_missing is not a list of targets", "allow_missing");
+        for (const auto& t : *w) {
+            if (!t.is_string())
+                return bad("allow_missing is not a list of targets", "allow_missing");
+            auto target = arch::parse_target(t.get<std::string>(), p.where + ": allow_missing");
+            if (!target) return std::move(target).error();
+            p.allow_missing.push_back(*target);
+        }
+    }
     return p;
 }
 
@@ -89,8 +99,10 @@ Result<Ledger> load_ledger(const std::string& path) {
 }
 
 bool carries_list(const std::vector<binary::Extension>& extensions, const arch::ArchList& list,
-                  std::vector<std::string>* why) {
-    verify::Options opts; // exact match: no waivers, no extras, no pure-python pass
+                  const std::vector<arch::Target>& allow_missing, std::vector<std::string>* why) {
+    verify::Options opts; // exact match: no extras, no pure-python pass; only declared waivers
+    for (const auto& t : allow_missing)
+        opts.waivers.push_back({t, "allow_missing"});
     bool any = false, all = true;
     for (const auto& ext : extensions) {
         if (!has_gpu_code(ext)) continue;
@@ -136,7 +148,7 @@ AuditResult classify(const std::string& file, const std::vector<binary::Extensio
         r.status = kAuditNoProvenance;
         r.inferred = true;
         std::vector<std::string> why;
-        r.inferred_match = carries_list(extensions, policy.list, &why);
+        r.inferred_match = carries_list(extensions, policy.list, policy.allow_missing, &why);
         r.details.push_back(fmt::format(
             "no stamp and no ledger entry; inferred from its contents: {} the current policy ({})",
             *r.inferred_match ? "matches" : "does not match", policy.list.to_string()));
@@ -146,7 +158,7 @@ AuditResult classify(const std::string& file, const std::vector<binary::Extensio
     }
 
     std::vector<std::string> why;
-    if (!carries_list(extensions, provenance->list, &why)) {
+    if (!carries_list(extensions, provenance->list, provenance->allow_missing, &why)) {
         r.status = kAuditWheelWrong;
         r.details.push_back(fmt::format("does not carry what it was built to carry ({}, from {})",
                                         provenance->list.to_string(), provenance->where));

@@ -33,9 +33,10 @@ inline constexpr std::string_view kAuditStatuses[] = {kAuditOk,           kAudit
 struct AuditPolicy {
     arch::ArchList list;
     std::optional<long> build_epoch;
-    std::string source;        // "--arch-list", "arch_policy[12.8]"
-    std::string policy_file;   // "" when none
-    std::string policy_sha256; // "" when none
+    std::vector<arch::Target> allow_missing; // the package's verify waivers (inferred comparison)
+    std::string source;                      // "--arch-list", "arch_policy[12.8]"
+    std::string policy_file;                 // "" when none
+    std::string policy_sha256;               // "" when none
 };
 
 // Ledger: wheel filename -> its latest record (a re-stamp appends a newer line).
@@ -54,6 +55,7 @@ struct Provenance {
     nlohmann::json record;
     arch::ArchList list;
     std::optional<long> build_epoch;
+    std::vector<arch::Target> allow_missing; // waivers the build was stamped with
 };
 
 struct AuditResult {
@@ -70,9 +72,10 @@ struct AuditResult {
 };
 
 // Does every extension with GPU code carry exactly `list` (verify's gate, kernel-less stubs not
-// counted)? `why` receives the failed checks. False when no extension has GPU code.
+// counted, `allow_missing` waived as verify waives them)? `why` receives the failed checks.
+// False when no extension has GPU code.
 bool carries_list(const std::vector<binary::Extension>& extensions, const arch::ArchList& list,
-                  std::vector<std::string>* why);
+                  const std::vector<arch::Target>& allow_missing, std::vector<std::string>* why);
 
 // Classifies one file from what was read (separated from I/O so every status is testable).
 AuditResult classify(const std::string& file, const std::vector<binary::Extension>& extensions,

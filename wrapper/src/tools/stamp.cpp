@@ -183,6 +183,12 @@ nlohmann::json make_build_info(const policy::Resolution& r, const StampInputs& i
         targets.push_back(t.name());
     j["targets"] = targets;
     j["list_source"] = r.source;
+    // The package's verify waivers: what the build was allowed to miss, so an audit does not call
+    // a waived arch missing.
+    auto waivers = nlohmann::json::array();
+    for (const auto& t : r.allow_missing)
+        waivers.push_back(t.name());
+    j["allow_missing"] = waivers;
     j["policy_file"] = or_null(r.policy_file);
     j["policy_sha256"] = or_null(r.policy_sha256);
     j["build_epoch"] = r.build_epoch ? nlohmann::json(*r.build_epoch) : nlohmann::json();

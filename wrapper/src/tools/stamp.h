@@ -47,8 +47,9 @@ Result<WheelName> parse_wheel_filename(std::string_view filename);
 
 // The _build_info.json record for a resolution. `package` is the importable package dir the
 // stamp goes into; `distribution` the wheel's. Keys: schema, arch_list, tokens, targets,
-// list_source, policy_file, policy_sha256, build_epoch, cuda, torch, python, platform, package,
-// distribution, nvcc_forge_version, run_id, run_id_source, time, inferred (false).
+// list_source, allow_missing (the package's verify waivers), policy_file, policy_sha256,
+// build_epoch, cuda, torch, python, platform, package, distribution, nvcc_forge_version, run_id,
+// run_id_source, time, inferred (false).
 struct StampInputs {
     std::string package;      // importable dir in the wheel ("flash_attn")
     std::string distribution; // from the wheel filename ("flash_attn")
