@@ -217,6 +217,32 @@ def case_restamp_and_ledger():
           hashlib.sha256(open(POLICY, "rb").read()).hexdigest(), stamp)
 
 
+def case_resolve_options():
+    """stamp and audit with the resolver (no --arch-list): the record names the policy file."""
+    so = build_objects()
+    d = fresh_dir("w")
+    wheel = make_wheel(d, "demo_ext", os.path.join(so, "b80_90ptx.so"))
+    opts = ["--cuda", "12.8", "--torch", "2.9", "--policy", POLICY]
+    rc, out, err = forge("resolve", *opts, "--format", "json")
+    check(rc == 0, f"resolve: {err}")
+    resolved = json.loads(out)
+    rc, out, err = forge("stamp", wheel, *opts, "--format", "json")
+    check(rc == 0, err)
+    rec = json.loads(out)
+    check(rec["list_source"] != "--arch-list" and rec["cuda"] == "12.8" and rec["torch"] == "2.9", rec)
+    check(os.path.samefile(rec["policy_file"], POLICY), rec["policy_file"])
+    check(rec["policy_sha256"] == hashlib.sha256(open(POLICY, "rb").read()).hexdigest(), rec)
+    check(isinstance(rec["build_epoch"], int), rec)
+    flat = json.dumps(resolved)
+    check(all(t in flat for t in rec["tokens"]), f"stamped tokens {rec['tokens']} not in resolve output")
+    # The wheel carries 8.0 9.0+PTX, not the resolved 12.8 list: wrong against its own ask.
+    rc, out, err = forge("audit", d, *opts, "--format", "json")
+    check(rc == 1, err)
+    rows = json.loads(out)
+    check([r["status"] for r in rows] == ["wheel-wrong"], rows)
+    check(rows[0]["policy"]["arch_list"] == rec["arch_list"], rows[0]["policy"])
+
+
 def case_stamp_errors():
     d = fresh_dir("w")
     text = os.path.join(d, "notes-1.0-py3-none-any.whl")
