@@ -2,7 +2,7 @@
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export NVCC_FORGE_TOOLS_DIR="${NVCC_FORGE_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/nvcc-forge-tools}"
 export PATH="/usr/local/cuda/bin:$PATH"
-if [ -x "$NVCC_FORGE_TOOLS_DIR/cuobjdump/nvidia/cuda_cuobjdump/bin/cuobjdump" ]; then
-  export NVCC_FORGE_CUOBJDUMP="$NVCC_FORGE_TOOLS_DIR/cuobjdump/nvidia/cuda_cuobjdump/bin/cuobjdump"
-fi
+for c in "$NVCC_FORGE_TOOLS_DIR"/cuobjdump/nvidia/cu13/bin/cuobjdump "$NVCC_FORGE_TOOLS_DIR"/cuobjdump/nvidia/cuda_cuobjdump/bin/cuobjdump; do
+  if [ -x "$c" ]; then export NVCC_FORGE_CUOBJDUMP="$c"; break; fi
+done
 export FORGE_NVCC_TABLE_WHEELS="${FORGE_NVCC_TABLE_WHEELS:-$NVCC_FORGE_TOOLS_DIR/nvcc-tables}"

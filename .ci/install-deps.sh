@@ -11,7 +11,7 @@ tools_dir="${NVCC_FORGE_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/nvcc-forge-to
 apt_pkgs=(build-essential cmake ninja-build pkg-config ccache git python3 python3-pip
           libyaml-cpp-dev libboost-program-options-dev libboost-filesystem-dev libboost-dev
           libfmt-dev nlohmann-json3-dev liblz4-dev libzstd-dev libzip-dev
-          libgtest-dev libgmock-dev clang-14 clang-tidy-14 clang-format-14 libclang-rt-14-dev zip unzip python3-yaml python3-venv)
+          libgtest-dev libgmock-dev clang-14 clang-tidy-14 clang-format-14 libclang-rt-14-dev zip unzip util-linux python3-yaml python3-venv)
 missing=()
 for p in "${apt_pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -31,7 +31,7 @@ fi
 py=python3
 mkdir -p "$tools_dir"
 # cuobjdump: the reference reader the fatbin tests compare against.
-if [ ! -x "$tools_dir/cuobjdump/nvidia/cuda_cuobjdump/bin/cuobjdump" ]; then
+if [ ! -x "$tools_dir/cuobjdump/nvidia/cu13/bin/cuobjdump" ] && [ ! -x "$tools_dir/cuobjdump/nvidia/cuda_cuobjdump/bin/cuobjdump" ]; then
   echo "install-deps: pip install nvidia-cuda-cuobjdump -> $tools_dir/cuobjdump"
   $py -m pip install -q --disable-pip-version-check --no-deps --target "$tools_dir/cuobjdump" nvidia-cuda-cuobjdump
 fi
