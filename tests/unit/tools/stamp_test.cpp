@@ -346,6 +346,29 @@ TEST(StampWheel, PackageFromMembersWhenNoTopLevel) {
     fs::remove_all(dir);
 }
 
+TEST(StampWheel, ReadStampPrefersThePackageWithTheExtension) {
+    auto dir = temp_dir("readstamp");
+    auto wheel = dir / "two-1.0-py3-none-any.whl";
+    write_zip(wheel, {{"aaa_vendored/_build_info.json", "{\"arch_list\": \"7.5\"}"},
+                      {"two/_C.so", so_bytes()},
+                      {"two/_build_info.json", "{\"arch_list\": \"8.0\"}"},
+                      {"two-1.0.dist-info/RECORD", ""}});
+    auto found = read_stamp(wheel.string());
+    ASSERT_TRUE(found.ok());
+    ASSERT_TRUE(found->has_value());
+    EXPECT_EQ((*found)->member, "two/_build_info.json");
+    EXPECT_EQ((*found)->record["arch_list"], "8.0");
+    write_zip(wheel, {{"two/_C.so", so_bytes()}, {"two/_build_info.json", "[1, 2"}});
+    auto bad = read_stamp(wheel.string());
+    ASSERT_FALSE(bad.ok());
+    EXPECT_EQ(bad.error().key, "two/_build_info.json");
+    write_zip(wheel, {{"two/_C.so", so_bytes()}, {"two/sub/_build_info.json", "{}"}});
+    auto none = read_stamp(wheel.string());
+    ASSERT_TRUE(none.ok());
+    EXPECT_FALSE(none->has_value());
+    fs::remove_all(dir);
+}
+
 TEST(StampWheel, BadInputIsAnErrorAndLeavesTheFileAlone) {
     auto dir = temp_dir("bad");
     auto env = env_of({{"SOURCE_DATE_EPOCH", "1700000000"}});

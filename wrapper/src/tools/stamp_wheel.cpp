@@ -253,23 +253,36 @@ Result<std::optional<StampFound>> read_stamp(const std::string& wheel_path) {
     auto z = open_zip(wheel_path, ZIP_RDONLY);
     if (!z) return std::move(z).error();
     auto names = member_names(z->get());
+    // <dir>/_build_info.json one level down; with several (a vendored stamped package), the one
+    // next to an extension is the wheel's own, as stamp_wheel places it.
+    std::optional<size_t> chosen;
+    bool chosen_has_extension = false;
     for (size_t i = 0; i < names.size(); ++i) {
         const auto& n = names[i];
         auto slash = n.find('/');
         if (slash == std::string::npos || n.find('/', slash + 1) != std::string::npos) continue;
         if (n.substr(slash + 1) != kBuildInfoName) continue;
-        if (ends_with(n.substr(0, slash), ".dist-info")) continue;
-        auto text = read_member(z->get(), i, wheel_path, n);
-        if (!text) return std::move(text).error();
-        nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-        if (j.is_discarded() || !j.is_object()) {
-            Error e{"the stamp is not a JSON object", wheel_path};
-            e.key = n;
-            return e;
+        std::string dir = n.substr(0, slash + 1);
+        if (ends_with(dir, ".dist-info/")) continue;
+        bool has_extension = std::any_of(names.begin(), names.end(), [&](const std::string& m) {
+            return m.starts_with(dir) && is_extension_name(m);
+        });
+        if (!chosen || (has_extension && !chosen_has_extension)) {
+            chosen = i;
+            chosen_has_extension = has_extension;
         }
-        return std::optional<StampFound>(StampFound{n, std::move(j)});
     }
-    return std::optional<StampFound>();
+    if (!chosen) return std::optional<StampFound>();
+    const std::string& member = names[*chosen];
+    auto text = read_member(z->get(), *chosen, wheel_path, member);
+    if (!text) return std::move(text).error();
+    nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_object()) {
+        Error e{"the stamp is not a JSON object", wheel_path};
+        e.key = member;
+        return e;
+    }
+    return std::optional<StampFound>(StampFound{member, std::move(j)});
 }
 
 Result<StampResult> stamp_wheel(const std::string& wheel_path, const policy::Resolution& r,
