@@ -1,5 +1,7 @@
 #include "binary/fatbin.h"
 
+#include "binary/mapped_file.h"
+
 #include <fmt/format.h>
 
 namespace forge::binary {
@@ -139,6 +141,8 @@ Result<std::vector<Fatbin>> parse_fatbins(const Bytes& r, const Where& where) {
         if (r.has(off, 4) && r.u32(off) == kFatbinMagic) {
             auto fb = parse_fatbin_at(r, off, where);
             if (!fb) return std::move(fb).error();
+            // Its headers are parsed into `out`: the pages can leave the resident set.
+            release_pages(r.data() + off, fb->size);
             off += fb->size;
             out.push_back(std::move(*fb));
             continue;

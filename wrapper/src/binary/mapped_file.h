@@ -30,4 +30,11 @@ class MappedFile {
     bool mapped_ = false;
 };
 
+// Drops the whole pages of [begin, begin + len) that lie inside a live MappedFile from this
+// process's resident set; they stay in the page cache and a later read faults them back in.
+// Listing a 456 MB library touches one page per header, and the kernel's fault-around maps up to
+// 16 neighbours with each: without this the resident set grows with the file (117 MiB measured on
+// libtorch_cuda.so). Memory that is not a live mapping (a decompressed wheel member) is left alone.
+void release_pages(const std::uint8_t* begin, std::uint64_t len);
+
 } // namespace forge::binary

@@ -8,8 +8,12 @@
 #include "binary/mapped_file.h"
 #include "binary/zip.h"
 
+#include <algorithm>
+#include <atomic>
 #include <fmt/format.h>
+#include <optional>
 #include <set>
+#include <thread>
 
 namespace forge::binary {
 
@@ -187,6 +191,13 @@ class Reader {
     Status add_fatbins(const std::vector<Fatbin>& fatbins, const std::string& section,
                        const Where& where, std::size_t ext, const std::set<std::uint64_t>& stubs,
                        bool /*in_host_elf*/) {
+        struct CubinTask {
+            std::size_t entry;
+            const FatbinEntry* fatbin_entry;
+            bool device_link_stub;
+        };
+        auto& entries = out_[ext].entries;
+        std::vector<CubinTask> cubins;
         for (std::size_t i = 0; i < fatbins.size(); ++i) {
             const Fatbin& fb = fatbins[i];
             for (const auto& x : fb.entries) {
@@ -204,10 +215,39 @@ class Reader {
                 e.uncompressed_size = x.uncompressed_size;
                 e.flags = x.flags;
                 if (x.kind == kKindElf)
-                    FORGE_TRY_STATUS(describe_cubin(x, where, stubs.count(fb.offset) > 0, e));
-                out_[ext].entries.push_back(std::move(e));
+                    cubins.push_back({entries.size(), &x, stubs.count(fb.offset) > 0});
+                entries.push_back(std::move(e));
             }
         }
+        // Cubins are described independently; with payload inspection that means decompressing
+        // each one, which is worth spreading over the cores (2,789 ZSTD cubins in
+        // libtorch_cuda.so). `entries` is complete, so the workers only write their own Entry.
+        std::vector<std::optional<Error>> errors(cubins.size());
+        auto describe = [&](std::size_t k) {
+            const CubinTask& t = cubins[k];
+            auto st = describe_cubin(*t.fatbin_entry, where, t.device_link_stub, entries[t.entry]);
+            if (!st.ok()) errors[k] = std::move(st).error();
+            release_pages(t.fatbin_entry->payload.data(), t.fatbin_entry->payload.size());
+        };
+        unsigned threads = 1;
+        if (opts_.inspect_payloads && cubins.size() >= 16)
+            threads = std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
+        if (threads <= 1) {
+            for (std::size_t k = 0; k < cubins.size(); ++k) {
+                describe(k);
+                if (errors[k]) return std::move(*errors[k]);
+            }
+            return ok_status();
+        }
+        std::atomic<std::size_t> next{0};
+        std::vector<std::thread> pool;
+        for (unsigned w = 0; w < threads; ++w)
+            pool.emplace_back([&] {
+                for (std::size_t k = next++; k < cubins.size(); k = next++) describe(k);
+            });
+        for (auto& th : pool) th.join();
+        for (auto& err : errors) // the first error in file order, as the serial walk reports it
+            if (err) return std::move(*err);
         return ok_status();
     }
 
