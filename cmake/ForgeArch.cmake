@@ -123,12 +123,7 @@ function(forge_arch_resolve out_var)
   endif()
   string(JSON list GET "${json}" arch_list)
   string(JSON source GET "${json}" source)
-  execute_process(
-    COMMAND "${exe}" resolve --arch-list "${list}" --format cmake
-    OUTPUT_VARIABLE cmake_list ERROR_VARIABLE err RESULT_VARIABLE rc OUTPUT_STRIP_TRAILING_WHITESPACE)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "forge_arch_resolve: nvcc-forge resolve failed (exit ${rc}):\n${err}")
-  endif()
+  string(JSON cmake_list GET "${json}" cmake)
   set_property(GLOBAL PROPERTY FORGE_ARCH_LIST "${list}")
   message(STATUS "forge_arch_resolve: ${list} (from ${source}) -> ${cmake_list}")
   set(${out_var} "${cmake_list}" PARENT_SCOPE)
