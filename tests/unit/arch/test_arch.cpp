@@ -13,14 +13,17 @@ ArchList parse_ok(std::string_view text) {
     return r.ok() ? *r : ArchList{};
 }
 
-std::string canon(std::string_view text) { return parse_ok(text).to_string(); }
+std::string canon(std::string_view text) {
+    return parse_ok(text).to_string();
+}
 
 } // namespace
 
 TEST(ArchList, MixedSeparatorsDuplicatesAndSorting) {
     EXPECT_EQ(canon("9.0+PTX;8.0, 7.5 8.0;;"), "7.5 8.0 9.0+PTX");
     // seed: policy rows use ';', overrides use ' ': both normalise to the same string
-    EXPECT_EQ(canon("7.5;8.0;8.6;9.0+PTX;10.0;12.0+PTX"), canon("7.5 8.0 8.6 9.0+PTX 10.0 12.0+PTX"));
+    EXPECT_EQ(canon("7.5;8.0;8.6;9.0+PTX;10.0;12.0+PTX"),
+              canon("7.5 8.0 8.6 9.0+PTX 10.0 12.0+PTX"));
     EXPECT_EQ(canon("12.0+PTX 10.0 7.5"), "7.5 10.0 12.0+PTX"); // numeric, not lexicographic
 }
 
@@ -96,7 +99,9 @@ TEST(Target, ParseAndName) {
 }
 
 namespace {
-Gpu gpu(int sm, bool tegra = false) { return Gpu{sm, {}, tegra, {}}; }
+Gpu gpu(int sm, bool tegra = false) {
+    return Gpu{sm, {}, tegra, {}};
+}
 Tier tier_of(std::string_view list, int sm, bool tegra = false) {
     auto rows = coverage(parse_ok(list).targets(), {gpu(sm, tegra)});
     return rows.at(0).tier;

@@ -16,9 +16,14 @@ using namespace forge::binary;
 TEST(ReleasePages, MappedDataReadsTheSameAfterRelease) {
     const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
     std::vector<char> content(page * 8 + 123);
-    for (std::size_t i = 0; i < content.size(); ++i) content[i] = static_cast<char>(i * 7 + 3);
-    auto path = std::filesystem::temp_directory_path() / ("forge-release-" + std::to_string(::getpid()));
-    { std::ofstream(path, std::ios::binary).write(content.data(), static_cast<std::streamsize>(content.size())); }
+    for (std::size_t i = 0; i < content.size(); ++i)
+        content[i] = static_cast<char>(i * 7 + 3);
+    auto path =
+        std::filesystem::temp_directory_path() / ("forge-release-" + std::to_string(::getpid()));
+    {
+        std::ofstream(path, std::ios::binary)
+            .write(content.data(), static_cast<std::streamsize>(content.size()));
+    }
     auto f = MappedFile::open(path.string());
     ASSERT_TRUE(f.ok());
     const auto b = f->bytes();
@@ -33,5 +38,6 @@ TEST(ReleasePages, HeapMemoryIsLeftAlone) {
     const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
     std::vector<std::uint8_t> heap(page * 16, 0xAB);
     release_pages(heap.data(), heap.size());
-    for (std::size_t i = 0; i < heap.size(); ++i) ASSERT_EQ(heap[i], 0xAB) << "byte " << i;
+    for (std::size_t i = 0; i < heap.size(); ++i)
+        ASSERT_EQ(heap[i], 0xAB) << "byte " << i;
 }

@@ -24,7 +24,9 @@ binary::Extension ext(std::initializer_list<binary::Entry> entries) {
     return x;
 }
 
-arch::ArchList list(std::string_view s) { return *arch::ArchList::parse(s); }
+arch::ArchList list(std::string_view s) {
+    return *arch::ArchList::parse(s);
+}
 
 const Check* check(const ExtensionReport& r, std::string_view name) {
     for (const auto& c : r.checks)

@@ -19,20 +19,13 @@ struct NamedArch {
 // torch/utils/cpp_extension.py `named_arches` (torch 2.11). Combined names come first there
 // because torch does string replacement; here names are whole tokens, so order does not matter.
 constexpr std::array kTorchNamedArches = {
-    NamedArch{"Kepler+Tesla", "3.7"},
-    NamedArch{"Kepler", "3.5+PTX"},
-    NamedArch{"Maxwell+Tegra", "5.3"},
-    NamedArch{"Maxwell", "5.0;5.2+PTX"},
-    NamedArch{"Pascal", "6.0;6.1+PTX"},
-    NamedArch{"Volta+Tegra", "7.2"},
-    NamedArch{"Volta", "7.0+PTX"},
-    NamedArch{"Turing", "7.5+PTX"},
-    NamedArch{"Ampere+Tegra", "8.7"},
-    NamedArch{"Ampere", "8.0;8.6+PTX"},
-    NamedArch{"Ada", "8.9+PTX"},
-    NamedArch{"Hopper", "9.0+PTX"},
-    NamedArch{"Blackwell+Tegra", "11.0"},
-    NamedArch{"Blackwell", "10.0;10.3;12.0;12.1+PTX"},
+    NamedArch{"Kepler+Tesla", "3.7"},     NamedArch{"Kepler", "3.5+PTX"},
+    NamedArch{"Maxwell+Tegra", "5.3"},    NamedArch{"Maxwell", "5.0;5.2+PTX"},
+    NamedArch{"Pascal", "6.0;6.1+PTX"},   NamedArch{"Volta+Tegra", "7.2"},
+    NamedArch{"Volta", "7.0+PTX"},        NamedArch{"Turing", "7.5+PTX"},
+    NamedArch{"Ampere+Tegra", "8.7"},     NamedArch{"Ampere", "8.0;8.6+PTX"},
+    NamedArch{"Ada", "8.9+PTX"},          NamedArch{"Hopper", "9.0+PTX"},
+    NamedArch{"Blackwell+Tegra", "11.0"}, NamedArch{"Blackwell", "10.0;10.3;12.0;12.1+PTX"},
 };
 
 bool parse_int(std::string_view s, int& out) {
@@ -149,22 +142,30 @@ bool entry_less(const ArchEntry& a, const ArchEntry& b) {
 
 } // namespace
 
-std::string cc_string(int sm) { return fmt::format("{}.{}", sm_major(sm), sm_minor(sm)); }
+std::string cc_string(int sm) {
+    return fmt::format("{}.{}", sm_major(sm), sm_minor(sm));
+}
 
 std::string_view suffix_string(Suffix s) {
     switch (s) {
-    case Suffix::Specific: return "a";
-    case Suffix::Family: return "f";
-    case Suffix::None: break;
+    case Suffix::Specific:
+        return "a";
+    case Suffix::Family:
+        return "f";
+    case Suffix::None:
+        break;
     }
     return "";
 }
 
 std::string_view kind_string(Kind k) {
     switch (k) {
-    case Kind::Ptx: return "ptx";
-    case Kind::Lto: return "lto";
-    case Kind::Sass: break;
+    case Kind::Ptx:
+        return "ptx";
+    case Kind::Lto:
+        return "lto";
+    case Kind::Sass:
+        break;
     }
     return "sass";
 }
@@ -199,7 +200,8 @@ std::string ArchEntry::token() const {
     if (torch_expressible())
         return fmt::format("{}{}{}", cc_string(sm), suffix_string(suffix), ptx ? "+PTX" : "");
     std::vector<std::string> parts;
-    for (const auto& t : targets()) parts.push_back(t.name());
+    for (const auto& t : targets())
+        parts.push_back(t.name());
     return fmt::format("{}", fmt::join(parts, " "));
 }
 
@@ -220,15 +222,20 @@ std::string_view torch_named_arch(std::string_view name) {
 Result<ArchList> ArchList::parse(std::string_view text, std::string_view origin) {
     ArchList list;
     std::size_t i = 0;
-    auto is_sep = [](char c) { return c == ' ' || c == ';' || c == ',' || c == '\t' || c == '\n' || c == '\r'; };
+    auto is_sep = [](char c) {
+        return c == ' ' || c == ';' || c == ',' || c == '\t' || c == '\n' || c == '\r';
+    };
     while (i < text.size()) {
-        while (i < text.size() && is_sep(text[i])) ++i;
+        while (i < text.size() && is_sep(text[i]))
+            ++i;
         std::size_t j = i;
-        while (j < text.size() && !is_sep(text[j])) ++j;
+        while (j < text.size() && !is_sep(text[j]))
+            ++j;
         if (j > i) {
             auto entries = parse_token(text.substr(i, j - i), origin);
             if (!entries) return std::move(entries).error();
-            for (const auto& e : *entries) list.add(e);
+            for (const auto& e : *entries)
+                list.add(e);
         }
         i = j;
     }
@@ -237,7 +244,8 @@ Result<ArchList> ArchList::parse(std::string_view text, std::string_view origin)
 
 ArchList ArchList::from_targets(const std::vector<Target>& targets) {
     ArchList list;
-    for (const auto& t : targets) list.add(t);
+    for (const auto& t : targets)
+        list.add(t);
     return list;
 }
 
@@ -270,7 +278,8 @@ bool ArchList::remove_sass(int sm, Suffix suffix) {
 std::vector<Target> ArchList::targets() const {
     std::vector<Target> out;
     for (const auto& e : entries_)
-        for (const auto& t : e.targets()) out.push_back(t);
+        for (const auto& t : e.targets())
+            out.push_back(t);
     std::sort(out.begin(), out.end());
     return out;
 }
@@ -278,7 +287,8 @@ std::vector<Target> ArchList::targets() const {
 std::string ArchList::to_string() const {
     std::vector<std::string> parts;
     parts.reserve(entries_.size());
-    for (const auto& e : entries_) parts.push_back(e.token());
+    for (const auto& e : entries_)
+        parts.push_back(e.token());
     return fmt::format("{}", fmt::join(parts, " "));
 }
 
@@ -300,9 +310,12 @@ std::string ArchList::to_cmake() const {
     std::vector<std::string> parts;
     for (const auto& e : entries_) {
         std::string base = fmt::format("{}{}", e.sm, suffix_string(e.suffix));
-        if (e.sass && e.ptx) parts.push_back(base);
-        else if (e.sass) parts.push_back(base + "-real");
-        else if (e.ptx) parts.push_back(base + "-virtual");
+        if (e.sass && e.ptx)
+            parts.push_back(base);
+        else if (e.sass)
+            parts.push_back(base + "-real");
+        else if (e.ptx)
+            parts.push_back(base + "-virtual");
         // LTO has no CUDA_ARCHITECTURES spelling of its own (CMake derives it from IPO).
     }
     return fmt::format("{}", fmt::join(parts, ";"));
@@ -332,6 +345,8 @@ int ArchList::ensure_ptx_on_highest_base() {
     return e.sm;
 }
 
-bool ArchList::operator==(const ArchList& o) const { return targets() == o.targets(); }
+bool ArchList::operator==(const ArchList& o) const {
+    return targets() == o.targets();
+}
 
 } // namespace forge::arch

@@ -20,8 +20,12 @@ enum class Suffix : std::uint8_t { None = 0, Specific = 1, Family = 2 };
 enum class Kind : std::uint8_t { Sass = 0, Ptx = 1, Lto = 2 };
 
 // SM numbers are major*10+minor: 90 is CC 9.0, 121 is CC 12.1.
-constexpr int sm_major(int sm) { return sm / 10; }
-constexpr int sm_minor(int sm) { return sm % 10; }
+constexpr int sm_major(int sm) {
+    return sm / 10;
+}
+constexpr int sm_minor(int sm) {
+    return sm % 10;
+}
 std::string cc_string(int sm); // 121 -> "12.1"
 std::string_view suffix_string(Suffix s);
 std::string_view kind_string(Kind k); // "sass", "ptx", "lto"
@@ -53,7 +57,9 @@ struct ArchEntry {
     [[nodiscard]] std::string token() const;
     [[nodiscard]] bool torch_expressible() const { return sass && !lto; }
     [[nodiscard]] std::vector<Target> targets() const;
-    [[nodiscard]] bool same_slot(const ArchEntry& o) const { return sm == o.sm && suffix == o.suffix; }
+    [[nodiscard]] bool same_slot(const ArchEntry& o) const {
+        return sm == o.sm && suffix == o.suffix;
+    }
 };
 
 // A normalised arch list: entries unique per (sm, suffix), sorted by sm then suffix.

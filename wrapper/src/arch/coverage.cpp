@@ -9,9 +9,12 @@ namespace forge::arch {
 
 std::string_view tier_string(Tier t) {
     switch (t) {
-    case Tier::Native: return "native";
-    case Tier::Jit: return "jit";
-    case Tier::Dead: break;
+    case Tier::Native:
+        return "native";
+    case Tier::Jit:
+        return "jit";
+    case Tier::Dead:
+        break;
     }
     return "dead";
 }
@@ -29,15 +32,18 @@ bool sass_runs_on(const Target& cubin, const Gpu& gpu) {
 bool ptx_jits_on(const Target& ptx, const Gpu& gpu) {
     if (ptx.kind != Kind::Ptx) return false;
     switch (ptx.suffix) {
-    case Suffix::Specific: return gpu.sm == ptx.sm;
+    case Suffix::Specific:
+        return gpu.sm == ptx.sm;
     case Suffix::Family:
         return sm_major(gpu.sm) == sm_major(ptx.sm) && gpu.sm >= ptx.sm;
-    case Suffix::None: break;
+    case Suffix::None:
+        break;
     }
     return gpu.sm >= ptx.sm;
 }
 
-std::vector<CoverageRow> coverage(const std::vector<Target>& targets, const std::vector<Gpu>& gpus) {
+std::vector<CoverageRow> coverage(const std::vector<Target>& targets,
+                                  const std::vector<Gpu>& gpus) {
     std::vector<CoverageRow> rows;
     for (const auto& gpu : gpus) {
         CoverageRow row{gpu, Tier::Dead, {}, {}};
@@ -61,9 +67,10 @@ std::vector<CoverageRow> coverage(const std::vector<Target>& targets, const std:
             }
         }
         if (gpu.tegra && row.tier != Tier::Native) {
-            bool same_major_cubin = std::any_of(targets.begin(), targets.end(), [&](const Target& t) {
-                return t.kind == Kind::Sass && sm_major(t.sm) == sm_major(gpu.sm);
-            });
+            bool same_major_cubin =
+                std::any_of(targets.begin(), targets.end(), [&](const Target& t) {
+                    return t.kind == Kind::Sass && sm_major(t.sm) == sm_major(gpu.sm);
+                });
             if (same_major_cubin)
                 row.why += fmt::format("; Tegra CC {} does not run desktop sm_{}x cubins (needs "
                                        "sm_{}; flash-attention #1146, jax #22723; ADR-0012's tier "

@@ -40,10 +40,10 @@ std::vector<CoverageRow> coverage(const std::vector<Target>& targets, const std:
 // ADR-0012's second PTX: a major with no cubin between the lowest and the highest cubin major
 // is caught only by a PTX below it. One finding per such gap that has no PTX net.
 struct GapFinding {
-    int major = 0;          // the major with no cubin (e.g. 11)
-    int suggested_sm = 0;   // highest plain cubin below the gap: where +PTX belongs
+    int major = 0;        // the major with no cubin (e.g. 11)
+    int suggested_sm = 0; // highest plain cubin below the gap: where +PTX belongs
     bool has_ptx_net = false;
-    std::string net;        // the PTX that catches it, if any
+    std::string net; // the PTX that catches it, if any
 };
 std::vector<GapFinding> major_gaps(const std::vector<Target>& targets);
 

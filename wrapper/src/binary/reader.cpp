@@ -243,9 +243,11 @@ class Reader {
         std::vector<std::thread> pool;
         for (unsigned w = 0; w < threads; ++w)
             pool.emplace_back([&] {
-                for (std::size_t k = next++; k < cubins.size(); k = next++) describe(k);
+                for (std::size_t k = next++; k < cubins.size(); k = next++)
+                    describe(k);
             });
-        for (auto& th : pool) th.join();
+        for (auto& th : pool)
+            th.join();
         for (auto& err : errors) // the first error in file order, as the serial walk reports it
             if (err) return std::move(*err);
         return ok_status();

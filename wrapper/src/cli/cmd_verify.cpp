@@ -22,7 +22,8 @@ Result<std::vector<verify::Waiver>> parse_waivers(const std::vector<std::string>
     for (const auto& spec : specs) {
         auto list = arch::ArchList::parse(spec, "--allow-missing");
         if (!list) return std::move(list).error();
-        for (const auto& t : list->targets()) out.push_back({t, "--allow-missing"});
+        for (const auto& t : list->targets())
+            out.push_back({t, "--allow-missing"});
     }
     return out;
 }
@@ -31,16 +32,16 @@ int run_verify(int argc, char** argv) {
     po::options_description desc("nvcc-forge verify FILE... (--arch-list LIST | resolve options)");
     std::vector<std::string> files, allow_missing, max_toolkit;
     std::string format = "text", backend = "native";
-    desc.add_options()("help,h", "show this help")(
-        "file", po::value(&files), "files: .so, .o, .a, .cubin, .fatbin, .whl")(
+    desc.add_options()("help,h", "show this help")("file", po::value(&files),
+                                                   "files: .so, .o, .a, .cubin, .fatbin, .whl")(
         "allow-missing", po::value(&allow_missing)->composing(),
         "waive missing targets (sm_X,compute_X,...); every waiver used is printed")(
         "allow-pure-python", po::bool_switch(), "an extension without device code passes")(
         "allow-extra", po::bool_switch(), "targets beyond the list do not fail")(
         "max-toolkit", po::value(&max_toolkit)->composing(),
         "SM=X.Y: cubins of SM must be built by CUDA <= X.Y (*=X.Y for all)")(
-        "format", po::value(&format), "text | json")(
-        "backend", po::value(&backend), "native (default) | cuobjdump");
+        "format", po::value(&format), "text | json")("backend", po::value(&backend),
+                                                     "native (default) | cuobjdump");
     add_resolve_options(desc, /*with_arch_list=*/true);
     po::positional_options_description pos;
     pos.add("file", -1);
@@ -85,10 +86,11 @@ int run_verify(int argc, char** argv) {
     }
     opts.waivers = std::move(*waivers);
     for (const auto& t : resolution->allow_missing)
-        opts.waivers.push_back({t, resolution->package.empty()
-                                       ? std::string("verify.allow_missing_archs")
-                                       : fmt::format("packages/{}/arch_override.yml verify.allow_missing_archs",
-                                                     resolution->package)});
+        opts.waivers.push_back(
+            {t, resolution->package.empty()
+                    ? std::string("verify.allow_missing_archs")
+                    : fmt::format("packages/{}/arch_override.yml verify.allow_missing_archs",
+                                  resolution->package)});
     for (const auto& spec : max_toolkit) {
         auto m = verify::parse_max_toolkit(spec);
         if (!m) {
@@ -115,8 +117,8 @@ int run_verify(int argc, char** argv) {
     if (format == "json") {
         std::cout << verify::to_json(reports).dump(2) << "\n";
     } else {
-        std::cout << verify::to_text(reports, fmt::format("{} = {}", resolution->source,
-                                                          resolution->list.to_string()));
+        std::cout << verify::to_text(
+            reports, fmt::format("{} = {}", resolution->source, resolution->list.to_string()));
     }
     if (unreadable) return kExitInput;
     bool pass = std::all_of(reports.begin(), reports.end(), [](const auto& r) { return r.pass; });

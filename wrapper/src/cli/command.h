@@ -31,5 +31,6 @@ struct CommandRegistrar {
 #define FORGE_COMMAND_CAT2(a, b) a##b
 #define FORGE_COMMAND_CAT(a, b) FORGE_COMMAND_CAT2(a, b)
 #define FORGE_COMMAND(name, summary, fn)                                                           \
-    static const ::forge::cli::CommandRegistrar FORGE_COMMAND_CAT(forge_cmd_, __LINE__){name,      \
-                                                                                      summary, fn}
+    static const ::forge::cli::CommandRegistrar FORGE_COMMAND_CAT(forge_cmd_, __LINE__) {          \
+        name, summary, fn                                                                          \
+    }

@@ -20,12 +20,14 @@ std::vector<Command>& command_registry() {
 namespace {
 
 void print_usage(std::FILE* out) {
-    fmt::print(out, "usage: nvcc-forge <command> [options]\n"
-                    "       nvcc-forge /path/to/nvcc <nvcc args>   (compiler launcher)\n"
-                    "       nvcc <nvcc args>                       (invoked as nvcc)\n\ncommands:\n");
+    fmt::print(out,
+               "usage: nvcc-forge <command> [options]\n"
+               "       nvcc-forge /path/to/nvcc <nvcc args>   (compiler launcher)\n"
+               "       nvcc <nvcc args>                       (invoked as nvcc)\n\ncommands:\n");
     auto cmds = command_registry();
     std::sort(cmds.begin(), cmds.end(), [](auto& a, auto& b) { return a.name < b.name; });
-    for (const auto& c : cmds) fmt::print(out, "  {:<12} {}\n", c.name, c.summary);
+    for (const auto& c : cmds)
+        fmt::print(out, "  {:<12} {}\n", c.name, c.summary);
     fmt::print(out, "\nexit codes: 0 ok, 1 policy finding, 2 unusable input or usage\n");
 }
 
@@ -35,7 +37,8 @@ void print_usage(std::FILE* out) {
 int main(int argc, char** argv) {
     using namespace forge::cli;
     std::string_view self = argc > 0 ? argv[0] : "nvcc-forge";
-    if (auto slash = self.rfind('/'); slash != std::string_view::npos) self = self.substr(slash + 1);
+    if (auto slash = self.rfind('/'); slash != std::string_view::npos)
+        self = self.substr(slash + 1);
     if (self != "nvcc-forge" && self.find("nvcc") != std::string_view::npos)
         return run_as_nvcc(argc, argv); // PATH-prepended as nvcc
     if (argc < 2) {

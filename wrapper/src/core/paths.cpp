@@ -25,8 +25,14 @@ fs::path data_dir() {
     return fs::path(FORGE_SOURCE_DIR);
 }
 
-fs::path default_policy_file() { return data_dir() / "policy" / "arch_policy.yml"; }
-fs::path default_gpus_file() { return data_dir() / "policy" / "gpus.yml"; }
-fs::path default_packages_dir() { return data_dir() / "packages"; }
+fs::path default_policy_file() {
+    return data_dir() / "policy" / "arch_policy.yml";
+}
+fs::path default_gpus_file() {
+    return data_dir() / "policy" / "gpus.yml";
+}
+fs::path default_packages_dir() {
+    return data_dir() / "packages";
+}
 
 } // namespace forge

@@ -8,10 +8,10 @@
 
 namespace forge {
 
-std::filesystem::path self_exe();   // /proc/self/exe, resolved
-std::filesystem::path data_dir();   // NVCC_FORGE_DATA_DIR, else installed share dir, else source
-std::filesystem::path default_policy_file();   // data_dir()/policy/arch_policy.yml
-std::filesystem::path default_gpus_file();     // data_dir()/policy/gpus.yml
-std::filesystem::path default_packages_dir();  // data_dir()/packages
+std::filesystem::path self_exe(); // /proc/self/exe, resolved
+std::filesystem::path data_dir(); // NVCC_FORGE_DATA_DIR, else installed share dir, else source
+std::filesystem::path default_policy_file();  // data_dir()/policy/arch_policy.yml
+std::filesystem::path default_gpus_file();    // data_dir()/policy/gpus.yml
+std::filesystem::path default_packages_dir(); // data_dir()/packages
 
 } // namespace forge

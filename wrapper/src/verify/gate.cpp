@@ -16,7 +16,8 @@ namespace {
 
 std::vector<std::string> names(const std::set<Target>& s) {
     std::vector<std::string> out;
-    for (const auto& t : s) out.push_back(t.name());
+    for (const auto& t : s)
+        out.push_back(t.name());
     return out;
 }
 
@@ -51,7 +52,8 @@ Result<MaxToolkit> parse_max_toolkit(std::string_view spec) {
     MaxToolkit m;
     m.spec = std::string(spec);
     auto eq = spec.find('=');
-    Error bad{fmt::format("bad --max-toolkit '{}': expected SM=X.Y (e.g. 120=12.8) or *=X.Y", spec)};
+    Error bad{
+        fmt::format("bad --max-toolkit '{}': expected SM=X.Y (e.g. 120=12.8) or *=X.Y", spec)};
     bad.key = std::string(spec);
     if (eq == std::string_view::npos) return bad;
     auto sm = spec.substr(0, eq);
@@ -72,8 +74,10 @@ ExtensionReport verify_extension(const binary::Extension& ext, const arch::ArchL
 
     std::set<Target> want_sass, want_ptx;
     for (const auto& t : expected.targets()) {
-        if (t.kind == Kind::Sass) want_sass.insert(t);
-        else if (t.kind == Kind::Ptx) want_ptx.insert(t);
+        if (t.kind == Kind::Sass)
+            want_sass.insert(t);
+        else if (t.kind == Kind::Ptx)
+            want_ptx.insert(t);
         r.expected.push_back(t.name());
     }
 
@@ -83,13 +87,21 @@ ExtensionReport verify_extension(const binary::Extension& ext, const arch::ArchL
         case Kind::Sass:
             // A kernel-less cubin (the nvlink device-link stub, or a TU without kernels) proves
             // nothing about an arch: only cubins with kernels count as device code.
-            if (e.stub || (e.kernels && *e.kernels == 0)) stub_sass.insert(e.target);
-            else have_sass.insert(e.target);
-            if (e.kernels) r.kernels[e.target.name()] += *e.kernels;
-            else r.kernels.try_emplace(e.target.name(), 0);
+            if (e.stub || (e.kernels && *e.kernels == 0))
+                stub_sass.insert(e.target);
+            else
+                have_sass.insert(e.target);
+            if (e.kernels)
+                r.kernels[e.target.name()] += *e.kernels;
+            else
+                r.kernels.try_emplace(e.target.name(), 0);
             break;
-        case Kind::Ptx: have_ptx.insert(e.target); break;
-        case Kind::Lto: have_lto.insert(e.target); break;
+        case Kind::Ptx:
+            have_ptx.insert(e.target);
+            break;
+        case Kind::Lto:
+            have_lto.insert(e.target);
+            break;
         }
     }
     r.sass = names(have_sass);
@@ -119,8 +131,10 @@ ExtensionReport verify_extension(const binary::Extension& ext, const arch::ArchL
 
     // 1. family: a CC major asked for with no cubin of that major at all.
     std::set<int> want_majors, have_majors;
-    for (const auto& t : want_sass) want_majors.insert(arch::sm_major(t.sm));
-    for (const auto& t : have_sass) have_majors.insert(arch::sm_major(t.sm));
+    for (const auto& t : want_sass)
+        want_majors.insert(arch::sm_major(t.sm));
+    for (const auto& t : have_sass)
+        have_majors.insert(arch::sm_major(t.sm));
     {
         Check c{"family", true, ""};
         for (int m : want_majors) {
@@ -170,9 +184,13 @@ ExtensionReport verify_extension(const binary::Extension& ext, const arch::ArchL
     missing_of(want_ptx, have_ptx, r.missing_ptx);
     {
         Check c{"ptx", r.missing_ptx.empty(), ""};
-        c.detail = c.ok ? (want_ptx.empty() ? "no PTX asked" : fmt::format("{} PTX as asked", fmt::join(names(want_ptx), " ")))
-                        : fmt::format("missing PTX {}: the forward-compat tail the list declares is not there",
-                                      fmt::join(r.missing_ptx, " "));
+        c.detail =
+            c.ok ? (want_ptx.empty()
+                        ? "no PTX asked"
+                        : fmt::format("{} PTX as asked", fmt::join(names(want_ptx), " ")))
+                 : fmt::format(
+                       "missing PTX {}: the forward-compat tail the list declares is not there",
+                       fmt::join(r.missing_ptx, " "));
         r.checks.push_back(c);
     }
 
@@ -183,9 +201,10 @@ ExtensionReport verify_extension(const binary::Extension& ext, const arch::ArchL
         if (!want_ptx.count(t) && !want_ptx.count(t.folded())) r.extra.push_back(t.name());
     {
         Check c{"extra", r.extra.empty() || opts.allow_extra, ""};
-        c.detail = r.extra.empty() ? "nothing beyond the list"
-                                   : fmt::format("not in the list: {}{}", fmt::join(r.extra, " "),
-                                                 opts.allow_extra ? " (allowed: --allow-extra)" : "");
+        c.detail = r.extra.empty()
+                       ? "nothing beyond the list"
+                       : fmt::format("not in the list: {}{}", fmt::join(r.extra, " "),
+                                     opts.allow_extra ? " (allowed: --allow-extra)" : "");
         r.checks.push_back(c);
     }
 
@@ -198,17 +217,19 @@ ExtensionReport verify_extension(const binary::Extension& ext, const arch::ArchL
                 if (m.sm != 0 && m.sm != e.target.sm) continue;
                 int maj = 0, min = 0;
                 if (!e.toolkit || !parse_version(*e.toolkit, maj, min)) {
-                    r.toolkit_violations.push_back(
-                        fmt::format("{}: toolkit unknown (max {}.{})", e.target.name(), m.major, m.minor));
+                    r.toolkit_violations.push_back(fmt::format("{}: toolkit unknown (max {}.{})",
+                                                               e.target.name(), m.major, m.minor));
                 } else if (std::pair(maj, min) > std::pair(m.major, m.minor)) {
                     r.toolkit_violations.push_back(fmt::format("{}: built by CUDA {} > {}.{}",
-                                                               e.target.name(), *e.toolkit, m.major, m.minor));
+                                                               e.target.name(), *e.toolkit, m.major,
+                                                               m.minor));
                 }
             }
         }
         std::sort(r.toolkit_violations.begin(), r.toolkit_violations.end());
-        r.toolkit_violations.erase(std::unique(r.toolkit_violations.begin(), r.toolkit_violations.end()),
-                                   r.toolkit_violations.end());
+        r.toolkit_violations.erase(
+            std::unique(r.toolkit_violations.begin(), r.toolkit_violations.end()),
+            r.toolkit_violations.end());
         c.ok = r.toolkit_violations.empty();
         c.detail = c.ok ? "every cubin within its toolkit bound"
                         : fmt::format("{}", fmt::join(r.toolkit_violations, "; "));

@@ -18,9 +18,9 @@ struct Waiver {
 };
 
 struct MaxToolkit {
-    int sm = 0;         // cubins of this SM (suffix folded); 0 = every cubin
+    int sm = 0; // cubins of this SM (suffix folded); 0 = every cubin
     int major = 0, minor = 0;
-    std::string spec;   // "120=12.8" as given
+    std::string spec; // "120=12.8" as given
 };
 
 struct Options {
@@ -35,7 +35,7 @@ struct Options {
 Result<MaxToolkit> parse_max_toolkit(std::string_view spec);
 
 struct Check {
-    std::string name;   // "family", "sass", "ptx", "extra", "device-code", "toolkit"
+    std::string name; // "family", "sass", "ptx", "extra", "device-code", "toolkit"
     bool ok = true;
     std::string detail; // one line for people
 };
@@ -43,22 +43,22 @@ struct Check {
 struct ExtensionReport {
     std::string file;
     std::optional<std::string> member;
-    std::vector<std::string> expected;     // nvcc target names the list asks for
-    std::vector<std::string> sass;         // cubins present with kernels (names as stored)
-    std::vector<std::string> ptx;          // PTX present
-    std::vector<std::string> lto;          // LTO-IR present (reported, not judged)
-    std::vector<std::string> stub_only;    // arches present only as kernel-less cubins
+    std::vector<std::string> expected;  // nvcc target names the list asks for
+    std::vector<std::string> sass;      // cubins present with kernels (names as stored)
+    std::vector<std::string> ptx;       // PTX present
+    std::vector<std::string> lto;       // LTO-IR present (reported, not judged)
+    std::vector<std::string> stub_only; // arches present only as kernel-less cubins
     std::vector<std::string> missing_sass;
     std::vector<std::string> missing_ptx;
     std::vector<std::string> extra;
-    std::vector<std::string> waived;       // waivers that were used, with their source
+    std::vector<std::string> waived;           // waivers that were used, with their source
     std::vector<std::string> missing_families; // "sm_10x"
-    std::map<std::string, int> kernels;    // per cubin arch: kernels summed over TUs
+    std::map<std::string, int> kernels;        // per cubin arch: kernels summed over TUs
     std::vector<std::string> toolkit_violations;
     bool device_code = false;
-    std::string source;                    // "native" / "cuobjdump"
+    std::string source; // "native" / "cuobjdump"
     bool pass = false;
-    std::vector<Check> checks;             // in the seed's order
+    std::vector<Check> checks; // in the seed's order
 };
 
 ExtensionReport verify_extension(const binary::Extension& ext, const arch::ArchList& expected,

@@ -52,19 +52,21 @@ std::string to_text(const std::vector<ExtensionReport>& reports, const std::stri
         out += fmt::format("  expected  {}   (from {}; read by {})\n",
                            r.expected.empty() ? "-" : fmt::format("{}", fmt::join(r.expected, " ")),
                            list_source, r.source);
-        out += fmt::format("  found     {}{}{}\n",
-                           r.sass.empty() && r.ptx.empty() ? "-" : "",
+        out += fmt::format("  found     {}{}{}\n", r.sass.empty() && r.ptx.empty() ? "-" : "",
                            fmt::join(r.sass, " "),
                            r.ptx.empty() ? "" : fmt::format(" {}", fmt::join(r.ptx, " ")));
         int n = 1;
         for (const auto& c : r.checks)
-            out += fmt::format("  {}. {:<12} {:<4}  {}\n", n++, c.name, c.ok ? "ok" : "FAIL", c.detail);
+            out += fmt::format("  {}. {:<12} {:<4}  {}\n", n++, c.name, c.ok ? "ok" : "FAIL",
+                               c.detail);
         if (!r.kernels.empty()) {
             std::vector<std::string> k;
-            for (const auto& [a, count] : r.kernels) k.push_back(fmt::format("{}={}", a, count));
+            for (const auto& [a, count] : r.kernels)
+                k.push_back(fmt::format("{}={}", a, count));
             out += fmt::format("  kernels   {}\n", fmt::join(k, " "));
         }
-        for (const auto& w : r.waived) out += fmt::format("  waived    {}\n", w);
+        for (const auto& w : r.waived)
+            out += fmt::format("  waived    {}\n", w);
         out += "\n";
     }
     out += fmt::format("verdict: {} ({} extension{})\n", pass ? "pass" : "FAIL", reports.size(),
