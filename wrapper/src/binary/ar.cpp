@@ -92,7 +92,7 @@ Result<std::vector<ArMember>> parse_ar(const Bytes& b, const Where& where) {
                                                                      "outside the name table",
                                                                      trimmed));
             std::string_view n = long_names.substr(static_cast<std::size_t>(*idx));
-            auto stop = n.find_first_of("\n");
+            auto stop = n.find('\n');
             if (stop == std::string_view::npos)
                 return where.error(b.abs(header_offset), "unterminated ar long name");
             n = n.substr(0, stop);

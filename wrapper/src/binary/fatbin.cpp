@@ -129,7 +129,7 @@ Result<Fatbin> parse_fatbin_at(const Bytes& r, std::uint64_t off, const Where& w
         auto entry = parse_entry(r, e, *end, where);
         if (!entry) return std::move(entry).error();
         e += entry->header_size + entry->padded_size; // checked in parse_entry
-        fb.entries.push_back(std::move(*entry));
+        fb.entries.push_back(*entry);
     }
     return fb;
 }

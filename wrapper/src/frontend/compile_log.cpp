@@ -175,7 +175,7 @@ Result<DropSummary> summarize_log(const std::string& path) {
         if (!dropped.empty()) ++s.records_with_drops;
         std::string tu = tu_name(*rec);
         if (!rec->cwd.empty() && !tu.starts_with('/') && tu != "(link)")
-            tu = rec->cwd + "/" + tu; // the same name in two build dirs is two TUs
+            tu = fmt::format("{}/{}", rec->cwd, tu); // the same name in two build dirs is two TUs
         for (const auto& t : dropped)
             tus[t].insert(tu);
         if (rec->action == kActionInjected && !rec->injected.empty()) {

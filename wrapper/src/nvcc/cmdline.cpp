@@ -100,10 +100,8 @@ std::vector<std::string> split_list(std::string_view v) {
 Error arg_error(std::string message, const Arg& where, std::string_view key) {
     Error e{std::move(message)};
     e.key = std::string(key);
-    if (where.source == Arg::Source::OptionsFile)
-        e.file = where.origin;
-    else if (where.source != Arg::Source::Argv)
-        e.file = where.origin; // the env var name
+    if (where.source != Arg::Source::Argv)
+        e.file = where.origin; // the options file, or the env var name
     return e;
 }
 

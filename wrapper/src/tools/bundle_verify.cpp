@@ -136,7 +136,9 @@ Result<BundleCheck> verify_bundle(const Bundle& bundle, const BundleLayout& layo
         const BundleBlob& blob = bundle.blobs[i];
         const LayoutBlob& want = layout.blobs[i];
         const std::string label = fmt::format("blob {} ({}:{})", i, layout.file, want.line);
-        auto mismatch = [&](std::string msg) { check.mismatches.push_back(label + ": " + msg); };
+        auto mismatch = [&](const std::string& msg) {
+            check.mismatches.push_back(fmt::format("{}: {}", label, msg));
+        };
 
         // What the header's lookup table claims.
         if (release_of(blob.toolkit) != want.toolkit)

@@ -140,7 +140,7 @@ struct LintOptions {
     std::vector<arch::Gpu> gpus;                      // empty: built-in table (see check_gate)
     std::vector<std::string> ignore;                  // lint_ignore entries
     std::string ignore_origin = "lint_ignore";        // where they came from, for errors
-    std::uintmax_t max_file_bytes = 8u * 1024 * 1024; // larger files are skipped (and reported)
+    std::uintmax_t max_file_bytes = std::uintmax_t{8} << 20; // larger files are skipped (and reported)
 };
 
 struct LintReport {

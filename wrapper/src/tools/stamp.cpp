@@ -46,11 +46,12 @@ std::optional<RunId> ci_run_id(const EnvLookup& env) {
 Result<std::int64_t> stamp_time(const EnvLookup& env) {
     if (auto sde = env("SOURCE_DATE_EPOCH")) {
         std::int64_t t = 0;
-        const char* b = sde->data();
-        const char* e = b + sde->size();
+        const std::string text = *sde;
+        const char* b = text.data();
+        const char* e = b + text.size();
         auto [p, ec] = std::from_chars(b, e, t);
-        if (sde->empty() || ec != std::errc() || p != e || t < 0) {
-            Error err{fmt::format("'{}' is not a non-negative integer number of seconds", *sde)};
+        if (text.empty() || ec != std::errc() || p != e || t < 0) {
+            Error err{fmt::format("'{}' is not a non-negative integer number of seconds", text)};
             err.key = "SOURCE_DATE_EPOCH";
             return err;
         }

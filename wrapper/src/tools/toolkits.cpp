@@ -302,7 +302,9 @@ DiscoveryReport discover_toolkits(const DiscoveryInputs& in) {
         return !in.self_exe.empty() &&
                (real.string() == in.self_exe || same_bytes(real, in.self_exe));
     };
-    for (const auto& [path, via] : candidates) {
+    for (const auto& candidate : candidates) {
+        const fs::path& path = candidate.first; // not a structured binding: lambdas capture these
+        const std::string& via = candidate.second;
         std::error_code ec;
         if (!fs::exists(path, ec)) continue;
         fs::path real = fs::canonical(path, ec);
