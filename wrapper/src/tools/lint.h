@@ -137,10 +137,11 @@ bool is_build_file(std::string_view path);
 
 struct LintOptions {
     arch::ArchList list;
-    std::vector<arch::Gpu> gpus;                      // empty: built-in table (see check_gate)
-    std::vector<std::string> ignore;                  // lint_ignore entries
-    std::string ignore_origin = "lint_ignore";        // where they came from, for errors
-    std::uintmax_t max_file_bytes = std::uintmax_t{8} << 20; // larger files are skipped (and reported)
+    std::vector<arch::Gpu> gpus;               // empty: built-in table (see check_gate)
+    std::vector<std::string> ignore;           // lint_ignore entries
+    std::string ignore_origin = "lint_ignore"; // where they came from, for errors
+    std::uintmax_t max_file_bytes = std::uintmax_t{8}
+                                    << 20; // larger files are skipped (and reported)
 };
 
 struct LintReport {

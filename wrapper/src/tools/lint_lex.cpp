@@ -133,8 +133,8 @@ std::string blank_c_like(std::string_view in) {
             while (k < n) {
                 char d = in[k];
                 const bool exponent_sign =
-                    (d == '+' || d == '-') && (in[k - 1] == 'e' || in[k - 1] == 'E' ||
-                                               in[k - 1] == 'p' || in[k - 1] == 'P');
+                    (d == '+' || d == '-') &&
+                    (in[k - 1] == 'e' || in[k - 1] == 'E' || in[k - 1] == 'p' || in[k - 1] == 'P');
                 if (is_ident_char(d) || d == '.' || exponent_sign) {
                     ++k;
                 } else if (d == '\'' && k + 1 < n && is_ident_char(in[k + 1])) {
