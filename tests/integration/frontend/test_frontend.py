@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -243,7 +244,7 @@ def injection_failed(t):
 @case
 def rdc_dlink(t):
     w = t.path_wrapper()
-    env = t.env(PATH=w + os.pathsep + os.environ["PATH"], NVCC_FORGE_ARCH_LIST="8.0 9.0",
+    env = t.env(PATH=w + os.pathsep + os.environ["PATH"], NVCC_FORGE_ARCH_LIST="8.0 9.0+PTX",
                 NVCC_FORGE_LOG=t.log)
     g = ["-gencode", "arch=compute_80,code=sm_80"]
     a, b = os.path.join(t.out, "a.o"), os.path.join(t.out, "b.o")
@@ -256,9 +257,12 @@ def rdc_dlink(t):
     expect("not found in" not in p.err, f"nvlink lacked an arch: {p.err}")
     recs = t.records()
     expect(len(recs) == 3, recs)
-    for r in recs:
-        expect(r["action"] == "injected" and r["injected"] == ["sm_90"], r)
-    expect(t.targets(a) >= {"sm_80", "sm_90"}, t.targets(a))
+    for r in recs[:2]:
+        expect(r["action"] == "injected" and r["injected"] == ["sm_90", "compute_90"], r)
+    # The device link makes SASS only: the PTX is in the objects, not missing from the link.
+    expect(recs[2]["missing"] == ["sm_90"] and recs[2]["injected"] == ["sm_90"], recs[2])
+    expect("compute_90" not in p.err, p.err)
+    expect(t.targets(a) >= {"sm_80", "sm_90", "compute_90"}, t.targets(a))
     expect({"sm_80", "sm_90"} <= t.targets(link), t.targets(link))
 
 
@@ -605,6 +609,9 @@ def shim_env(t):
     p = t.run(["sh", "-c", f'eval "$("$0" env --arch-list "8.0 9.0+PTX" --mode observe '
                            f'--shim "$1" --log "$2")" && env', t.forge, shim, t.log])
     expect(p.returncode == 0, p.err)
+    # `shim` runs in the tools binary, but bin/nvcc must be the entry (the front end).
+    expect(os.path.realpath(os.path.join(shim, "bin", "nvcc")) == os.path.realpath(t.forge),
+           os.path.realpath(os.path.join(shim, "bin", "nvcc")))
     env = dict(line.split("=", 1) for line in p.out.splitlines() if "=" in line)
     expect(env.get("CUDA_HOME") == shim and env.get("TORCH_CUDA_ARCH_LIST") == "8.0 9.0+PTX", env)
     expect(env.get("NVCC_FORGE_ARCH_LIST") == "8.0 9.0+PTX" and env.get("NVCC_FORGE_MODE") == "observe", env)
@@ -633,6 +640,52 @@ def shim_env(t):
     expect(t.run([t.forge, "shim", "--cuda-home", t.cuda_home, "--out", foreign]).returncode == 2, "foreign")
     expect(t.run([t.forge, "env", "--arch-list", "9.0", "--shim", foreign]).returncode == 2, "env shim")
     expect(t.run([t.forge, "env", "--arch-list", "9.0", "--mode", "loud"]).returncode == 2, "env mode")
+
+
+def elf_interpreter(path):
+    """The PT_INTERP of an ELF64 file, or None for a static executable."""
+    with open(path, "rb") as f:
+        data = f.read()
+    phoff, = struct.unpack_from("<Q", data, 0x20)
+    phentsize, phnum = struct.unpack_from("<HH", data, 0x36)
+    for i in range(phnum):
+        p_type, _, p_offset, _, _, p_filesz = struct.unpack_from("<IIQQQQ", data, phoff + i * phentsize)
+        if p_type == 3:  # PT_INTERP
+            return data[p_offset:p_offset + p_filesz].rstrip(b"\0").decode()
+    return None
+
+
+@case
+def entry_and_tools(t):
+    """nvcc-forge is the front end; every other command is the tools binary it execs."""
+    tools = os.path.join(os.path.dirname(t.forge), "nvcc-forge-tools")
+    expect(os.access(tools, os.X_OK), f"no {tools}")
+    # The entry answers the same commands as the tools binary, exit codes included.
+    resolve = ["resolve", "--cuda", "13.0", "--format", "torch"]
+    for args in (resolve,
+                 ["bogus-command"], ["cell-key", "--help"]):
+        a, b = t.run([t.forge] + args), t.run([tools] + args)
+        expect((a.returncode, a.out) == (b.returncode, b.out), (args, a.returncode, b.returncode))
+    # Without the tools binary beside it (or in ../libexec), a command fails with 2 and says where
+    # it looked; the front end itself still works.
+    lone = os.path.join(t.dir, "lone", "bin")
+    os.makedirs(lone)
+    shutil.copy(t.forge, os.path.join(lone, "nvcc-forge"))
+    p = t.run([os.path.join(lone, "nvcc-forge"), "resolve"])
+    expect(p.returncode == 2 and "nvcc-forge-tools" in p.err and lone in p.err, p.err)
+    p = t.run([os.path.join(lone, "nvcc-forge"), t.nvcc, "--version"])
+    expect(p.returncode == 0 and p.out == t.run([t.nvcc, "--version"]).out, p.err)
+    # Installed layout: <prefix>/bin/nvcc-forge finds <prefix>/libexec/nvcc-forge-tools.
+    libexec = os.path.join(t.dir, "lone", "libexec")
+    os.makedirs(libexec)
+    shutil.copy(tools, os.path.join(libexec, "nvcc-forge-tools"))
+    p = t.run([os.path.join(lone, "nvcc-forge")] + resolve)
+    expect(p.returncode == 0 and p.out == t.run([tools] + resolve).out and "9.0" in p.out,
+           (p.returncode, p.out, p.err))
+    # The entry starts without a dynamic loader where the build found static archives (the
+    # configure step says which); the speed target of the front end depends on it.
+    if os.environ.get("FORGE_STATIC_ENTRY") == "ON":
+        expect(elf_interpreter(t.forge) is None, f"{t.forge} is dynamic: {elf_interpreter(t.forge)}")
 
 
 @case

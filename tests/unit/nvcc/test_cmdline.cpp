@@ -221,6 +221,10 @@ TEST(Targets, DeviceLinkYieldsSassOnly) {
     EXPECT_EQ(inv->no_device, NoDeviceReason::None);
     EXPECT_EQ(inv->objects, (std::vector<std::string>{"a.o", "b.o"}));
     EXPECT_EQ(names(inv->requested), "sm_80");
+    EXPECT_TRUE(inv->device_link_only);
+    auto compile_and_dlink = parse({"-dlink", "k.cu", "-o", "d.o", "-arch=sm_80"});
+    ASSERT_TRUE(compile_and_dlink.ok());
+    EXPECT_FALSE(compile_and_dlink->device_link_only);
     EXPECT_EQ(requested({"-dlink", "a.o", "-o", "d.o"}), "sm_75");
     EXPECT_EQ(requested({"-dlink", "a.o", "-o", "d.o", "-arch=sm_90a"}), "sm_90a");
     EXPECT_EQ(requested({"-dlink", "a.o", "-o", "d.o", "-arch=compute_80"}), "");

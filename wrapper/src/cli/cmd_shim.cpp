@@ -46,7 +46,7 @@ int cmd_shim(int argc, char** argv) {
     else
         plan.cuda_home = "/usr/local/cuda";
     plan.out = vm["out"].as<std::string>();
-    plan.wrapper = self_exe();
+    plan.wrapper = wrapper_exe();
     if (auto st = frontend::make_shim(plan); !st) {
         fmt::print(stderr, "nvcc-forge shim: {}\n", st.error().to_string());
         return kExitInput;

@@ -1,9 +1,7 @@
-// nvcc-forge: one multi-call binary.
-//   nvcc-forge <subcommand> ...       the tools (resolve, coverage, list, verify, ...)
-//   nvcc ...   (invoked through a symlink named nvcc)          the nvcc front end
-//   nvcc-forge /path/to/nvcc ...       compiler-launcher form (CMAKE_CUDA_COMPILER_LAUNCHER)
+// nvcc-forge-tools: the commands of nvcc-forge (resolve, coverage, list, verify, ...). Users run
+// them as `nvcc-forge <command>`: the entry binary (src/entry/) keeps the nvcc front end for
+// itself and execs this one, installed in <prefix>/libexec, for everything else.
 #include "cli/command.h"
-#include "cli/frontend_entry.h"
 
 #include <algorithm>
 #include <cstring>
@@ -20,10 +18,11 @@ std::vector<Command>& command_registry() {
 namespace {
 
 void print_usage(std::FILE* out) {
-    fmt::print(out,
-               "usage: nvcc-forge <command> [options]\n"
-               "       nvcc-forge /path/to/nvcc <nvcc args>   (compiler launcher)\n"
-               "       nvcc <nvcc args>                       (invoked as nvcc)\n\ncommands:\n");
+    fmt::print(
+        out, "usage: nvcc-forge <command> [options]\n"
+             "       nvcc-forge [ccache|sccache] /path/to/nvcc <nvcc args>   (compiler launcher)\n"
+             "       nvcc <nvcc args>              (invoked as nvcc: a symlink to nvcc-forge)\n"
+             "\ncommands:\n");
     auto cmds = command_registry();
     std::sort(cmds.begin(), cmds.end(), [](auto& a, auto& b) { return a.name < b.name; });
     for (const auto& c : cmds)
@@ -36,11 +35,6 @@ void print_usage(std::FILE* out) {
 
 int main(int argc, char** argv) {
     using namespace forge::cli;
-    std::string_view self = argc > 0 ? argv[0] : "nvcc-forge";
-    if (auto slash = self.rfind('/'); slash != std::string_view::npos)
-        self = self.substr(slash + 1);
-    if (self != "nvcc-forge" && self.find("nvcc") != std::string_view::npos)
-        return run_as_nvcc(argc, argv); // PATH-prepended as nvcc
     if (argc < 2) {
         print_usage(stderr);
         return 2;
@@ -56,8 +50,6 @@ int main(int argc, char** argv) {
     }
     for (const auto& c : command_registry())
         if (c.name == sub) return c.run(argc - 1, argv + 1);
-    if (sub.find('/') != std::string_view::npos || sub.find("nvcc") != std::string_view::npos)
-        return run_as_launcher(argc, argv); // nvcc-forge /path/to/nvcc args...
     fmt::print(stderr, "nvcc-forge: unknown command '{}'\n", sub);
     print_usage(stderr);
     return 2;

@@ -13,6 +13,12 @@ fs::path self_exe() {
     return ec ? fs::path() : p;
 }
 
+fs::path wrapper_exe() {
+    if (const char* env = std::getenv(kWrapperExeEnv); env != nullptr && *env != '\0')
+        return fs::path(env);
+    return self_exe();
+}
+
 fs::path data_dir() {
     if (const char* env = std::getenv("NVCC_FORGE_DATA_DIR"); env != nullptr && *env != '\0')
         return fs::path(env);

@@ -9,6 +9,11 @@
 namespace forge {
 
 std::filesystem::path self_exe(); // /proc/self/exe, resolved
+// The nvcc front end's binary (bin/nvcc-forge), what an `nvcc` symlink or a shim points at. The
+// tools run as a separate binary (libexec/nvcc-forge-tools) that the front end execs with
+// kWrapperExeEnv set, so a tool that must recognise or link the wrapper asks here, not self_exe().
+inline constexpr const char* kWrapperExeEnv = "NVCC_FORGE_WRAPPER_EXE";
+std::filesystem::path wrapper_exe();
 std::filesystem::path data_dir(); // NVCC_FORGE_DATA_DIR, else installed share dir, else source
 std::filesystem::path default_policy_file();  // data_dir()/policy/arch_policy.yml
 std::filesystem::path default_gpus_file();    // data_dir()/policy/gpus.yml

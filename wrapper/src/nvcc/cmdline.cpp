@@ -441,8 +441,9 @@ Result<Analysis> analyze(std::vector<std::string> argv, std::vector<Arg> effecti
 
     // A device link without sources: nvlink's SASS is all that comes out (`-dlink k.cu` compiles
     // k.cu first, with the usual images [obs]).
-    const bool device_link_only = inv.sources.empty() && !inv.objects.empty() &&
-                                  (inv.phase == Phase::DeviceLink || inv.phase == Phase::Link);
+    inv.device_link_only = inv.sources.empty() && !inv.objects.empty() &&
+                           (inv.phase == Phase::DeviceLink || inv.phase == Phase::Link);
+    const bool device_link_only = inv.device_link_only;
 
     if (version)
         inv.no_device = NoDeviceReason::Version;

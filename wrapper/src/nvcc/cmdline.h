@@ -62,8 +62,11 @@ struct Invocation {
     bool dryrun = false; // -dryrun/--dryrun: rewritten like the real compile
     bool dlto = false;
     bool rdc = false;
-    std::vector<std::string> sources;  // device inputs (.cu or -x cu) as written
-    std::vector<std::string> objects;  // .o/.a inputs (device link)
+    std::vector<std::string> sources; // device inputs (.cu or -x cu) as written
+    std::vector<std::string> objects; // .o/.a inputs (device link)
+    // Objects in, no sources: nvlink runs once per SASS target, and only SASS comes out (the
+    // objects carry their own PTX).
+    bool device_link_only = false;
     std::string output;                // -o value, "" if none
     std::set<arch::Target> requested;  // the images nvcc will emit, after expansions
     bool targets_explicit = false;     // false: nvcc's default applies

@@ -96,7 +96,7 @@ Result<fs::path> find_real_nvcc() {
         return e;
     }
     std::error_code ec;
-    fs::path self = fs::weakly_canonical(self_exe(), ec);
+    fs::path self = fs::weakly_canonical(wrapper_exe(), ec);
     if (const char* path = std::getenv("PATH"); path != nullptr) {
         std::string_view rest = path;
         while (!rest.empty()) {

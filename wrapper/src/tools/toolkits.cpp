@@ -1,5 +1,6 @@
 #include "tools/toolkits.h"
 
+#include "core/paths.h"
 #include "nvcc/probe.h"
 #include "tools/toolkits_process.h"
 
@@ -191,7 +192,7 @@ DiscoveryInputs DiscoveryInputs::from_process(bool ask_python) {
     in.cuda_path = env_or_empty("CUDA_PATH");
     in.candidates_env = env_or_empty("NVCC_FORGE_NVCC_CANDIDATES");
     std::error_code ec;
-    in.self_exe = fs::canonical("/proc/self/exe", ec).string();
+    in.self_exe = fs::canonical(wrapper_exe(), ec).string();
 
     std::vector<std::string> sites;
     for (const auto& dir : split_list(in.path_env, ':')) {

@@ -1,8 +1,7 @@
 // The nvcc front end's entry points: invoked as `nvcc` (a symlink, PATH-prepended or in a shim's
 // bin/), or as a compiler launcher (`nvcc-forge [ccache|sccache ...] /path/to/nvcc args...`).
-#include "cli/frontend_entry.h"
+#include "entry/frontend_entry.h"
 
-#include "cli/command.h"
 #include "core/paths.h"
 #include "core/result.h"
 #include "frontend/locate.h"
@@ -13,8 +12,9 @@
 #include <fmt/format.h>
 #include <string_view>
 #include <unistd.h>
+#include <vector>
 
-namespace forge::cli {
+namespace forge::entry {
 
 namespace fs = std::filesystem;
 using frontend::Call;
@@ -136,11 +136,9 @@ int run_as_launcher(int argc, char** argv) {
     return run(call);
 }
 
-namespace {
-
 // `nvcc-forge ccache nvcc ...` (CMAKE_CUDA_COMPILER_LAUNCHER="nvcc-forge;ccache"): the wrapper goes
 // first so a policy change reaches the cache key. argv[0] is the launcher's name here.
-int launch_chained(int argc, char** argv) {
+int run_as_launcher_chain(int argc, char** argv) {
     std::vector<char*> full;
     full.push_back(const_cast<char*>("nvcc-forge"));
     for (int i = 0; i < argc; ++i)
@@ -149,10 +147,4 @@ int launch_chained(int argc, char** argv) {
     return run_as_launcher(argc + 1, full.data());
 }
 
-} // namespace
-
-FORGE_COMMAND("ccache", "launcher chain: nvcc-forge ccache /path/to/nvcc ARGS...", launch_chained);
-FORGE_COMMAND("sccache", "launcher chain: nvcc-forge sccache /path/to/nvcc ARGS...",
-              launch_chained);
-
-} // namespace forge::cli
+} // namespace forge::entry
