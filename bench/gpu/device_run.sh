@@ -6,8 +6,10 @@
 #   2. a real torch CUDAExtension (examples/torch_ext) built through `nvcc-forge shim` in inject
 #      mode with TORCH_CUDA_ARCH_LIST narrowed to 9.0, its kernel run on the GPU, its .so gated;
 #   3. multi-toolkit bundles (built on the CPU machine with CUDA 13.0 + 13.1, carried as headers)
-#      loaded with nvcc_forge/load_fatbin.h on the GPU's driver.
-# Expects the carried build in .devcarry/ (bin/nvcc-forge, lib/*.so*, bundles/*/bundle_fatbin.h).
+#      loaded with nvcc_forge/load_fatbin.h on the GPU's driver;
+#   4. (overhead) the wrapper-overhead benchmark (bench/wrapper) on this idle 16-core machine.
+# Expects the carried install prefix in .devcarry/ (bin/nvcc-forge, libexec/nvcc-forge-tools,
+# share/nvcc-forge, lib/*.so* the tools need, bundles/*/bundle_fatbin.h).
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 carry="$repo/.devcarry"
@@ -71,4 +73,10 @@ if [ "$step" = all ] || [ "$step" = bundle ]; then
     EXPECT_TOOLKIT="$(cat "$b/EXPECT" 2>/dev/null)" "/tmp/gpu_load_$name"
     echo "bundle $name exit $?"
   done 2>&1 | tee "$OUT/bundles.log"
+fi
+
+if [ "$step" = all ] || [ "$step" = overhead ]; then
+  echo "== 4. wrapper overhead (bench/wrapper/bench_wrapper.py)"
+  python3 "$repo/bench/wrapper/bench_wrapper.py" --forge "$F" --version-rounds 500 \
+    --compile-rounds 21 2>&1 | tee "$OUT/overhead.log"
 fi

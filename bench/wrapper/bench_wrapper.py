@@ -11,13 +11,22 @@ Cases:
   version-bare     `nvcc --version`, nothing configured (the plain exec path)
   compile-1arch    `nvcc -c k.cu -arch=sm_90` of a one-kernel file, policy = 9.0, inject mode + log
                    (parsed, compared, nothing to inject: the wrapper's fixed cost on a real compile)
+  floor-spawn      `nvcc --version` behind a 10-line static C program that posix_spawns nvcc and
+                   waits (built here with cc -static; skipped without one): what one extra
+                   process costs on this machine, the least any wrapper that logs the exit
+                   status can add
+  floor-exec       the same C program exec'ing nvcc in place: the least the plain exec path adds
+  floor-compile    the one-arch compile behind the spawner: the run-to-run noise of the compile
+                   case when the added work is known to be ~0.5 ms
 Targets (issue 3): median added time <= 2 ms on --version, <= 1 % on the one-arch compile.
 """
 import argparse
 import json
 import os
 import random
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -27,6 +36,37 @@ KERNEL = """__global__ void scale(float* x, float a, int n) {
     if (i < n) x[i] *= a;
 }
 """
+
+
+FLOOR_C = r"""
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+extern char** environ;
+int main(int argc, char** argv) {
+    pid_t pid;
+    int st;
+    if (argc < 3) return 2;
+    if (argv[1][0] == 'x') { execv(argv[2], argv + 2); return 127; }
+    if (posix_spawn(&pid, argv[2], 0, 0, argv + 2, environ) != 0) return 127;
+    if (waitpid(pid, &st, 0) < 0) return 127;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+"""
+
+
+def build_floor(tmp):
+    """A minimal static spawner (the floor of any wrapper process), or None without a C compiler."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        return None
+    src, exe = os.path.join(tmp, "floor.c"), os.path.join(tmp, "floor")
+    with open(src, "w") as f:
+        f.write(FLOOR_C)
+    for flags in (["-static"], []):
+        if subprocess.run([cc, "-O2", *flags, src, "-o", exe], capture_output=True).returncode == 0:
+            return exe
+    return None
 
 
 def run_once(argv, env, cwd):
@@ -110,6 +150,16 @@ def main():
             measure("compile-1arch", [nvcc] + compile_args, [wrapper] + compile_args, configured,
                     tmp, a.compile_rounds, warmup=1),
         ]
+        floor = build_floor(tmp)
+        if floor is not None:
+            results += [
+                measure("floor-spawn", [nvcc, "--version"], [floor, "s", nvcc, "--version"], base,
+                        tmp, a.version_rounds),
+                measure("floor-exec", [nvcc, "--version"], [floor, "x", nvcc, "--version"], base,
+                        tmp, a.version_rounds),
+                measure("floor-compile", [nvcc] + compile_args, [floor, "s", nvcc] + compile_args,
+                        base, tmp, a.compile_rounds, warmup=1),
+            ]
         with open(os.path.join(tmp, "log.jsonl")) as f:
             actions = {json.loads(line)["action"] for line in f}
     if a.json:
