@@ -437,6 +437,15 @@ def bad_configuration(t):
         env = t.env(PATH=w + os.pathsep + os.environ["PATH"], **extra)
         p = t.run(["nvcc", "-c", k, "-o", os.path.join(t.out, "x.o")], env=env)
         expect(p.returncode == 2 and needle in p.err, f"{extra}: rc {p.returncode}: {p.err}")
+    # A package name a typo away from one with files builds (the policy row applies) and says so
+    # on the call that resolves it; a name with no near package is silent.
+    for package, warned in (("typp", True), ("some_plain_package", False)):
+        env = t.env(PATH=w + os.pathsep + os.environ["PATH"], NVCC_FORGE_PACKAGE=package,
+                    NVCC_FORGE_PACKAGES_DIR=pkgs, NVCC_FORGE_MODE="observe",
+                    NVCC_FORGE_CACHE_DIR=os.path.join(t.dir, "fresh-cache"))
+        p = t.run(["nvcc", "-c", k, "-o", os.path.join(t.out, "x.o"), "-arch=sm_90"], env=env)
+        expect(p.returncode == 0, f"{package}: rc {p.returncode}: {p.err}")
+        expect(("did you mean typo?" in p.err) == warned, f"{package}: {p.err}")
 
 
 @case

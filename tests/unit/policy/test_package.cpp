@@ -154,6 +154,34 @@ TEST(LoadPackage, DashAndUnderscoreSpellingsAndEmptyDirectories) {
     std::filesystem::remove_all(tmp.parent_path());
 }
 
+TEST(LoadPackage, NearNamesPointAtTheLikelyPackage) {
+    const std::string dir = fixtures() + "/packages";
+    EXPECT_EQ(near_package_name(dir, "x86onyl"), "x86only");              // two edits
+    EXPECT_EQ(near_package_name(dir, "Combo-Platfrm"), "combo_platform"); // case, '-', one edit
+    EXPECT_EQ(near_package_name(dir, "x86only"), "");                     // has its own directory
+    EXPECT_EQ(near_package_name(dir, "combo-platform"), ""); // the same package, other spelling
+    EXPECT_EQ(near_package_name(dir, "numpy"), "");          // nothing close: a plain package
+    EXPECT_EQ(near_package_name(dir, "x8"), "");             // five edits away
+    EXPECT_EQ(near_package_name(fixtures() + "/no-such-dir", "x86only"), "");
+
+    ResolveRequest req;
+    req.cuda = "13.0";
+    req.policy_file = shipped_policy();
+    req.gpus_file = shipped_gpus();
+    req.packages_dir = shipped_packages();
+    req.package = "flash-atn";
+    auto r = resolve(req);
+    ASSERT_TRUE(r.ok()) << r.error().to_string();
+    EXPECT_EQ(r->near_package, "flash_attn");
+    ASSERT_FALSE(r->notes.empty());
+    EXPECT_NE(r->notes.back().find("did you mean package 'flash_attn'"), std::string::npos)
+        << r->notes.back();
+    req.package = "flash_attn";
+    auto exact = resolve(req);
+    ASSERT_TRUE(exact.ok()) << exact.error().to_string();
+    EXPECT_TRUE(exact->near_package.empty());
+}
+
 TEST(ShippedPackages, EveryOverrideLoadsAndEveryValueCarriesReasonAndSource) {
     auto names = list_packages(shipped_packages());
     ASSERT_FALSE(names.empty());

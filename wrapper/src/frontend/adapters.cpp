@@ -1,9 +1,11 @@
 #include "frontend/adapters.h"
 
+#include "frontend/child.h"
 #include "nvcc/probe.h"
 #include "policy/resolve.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 namespace forge::frontend {
 
@@ -31,6 +33,11 @@ resolve_package_list(const FrontendEnv& env, const std::string& cuda,
     req.toolkit = tk;
     auto r = policy::resolve(req);
     if (!r) return std::move(r).error();
+    // Resolved once per cache entry, so this is said on the first call of a build, not on each.
+    if (!r->near_package.empty())
+        write_all(STDERR_FILENO, fmt::format("nvcc-forge: warning: NVCC_FORGE_PACKAGE={} has no "
+                                             "package files; did you mean {}?\n",
+                                             env.package, r->near_package));
     return std::pair{std::move(r->list), std::move(r->source)};
 }
 

@@ -1,9 +1,12 @@
 #include "policy/package.h"
 
+#include <cctype>
+
 #include "policy/versions.h"
 #include "policy/yaml_util.h"
 
 #include <algorithm>
+#include <cctype>
 #include <fmt/format.h>
 #include <fstream>
 #include <sstream>
@@ -306,6 +309,48 @@ std::vector<std::string> list_packages(const fs::path& packages_dir) {
         if (it->is_directory(ec)) out.push_back(it->path().filename().string());
     std::sort(out.begin(), out.end());
     return out;
+}
+
+namespace {
+
+std::string package_key(std::string_view name) {
+    std::string key;
+    for (char c : name)
+        key += c == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return key;
+}
+
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+    std::vector<std::size_t> row(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j)
+        row[j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+        std::size_t diagonal = row[0];
+        row[0] = i;
+        for (std::size_t j = 1; j <= b.size(); ++j) {
+            const std::size_t above = row[j];
+            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+            diagonal = above;
+        }
+    }
+    return row[b.size()];
+}
+
+} // namespace
+
+std::string near_package_name(const fs::path& packages_dir, std::string_view name) {
+    const std::string key = package_key(name);
+    std::string best;
+    std::size_t best_distance = 3;
+    for (const auto& dir : list_packages(packages_dir)) {
+        const std::size_t d = edit_distance(key, package_key(dir));
+        if (d == 0) return ""; // the package has its directory
+        if (d < best_distance) {
+            best_distance = d;
+            best = dir;
+        }
+    }
+    return best;
 }
 
 } // namespace forge::policy

@@ -113,6 +113,8 @@ json resolution_json(const Resolution& r) {
     if (!r.wrapper.max_toolkit.empty()) w["max_toolkit"] = r.wrapper.max_toolkit;
     j["wrapper"] = w;
     j["notes"] = r.notes;
+    j["near_package"] =
+        r.near_package.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.near_package);
     return j;
 }
 

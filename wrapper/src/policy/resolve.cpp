@@ -297,7 +297,17 @@ Result<Resolution> resolve(const ResolveRequest& request) {
         if (!p) return std::move(p).error();
         pkg = std::move(*p);
     }
-    return resolve_loaded(req, *policy, pkg ? &*pkg : nullptr, *gpus);
+    auto res = resolve_loaded(req, *policy, pkg ? &*pkg : nullptr, *gpus);
+    // A package without files is normal (most ride the policy row); one a typo away from a
+    // package that has files is probably that package.
+    if (res && pkg && pkg->override_file.empty() && pkg->matrix_file.empty())
+        if (auto near = near_package_name(req.packages_dir, req.package); !near.empty()) {
+            res->near_package = near;
+            res->notes.push_back(fmt::format("did you mean package '{}'? '{}' has no files under "
+                                             "{} and gets none of '{}''s overrides",
+                                             near, req.package, req.packages_dir.string(), near));
+        }
+    return res;
 }
 
 std::string cell_key(const Resolution& r) {

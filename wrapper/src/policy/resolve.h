@@ -48,10 +48,12 @@ struct Resolution {
     std::vector<std::string> lint_ignore;
 
     // Extensions (policy module):
-    std::string python;             // "3.12" or ""
-    std::string requested;          // the winning list as written, before clamp and +PTX
-    std::string reason;             // the winning row's reason ("" for plain overrides)
-    std::string nvcc_source;        // where the emittable set came from
+    std::string python;      // "3.12" or ""
+    std::string requested;   // the winning list as written, before clamp and +PTX
+    std::string reason;      // the winning row's reason ("" for plain overrides)
+    std::string nvcc_source; // where the emittable set came from
+    // A package directory one or two edits from a package that has none (a likely typo), or "".
+    std::string near_package;
     std::vector<std::string> notes; // e.g. "torch clamp not applied: ..."
     WrapperSettings wrapper;        // packages/<pkg>/arch_override.yml `wrapper:`
 };
