@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 namespace forge::nvcc {
 namespace {
@@ -56,6 +57,37 @@ TEST(Probe, ParsersRejectGarbage) {
     EXPECT_EQ(bad.error().key, "bogus");
     EXPECT_FALSE(parse_target_list("").ok());
     EXPECT_FALSE(parse_help_gpu_codes("--gpu-architecture <arch> (-arch)\n").ok());
+}
+
+// A stand-in nvcc (a shell script printing captured 13.0 output) whose --help has no allowed-values
+// list: the plain targets and their PTX still come from --list-gpu-code.
+TEST(Probe, WithoutAllowedValuesInHelpKeepsPtxOfListedArchs) {
+    const auto dir =
+        std::filesystem::temp_directory_path() / ("forge_nvcc_probe_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    const auto data = std::string(FORGE_TEST_SOURCE_DIR) + "/unit/nvcc/data/";
+    const auto nvcc = dir / "nvcc";
+    {
+        std::ofstream out(nvcc);
+        out << "#!/bin/sh\ncase \"$1\" in\n"
+            << "  --version) cat '" << data << "nvcc-13.0-version.txt' ;;\n"
+            << "  --list-gpu-code) cat '" << data << "nvcc-13.0-list-gpu-code.txt' ;;\n"
+            << "  --help) echo 'Usage: nvcc [options] <inputfile>' ;;\n"
+            << "  *) exit 1 ;;\nesac\n";
+    }
+    std::filesystem::permissions(nvcc, std::filesystem::perms::owner_all);
+    auto caps = probe_toolkit(nvcc.string());
+    std::filesystem::remove_all(dir);
+    ASSERT_TRUE(caps.ok()) << caps.error().to_string();
+    EXPECT_EQ(caps->major, 13);
+    EXPECT_EQ(caps->default_sm, 75);
+    EXPECT_TRUE(caps->emittable.contains(testing::T("sm_120")));
+    EXPECT_TRUE(caps->emittable.contains(testing::T("compute_120")));
+    EXPECT_TRUE(caps->emittable.contains(testing::T("compute_75")));
+    EXPECT_FALSE(caps->emittable.contains(testing::T("sm_90a"))); // a/f/lto only from --help
+    EXPECT_EQ(caps->emittable.size(), 12u * 2);
+    // An nvcc that is not there: an error value naming it.
+    EXPECT_FALSE(probe_toolkit((dir / "missing").string()).ok());
 }
 
 TEST(Probe, DeviceQueryOutput) {

@@ -129,7 +129,13 @@ Result<ToolkitCaps> probe_toolkit(const std::string& nvcc_path) {
     if (!listed) return std::move(listed).error();
     auto plain = parse_target_list(*listed);
     if (!plain) return std::move(plain).error().in_file(nvcc_path);
-    caps.emittable = *plain;
+    // Every real arch nvcc lists has its virtual arch (compute_X): without it, an nvcc whose
+    // --help lacks the allowed-values list would have every PTX request clamped away.
+    for (const auto& t : *plain) {
+        caps.emittable.insert(t);
+        if (t.kind == arch::Kind::Sass)
+            caps.emittable.insert(arch::Target{arch::Kind::Ptx, t.sm, t.suffix});
+    }
 
     // a/f/lto targets exist only in --help's text; an nvcc without them (11.x) is fine.
     auto help = run_capture(nvcc_path, "--help");

@@ -11,8 +11,9 @@
 namespace forge::nvcc {
 
 // Runs `nvcc --version`, `nvcc --list-gpu-code` and `nvcc --help` (no shell, ~15 ms in all) and
-// builds the caps: release X.Y, every target nvcc accepts (plain ones from --list-gpu-code, a/f/lto
-// from the "Allowed values" of --gpu-code in --help), default_sm 75 for CUDA >= 13, 52 for 11/12.
+// builds the caps: release X.Y, every target nvcc accepts (plain sm_X and compute_X from
+// --list-gpu-code, a/f/lto from the "Allowed values" of --gpu-code in --help), default_sm 75 for
+// CUDA >= 13, 52 for 11/12.
 // native_sm stays unset (the frontend asks __nvcc_device_query only when -arch=native is used).
 Result<ToolkitCaps> probe_toolkit(const std::string& nvcc_path);
 
