@@ -33,12 +33,6 @@ fs::path resolved(const fs::path& p) {
     return ec ? fs::path() : r;
 }
 
-// A link that resolves to a file called nvcc-forge is some nvcc-forge (another build or install),
-// never a real nvcc: exec'd by its real path it would not even act as nvcc.
-bool is_forge_binary(const fs::path& p) {
-    return resolved(p).filename() == "nvcc-forge";
-}
-
 } // namespace
 
 bool same_file(const fs::path& a, const fs::path& b) {
@@ -48,27 +42,38 @@ bool same_file(const fs::path& a, const fs::path& b) {
     return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
-bool usable_nvcc(const fs::path& candidate, const fs::path& self) {
+namespace {
+
+// The candidate's canonical path when it can be the real nvcc: an executable file that is neither
+// this binary nor any nvcc-forge (a link resolving to a file called nvcc-forge is another build or
+// install, which exec'd by its real path would not even act as nvcc). Resolved once: this runs on
+// every wrapped call.
+std::optional<fs::path> real_nvcc_at(const fs::path& candidate, const fs::path& self) {
     struct stat st {};
-    if (::stat(candidate.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
-    if (::access(candidate.c_str(), X_OK) != 0) return false;
-    if (is_forge_binary(candidate)) return false;
-    return self.empty() || !same_file(candidate, self);
+    if (::stat(candidate.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+    if (::access(candidate.c_str(), X_OK) != 0) return std::nullopt;
+    fs::path real = resolved(candidate);
+    if (real.filename() == "nvcc-forge") return std::nullopt;
+    if (!self.empty() && same_file(candidate, self)) return std::nullopt;
+    return real;
+}
+
+} // namespace
+
+bool usable_nvcc(const fs::path& candidate, const fs::path& self) {
+    return real_nvcc_at(candidate, self).has_value();
 }
 
 std::optional<fs::path> find_on_path(const std::string& name, const std::string& path_env,
                                      const fs::path& self) {
-    if (name.find('/') != std::string::npos) {
-        if (usable_nvcc(name, self)) return resolved(name);
-        return std::nullopt;
-    }
+    if (name.find('/') != std::string::npos) return real_nvcc_at(name, self);
     std::set<std::pair<dev_t, ino_t>> seen_dirs; // a directory on PATH twice is looked at once
     for (const auto& dir : split_path(path_env)) {
         struct stat st {};
         if (::stat(dir.c_str(), &st) != 0) continue;
         if (!seen_dirs.insert({st.st_dev, st.st_ino}).second) continue;
         fs::path candidate = fs::path(dir) / name;
-        if (usable_nvcc(candidate, self)) return resolved(candidate);
+        if (auto real = real_nvcc_at(candidate, self)) return real;
     }
     return std::nullopt;
 }
@@ -100,7 +105,7 @@ Result<Located> locate_real_nvcc(const LocateInput& in) {
 
     if (!in.real_nvcc_env.empty()) {
         fs::path p = in.real_nvcc_env;
-        if (usable_nvcc(p, in.self)) return Located{resolved(p), "NVCC_FORGE_REAL_NVCC"};
+        if (auto real = real_nvcc_at(p, in.self)) return Located{*real, "NVCC_FORGE_REAL_NVCC"};
         // An explicit setting that does not work is an error, not a hint to look elsewhere.
         reject("NVCC_FORGE_REAL_NVCC=", p);
         return make_error(fmt::format("cannot use the real nvcc: {}", looked.front()));
@@ -113,8 +118,8 @@ Result<Located> locate_real_nvcc(const LocateInput& in) {
         if (f && std::getline(f, line)) {
             while (!line.empty() && (line.back() == '\r' || line.back() == ' '))
                 line.pop_back();
-            if (!line.empty() && usable_nvcc(line, in.self))
-                return Located{resolved(line), "marker " + marker.string()};
+            if (auto real = line.empty() ? std::nullopt : real_nvcc_at(line, in.self))
+                return Located{*real, "marker " + marker.string()};
             reject(fmt::format("{} names", marker.string()), line);
         }
     }
@@ -129,21 +134,21 @@ Result<Located> locate_real_nvcc(const LocateInput& in) {
         std::error_code ec;
         if (!fs::exists(candidate, ec)) continue;
         any_on_path = true;
-        if (usable_nvcc(candidate, in.self)) return Located{resolved(candidate), "PATH"};
+        if (auto real = real_nvcc_at(candidate, in.self)) return Located{*real, "PATH"};
         reject("PATH:", candidate);
     }
     if (!any_on_path) looked.push_back("PATH (no other nvcc)");
 
     if (!in.cuda_home_env.empty()) {
         fs::path p = fs::path(in.cuda_home_env) / "bin" / "nvcc";
-        if (usable_nvcc(p, in.self)) return Located{resolved(p), "CUDA_HOME"};
+        if (auto real = real_nvcc_at(p, in.self)) return Located{*real, "CUDA_HOME"};
         reject("$CUDA_HOME/bin/nvcc:", p);
     } else {
         looked.push_back("$CUDA_HOME (unset)");
     }
     if (!in.default_cuda_bin.empty()) {
         fs::path p = in.default_cuda_bin;
-        if (usable_nvcc(p, in.self)) return Located{resolved(p), "default"};
+        if (auto real = real_nvcc_at(p, in.self)) return Located{*real, "default"};
         reject("default", p);
     }
     std::string msg = "cannot find the real nvcc; looked at:";

@@ -87,7 +87,9 @@ effective_policy(const FrontendEnv& env, const nvcc::ToolkitCaps& caps, const fs
     if (!env.policy_configured()) return std::optional<EffectivePolicy>{};
     const std::string cuda = fmt::format("{}.{}", caps.major, caps.minor);
     const fs::path packages_dir = packages_dir_of(env);
-    const fs::path policy_file = policy_file_of(env);
+    // Only a list resolved from the policy file depends on it (and locating it costs a readlink
+    // and a stat on every call).
+    const fs::path policy_file = env.arch_list.empty() ? policy_file_of(env) : fs::path();
     const fs::path dir = cache_dir(env);
 
     std::string key = fmt::format("policy-v1|list={}|pkg={}|torch={}|platform={}|cuda={}",
