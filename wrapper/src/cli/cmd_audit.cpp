@@ -54,13 +54,7 @@ int run_audit(int argc, char** argv) {
     po::positional_options_description pos;
     pos.add("path", -1);
     po::variables_map vm;
-    try {
-        po::store(po::command_line_parser(argc, argv).options(desc).positional(pos).run(), vm);
-        po::notify(vm);
-    } catch (const po::error& e) {
-        fmt::print(stderr, "nvcc-forge audit: {}\nusage: {}\n", e.what(), kUsage);
-        return kExitInput;
-    }
+    if (!store_command_line(argc, argv, desc, &pos, vm, "audit", kUsage)) return kExitInput;
     if (vm.count("help")) {
         std::ostringstream os;
         os << desc;

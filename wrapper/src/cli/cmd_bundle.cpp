@@ -4,6 +4,7 @@
 // writes one deterministic C header. Every SM is resolved before anything is compiled.
 // Exit 0 ok, 2 unusable input (a missing toolkit, a failed compile).
 #include "cli/command.h"
+#include "cli/policy_options.h"
 #include "core/paths.h"
 #include "tools/bundle.h"
 #include "tools/toolkits.h"
@@ -81,13 +82,7 @@ int run_bundle(int argc, char** argv) {
     po::positional_options_description pos;
     pos.add("source", 1);
     po::variables_map vm;
-    try {
-        po::store(po::command_line_parser(argc, argv).options(desc).positional(pos).run(), vm);
-        po::notify(vm);
-    } catch (const po::error& e) {
-        fmt::print(stderr, "nvcc-forge bundle: {}\n", e.what());
-        return kExitInput;
-    }
+    if (!store_command_line(argc, argv, desc, &pos, vm, "bundle")) return kExitInput;
     if (vm.count("help")) {
         std::cout << desc << "\nExit: 0 ok, 2 unusable input (missing toolkit, failed compile).\n";
         return kExitOk;

@@ -30,13 +30,7 @@ int cmd_env(int argc, char** argv) {
         "a shim root (nvcc-forge shim): export CUDA_HOME and PATH")(
         "log", po::value<std::string>(), "NVCC_FORGE_LOG: the per-call JSON log");
     po::variables_map vm;
-    try {
-        po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
-        po::notify(vm);
-    } catch (const po::error& e) {
-        fmt::print(stderr, "nvcc-forge env: {}\n", e.what());
-        return kExitInput;
-    }
+    if (!store_command_line(argc, argv, desc, nullptr, vm, "env")) return kExitInput;
     if (vm.count("help")) {
         fmt::print("{}", fmt::format("{}", fmt::streamed(desc)));
         return kExitOk;

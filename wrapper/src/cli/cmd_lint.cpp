@@ -31,13 +31,7 @@ int run_lint(int argc, char** argv) {
     po::positional_options_description pos;
     pos.add("src", 1);
     po::variables_map vm;
-    try {
-        po::store(po::command_line_parser(argc, argv).options(desc).positional(pos).run(), vm);
-        po::notify(vm);
-    } catch (const po::error& e) {
-        fmt::print(stderr, "nvcc-forge lint: {}\n", e.what());
-        return kExitInput;
-    }
+    if (!store_command_line(argc, argv, desc, &pos, vm, "lint")) return kExitInput;
     if (vm.count("help")) {
         std::cout << desc << "\nRules:";
         for (auto id : tools::lint_rule_ids())

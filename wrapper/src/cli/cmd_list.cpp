@@ -5,6 +5,7 @@
 #include "binary/cuobjdump.h"
 #include "binary/reader.h"
 #include "cli/command.h"
+#include "cli/policy_options.h"
 
 #include <algorithm>
 #include <boost/program_options.hpp>
@@ -124,13 +125,7 @@ int run_list(int argc, char** argv) {
     po::positional_options_description pos;
     pos.add("file", -1);
     po::variables_map vm;
-    try {
-        po::store(po::command_line_parser(argc, argv).options(desc).positional(pos).run(), vm);
-        po::notify(vm);
-    } catch (const po::error& e) {
-        fmt::print(stderr, "nvcc-forge list: {}\n", e.what());
-        return kExitInput;
-    }
+    if (!store_command_line(argc, argv, desc, &pos, vm, "list")) return kExitInput;
     if (vm.count("help")) {
         std::cout << desc
                   << "\nExit: 0 ok, 2 unreadable input (or a cuobjdump difference with "

@@ -1,6 +1,7 @@
 // nvcc-forge log summarize FILE [--format text|json] [--fail-on-drop]: which TUs dropped which
 // targets, from the wrapper's NVCC_FORGE_LOG.
 #include "cli/command.h"
+#include "cli/policy_options.h"
 #include "core/result.h"
 #include "frontend/compile_log.h"
 
@@ -31,14 +32,7 @@ int cmd_log(int argc, char** argv) {
     po::positional_options_description pos;
     pos.add("file", 1);
     po::variables_map vm;
-    try {
-        po::store(po::command_line_parser(argc - 1, argv + 1).options(desc).positional(pos).run(),
-                  vm);
-        po::notify(vm);
-    } catch (const po::error& e) {
-        fmt::print(stderr, "nvcc-forge log summarize: {}\n", e.what());
-        return kExitInput;
-    }
+    if (!store_command_line(argc - 1, argv + 1, desc, &pos, vm, "log summarize")) return kExitInput;
     if (vm.count("help")) {
         fmt::print("{}", fmt::format("{}", fmt::streamed(desc)));
         return kExitOk;

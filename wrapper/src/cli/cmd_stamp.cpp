@@ -30,13 +30,7 @@ int run_stamp(int argc, char** argv) {
     po::positional_options_description pos;
     pos.add("wheel", -1);
     po::variables_map vm;
-    try {
-        po::store(po::command_line_parser(argc, argv).options(desc).positional(pos).run(), vm);
-        po::notify(vm);
-    } catch (const po::error& e) {
-        fmt::print(stderr, "nvcc-forge stamp: {}\nusage: {}\n", e.what(), kUsage);
-        return kExitInput;
-    }
+    if (!store_command_line(argc, argv, desc, &pos, vm, "stamp", kUsage)) return kExitInput;
     if (vm.count("help")) {
         fmt::print("usage: {}\n\n", kUsage);
         std::ostringstream os;

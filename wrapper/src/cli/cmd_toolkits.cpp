@@ -2,6 +2,7 @@
 // Lists the CUDA toolkits found on this machine: full version, nvcc path, SASS/PTX it can emit.
 // Exit 0 (an empty list included), 2 usage.
 #include "cli/command.h"
+#include "cli/policy_options.h"
 #include "tools/toolkits.h"
 
 #include <boost/program_options.hpp>
@@ -20,13 +21,7 @@ int run_toolkits(int argc, char** argv) {
         "verbose,v", po::bool_switch(),
         "also print the candidates that were not toolkits, and why");
     po::variables_map vm;
-    try {
-        po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
-        po::notify(vm);
-    } catch (const po::error& e) {
-        fmt::print(stderr, "nvcc-forge toolkits: {}\n", e.what());
-        return kExitInput;
-    }
+    if (!store_command_line(argc, argv, desc, nullptr, vm, "toolkits")) return kExitInput;
     if (vm.count("help")) {
         std::cout
             << desc

@@ -46,13 +46,7 @@ int run_verify(int argc, char** argv) {
     po::positional_options_description pos;
     pos.add("file", -1);
     po::variables_map vm;
-    try {
-        po::store(po::command_line_parser(argc, argv).options(desc).positional(pos).run(), vm);
-        po::notify(vm);
-    } catch (const po::error& e) {
-        fmt::print(stderr, "nvcc-forge verify: {}\n", e.what());
-        return kExitInput;
-    }
+    if (!store_command_line(argc, argv, desc, &pos, vm, "verify")) return kExitInput;
     if (vm.count("help")) {
         std::cout << desc << "\nExit: 0 pass, 1 fail, 2 unreadable input.\n";
         return kExitOk;

@@ -3,6 +3,7 @@
 // toolkit of every embedded cubin, and the SM lists baked into the header's table.
 // Exit 0 pass, 1 mismatch (each printed), 2 unusable input.
 #include "cli/command.h"
+#include "cli/policy_options.h"
 #include "tools/bundle_header.h"
 #include "tools/bundle_verify.h"
 
@@ -28,13 +29,7 @@ int run_verify_bundle(int argc, char** argv) {
     po::positional_options_description pos;
     pos.add("header", 1);
     po::variables_map vm;
-    try {
-        po::store(po::command_line_parser(argc, argv).options(desc).positional(pos).run(), vm);
-        po::notify(vm);
-    } catch (const po::error& e) {
-        fmt::print(stderr, "nvcc-forge verify-bundle: {}\n", e.what());
-        return kExitInput;
-    }
+    if (!store_command_line(argc, argv, desc, &pos, vm, "verify-bundle")) return kExitInput;
     if (vm.count("help")) {
         std::cout << desc << "\nExit: 0 pass, 1 mismatch, 2 unusable input.\n";
         return kExitOk;

@@ -111,16 +111,29 @@ Result<policy::Resolution> resolve_from_options(const po::variables_map& vm) {
     return policy::resolve(req);
 }
 
-std::optional<int> parse_command_line(int argc, char** argv, const po::options_description& desc,
-                                      po::variables_map& vm, std::string_view usage) {
+bool store_command_line(int argc, char** argv, const po::options_description& desc,
+                        const po::positional_options_description* positional, po::variables_map& vm,
+                        std::string_view command, std::string_view usage) {
     try {
-        po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
+        po::command_line_parser parser(argc, argv);
+        parser.options(desc);
+        if (positional != nullptr) parser.positional(*positional);
+        po::store(parser.run(), vm);
         po::notify(vm);
     } catch (const po::error& e) {
-        fmt::print(stderr, "nvcc-forge {}: {}\nusage: {}\n", argc > 0 ? argv[0] : "", e.what(),
-                   usage);
-        return kExitInput;
+        if (usage.empty())
+            fmt::print(stderr, "nvcc-forge {}: {}\n", command, e.what());
+        else
+            fmt::print(stderr, "nvcc-forge {}: {}\nusage: {}\n", command, e.what(), usage);
+        return false;
     }
+    return true;
+}
+
+std::optional<int> parse_command_line(int argc, char** argv, const po::options_description& desc,
+                                      po::variables_map& vm, std::string_view usage) {
+    if (!store_command_line(argc, argv, desc, nullptr, vm, argc > 0 ? argv[0] : "", usage))
+        return kExitInput;
     if (vm.count("help")) {
         std::cout << "usage: " << usage << "\n\n"
                   << desc << "\nexit codes: 0 ok, 1 policy finding, 2 unusable input or usage\n";

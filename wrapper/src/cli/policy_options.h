@@ -28,6 +28,15 @@ Result<std::vector<arch::Gpu>> gpus_from_options(const boost::program_options::v
 // --policy FILE or the bundled policy/arch_policy.yml.
 std::filesystem::path policy_file_from_options(const boost::program_options::variables_map& vm);
 
+// Parses argv (argv[0] = subcommand, skipped) into vm, with `positional` when not null. On a usage
+// error prints "nvcc-forge <command>: <error>" (then "usage: <usage>" when given) on stderr and
+// returns false: the command exits 2.
+bool store_command_line(int argc, char** argv,
+                        const boost::program_options::options_description& desc,
+                        const boost::program_options::positional_options_description* positional,
+                        boost::program_options::variables_map& vm, std::string_view command,
+                        std::string_view usage = {});
+
 // Parses argv (argv[0] = subcommand) into vm. Returns an exit code when the command should stop:
 // 2 after a usage error (message on stderr), 0 after --help (usage on stdout).
 std::optional<int> parse_command_line(int argc, char** argv,
