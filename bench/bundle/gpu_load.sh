@@ -49,7 +49,7 @@ blobs:
   - {toolkit: "13.0", sms: [110]}
 YML
 echo "== bundle"
-"$forge" bundle "$here/kernels.cu" --sm 90,100,110,120 --sm-toolkit sm_toolkit.yml --symbol bundle \
+"$forge" bundle "$repo/tests/fixtures/bundle/kernels.cu" --sm 90,100,110,120 --sm-toolkit sm_toolkit.yml --symbol bundle \
   --out bundle_fatbin.h -v
 echo "== verify-bundle"
 "$forge" verify-bundle bundle_fatbin.h --layout layout.yml
