@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On the GPU machine: builds a bundle of real kernels with CUDA 12.8 (sm_90/100/120) and 13.0
 # (sm_110), checks it with verify-bundle, then loads it with nvcc_forge/load_fatbin.h and runs a
-# kernel: an H200 (sm_90) must take the sm_90 cubin built by 12.8 (seed multi-toolkit-fatbin).
+# kernel: an H200 (sm_90) must take the sm_90 cubin built by 12.8 (docs/arch-rules.md).
 #
 #   usage: bench/bundle/gpu_load.sh NVCC_FORGE CU128 [OUT_DIR]
 #     NVCC_FORGE  the nvcc-forge binary

@@ -120,7 +120,7 @@ TEST(PolicyFile, ExceptionsMayOnlyAdd) {
         std::string(kMinimal) +
         "arch_exceptions:\n  \"12.8/2.9\": {list: \"7.5;8.0;9.0+PTX\", reason: \"adds\"}\n";
     ASSERT_TRUE(parse_policy(text, "p.yml").ok());
-    // drops 9.0's PTX: read as a drop-list, this is the seed's "exactly the wrong conclusion"
+    // drops 9.0's PTX: an exception read as a drop-list says the opposite of what a cell builds
     auto e =
         parse_error(std::string(kMinimal) +
                     "arch_exceptions:\n  \"12.8/2.9\": {list: \"7.5;8.0;9.0\", reason: \"x\"}\n");

@@ -25,7 +25,7 @@ TEST(Report, CoverageJsonIsKeyedByCc) {
     ASSERT_TRUE(j.is_object());
     EXPECT_EQ(j.size(), gpus().size());
     EXPECT_EQ(j["11.0"]["tier"], "jit");
-    // compute_120 cannot JIT down to Thor: only the 9.0 PTX net reaches it (ADR-0012 consequence 1)
+    // compute_120 cannot JIT down to Thor: only the 9.0 PTX net reaches it (docs/arch-rules.md)
     EXPECT_EQ(j["11.0"]["via"], nlohmann::ordered_json::array({"compute_90"}));
     EXPECT_EQ(j["8.9"]["tier"], "native");
     EXPECT_EQ(j["10.3"]["tier"], "native");

@@ -261,7 +261,7 @@ TEST(ResolveErrors, PackageFileErrorsPropagateWithLine) {
     EXPECT_NE(none.notes[0].find("no_such_package"), std::string::npos);
 }
 
-// ---- Step 3 and the seeds' traps ----
+// ---- +PTX placement and the known traps (docs/arch-rules.md) ----
 
 TEST(SeedTraps, PtxNeverLandsOnAnArchSpecificToken) {
     auto r = must(resolve_with(mini(), "12.8", "", "linux_x86_64", "waived"));

@@ -46,7 +46,7 @@ TEST(Gate, ExactMatchPasses) {
 }
 
 TEST(Gate, MissingConsumerAmpereFailsEvenWithFamilyPresent) {
-    // The seed's old hole: the family check alone passes when one sm_80 survives.
+    // The old hole: the family check alone passes when one sm_80 survives.
     auto r = verify_extension(ext({entry("sm_80"), entry("sm_90"), entry("compute_90")}),
                               list("8.0 8.6 8.9 9.0+PTX"), {});
     EXPECT_FALSE(r.pass);

@@ -93,8 +93,8 @@ class ArchList {
 
     // The highest entry that is not arch-specific or family-specific; nullptr if none.
     [[nodiscard]] const ArchEntry* highest_portable() const;
-    // ADR/seed `_ensure_ptx_on_highest_base`: +PTX on the highest portable entry. Returns the
-    // entry that received it, or -1 when nothing changed.
+    // +PTX on the highest portable (non-a/f) entry (docs/arch-rules.md, "PTX once per major").
+    // Returns the entry that received it, or -1 when nothing changed.
     int ensure_ptx_on_highest_base();
 
     bool operator==(const ArchList& o) const;

@@ -1,9 +1,9 @@
 // What an arch list really buys: for every GPU, native (a cubin runs it), jit (only a PTX tail
-// reaches it) or dead. The rules (ADR-0012 "the coverage rule", corrected by evidence for Tegra):
+// reaches it) or dead. The rules (docs/arch-rules.md, "What a cubin or a PTX image reaches"):
 //  - plain or family (f) cubin sm_X.y: CC X.z for z >= y (same major);
 //  - arch-specific (a) cubin: exactly its CC;
 //  - Tegra CCs (5.3, 6.2, 7.2, 8.7, 10.1) run only their own cubin: an sm_80 cubin gives "no kernel
-//    image" on Orin 8.7 (flash-attention #1146, jax #22723), although ADR-0012 lists 8.7 as native;
+//    image" on Orin 8.7 (flash-attention #1146, jax #22723): same-major is a desktop rule only;
 //  - PTX compute_X JITs onto every CC >= X; compute_Xa only onto X; compute_Xf only onto later
 //    minors of X's major.
 #pragma once
@@ -37,8 +37,8 @@ struct CoverageRow {
 
 std::vector<CoverageRow> coverage(const std::vector<Target>& targets, const std::vector<Gpu>& gpus);
 
-// ADR-0012's second PTX: a major with no cubin between the lowest and the highest cubin major
-// is caught only by a PTX below it. One finding per such gap that has no PTX net.
+// The second PTX (docs/arch-rules.md, "PTX once per major"): a major with no cubin between the
+// lowest and the highest cubin major is caught only by a PTX below it; one finding per bare gap.
 struct GapFinding {
     int major = 0;        // the major with no cubin (e.g. 11)
     int suggested_sm = 0; // highest plain cubin below the gap: where +PTX belongs

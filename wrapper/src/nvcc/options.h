@@ -1,6 +1,6 @@
 // nvcc 13.0's options as data: one table with every spelling the wrapper must recognise, whether
 // it takes an argument and how, and what the model does with it. The parser never special-cases a
-// spelling outside this table. Facts: ../shared/notes/nvcc-flags.md §1.
+// spelling outside this table. Facts: docs/nvcc-command-line.md, "Option syntax".
 #pragma once
 
 #include <cstdint>

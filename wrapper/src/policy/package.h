@@ -1,5 +1,5 @@
 // packages/<pkg>/arch_override.yml and packages/<pkg>/build_matrix.yml: a package's own arch
-// floors (the seeds' four fields), its verify waivers and the wrapper's per-package settings.
+// floors (arch_list[_by_cuda][_aarch64]), its verify waivers and the wrapper's package settings.
 #pragma once
 
 #include "arch/arch.h"
@@ -13,7 +13,7 @@
 
 namespace forge::policy {
 
-// An override value: a plain string (the seeds' form) or {list, reason, source}.
+// An override value: a plain string (the short form) or {list, reason, source}.
 struct OverrideValue {
     std::string text;
     arch::ArchList list;

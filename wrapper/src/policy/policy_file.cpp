@@ -301,8 +301,8 @@ Result<PolicyData> parse_policy(std::string_view text, const std::string& file) 
     if (!torch_arm) return std::move(torch_arm).error();
     p.torch_runnable_aarch64 = std::move(*torch_arm);
 
-    // The exceptions table only ever adds to its policy row (seed "arch_exceptions was inverted"):
-    // a row that drops a token of arch_policy[cuda] would be read backwards by every reviewer.
+    // The exceptions table only ever adds to its policy row (docs/arch-rules.md, "arch_exceptions
+    // only add"): a row that drops a token of arch_policy[cuda] would be read backwards.
     for (const auto& [key, row] : p.arch_exceptions) {
         std::string cuda = key.substr(0, key.find('/'));
         auto base = p.arch_policy.find(cuda);

@@ -1,5 +1,5 @@
-// Policy resolution (ADR-0012 + the seeds' Steps 1-3). INTERFACE CONTRACT, owned by the policy
-// module; consumers use Resolution.
+// Policy resolution (docs/policy.md "Resolution"; the reasons in docs/arch-rules.md, "The policy").
+// INTERFACE CONTRACT, owned by the policy module; consumers use Resolution.
 //
 //   x86-64 / Windows (highest wins): build_matrix combination arch_list > arch_list_by_cuda[cuda]
 //     > arch_list > arch_exceptions["<cuda>/<torch minor>"] > arch_policy[cuda]

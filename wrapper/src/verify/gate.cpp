@@ -21,7 +21,7 @@ std::vector<std::string> names(const std::set<Target>& s) {
     return out;
 }
 
-// An expected plain target is satisfied by the same target with any suffix (seed Step 5 item 4:
+// An expected plain target is satisfied by the same target with any suffix (suffix folding:
 // sm_90a / sm_100f count as sm_90 / sm_100); an expected a/f target only by itself.
 bool satisfied(const Target& want, const std::set<Target>& have) {
     if (have.count(want)) return true;

@@ -1,5 +1,5 @@
-// The gate (ADR-0013, seed Step 5): what a binary really carries, compared with the arch list it
-// was asked to carry. Pure logic over the reader's entries, so every check is unit-testable.
+// The gate (docs/arch-rules.md, "The gate"): what a binary really carries vs the arch list it was
+// asked to carry. Pure logic over the reader's entries, so every check is unit-testable.
 #pragma once
 
 #include "arch/arch.h"
@@ -58,7 +58,7 @@ struct ExtensionReport {
     bool device_code = false;
     std::string source; // "native" / "cuobjdump"
     bool pass = false;
-    std::vector<Check> checks; // in the seed's order
+    std::vector<Check> checks; // [device-code,] family, sass, ptx, extra[, toolkit]
 };
 
 ExtensionReport verify_extension(const binary::Extension& ext, const arch::ArchList& expected,

@@ -1,4 +1,4 @@
-// Rendering gate results: the seed's data block as JSON, and a table a person reads in a CI log.
+// Rendering gate results: the data block (expected/sass/ptx/source) as JSON, and a CI-log table.
 #pragma once
 
 #include "verify/gate.h"
