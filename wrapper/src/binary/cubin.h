@@ -1,5 +1,6 @@
 // What a cubin (CUDA device ELF) says about itself: SM, kernels, the toolkit that built it, the
-// arch-specific `a` flag, and whether it is a kernel-less stub (notes section 5).
+// arch-specific `a` flag, and whether it is a kernel-less stub (docs/fatbin-format.md, "The
+// cubin").
 #pragma once
 
 #include "binary/bytes.h"

@@ -1,5 +1,6 @@
 // ELF64 little-endian: header and section table, for host objects (.so, executables, .o) and
 // for CUDA cubins (e_machine 190). Only what the fatbin readers need; every field is checked.
+// Layout and what this project relies on: docs/fatbin-format.md, "Host ELF" and "The cubin".
 #pragma once
 
 #include "binary/bytes.h"
@@ -11,12 +12,47 @@
 
 namespace forge::binary {
 
-inline constexpr std::uint16_t kEmCuda = 190;
-inline constexpr std::uint32_t kShtNobits = 8;
-inline constexpr std::uint32_t kShtNote = 7;
-inline constexpr std::uint32_t kShtRela = 4;
-inline constexpr std::uint32_t kShtSymtab = 2;
+// Byte offsets of the ELF64 fields this module reads, named as in the ELF specification (and
+// LLVM's Elf64_Ehdr / Elf64_Shdr). Every read through them goes through Bytes (bounds-checked).
+namespace elf64 {
+// Elf64_Ehdr: e_ident bytes, then the fixed fields.
+inline constexpr std::uint64_t kEiClass = 4;      // e_ident[EI_CLASS]: 2 = ELF64
+inline constexpr std::uint64_t kEiData = 5;       // e_ident[EI_DATA]: 1 = little-endian
+inline constexpr std::uint64_t kEiOsabi = 7;      // e_ident[EI_OSABI]
+inline constexpr std::uint64_t kEiAbiversion = 8; // e_ident[EI_ABIVERSION]
+inline constexpr std::uint64_t kEiNident = 16;    // size of e_ident
+inline constexpr std::uint64_t kEType = 16;       // u16 e_type
+inline constexpr std::uint64_t kEMachine = 18;    // u16 e_machine
+inline constexpr std::uint64_t kEPhoff = 32;      // u64 e_phoff
+inline constexpr std::uint64_t kEShoff = 40;      // u64 e_shoff
+inline constexpr std::uint64_t kEFlags = 48;      // u32 e_flags
+inline constexpr std::uint64_t kEPhentsize = 54;  // u16 e_phentsize
+inline constexpr std::uint64_t kEPhnum = 56;      // u16 e_phnum
+inline constexpr std::uint64_t kEShentsize = 58;  // u16 e_shentsize
+inline constexpr std::uint64_t kEShnum = 60;      // u16 e_shnum
+inline constexpr std::uint64_t kEShstrndx = 62;   // u16 e_shstrndx
+inline constexpr std::uint64_t kEhdrSize = 64;    // sizeof(Elf64_Ehdr)
+// Elf64_Phdr: only its size is checked (a cubin ends with its program headers).
+inline constexpr std::uint64_t kPhdrSize = 56; // sizeof(Elf64_Phdr)
+// Elf64_Shdr.
+inline constexpr std::uint64_t kShName = 0;     // u32 sh_name (offset in the name table)
+inline constexpr std::uint64_t kShType = 4;     // u32 sh_type
+inline constexpr std::uint64_t kShFlags = 8;    // u64 sh_flags
+inline constexpr std::uint64_t kShAddr = 16;    // u64 sh_addr
+inline constexpr std::uint64_t kShOffset = 24;  // u64 sh_offset
+inline constexpr std::uint64_t kShSize = 32;    // u64 sh_size (section 0: e_shnum overflow)
+inline constexpr std::uint64_t kShLink = 40;    // u32 sh_link (section 0: e_shstrndx overflow)
+inline constexpr std::uint64_t kShInfo = 44;    // u32 sh_info
+inline constexpr std::uint64_t kShEntsize = 56; // u64 sh_entsize
+inline constexpr std::uint64_t kShdrSize = 64;  // sizeof(Elf64_Shdr)
+} // namespace elf64
 
+inline constexpr std::uint16_t kEtRel = 1;    // e_type ET_REL: a relocatable object
+inline constexpr std::uint16_t kEmCuda = 190; // e_machine EM_CUDA: a cubin
+inline constexpr std::uint32_t kShtNote = 7;
+inline constexpr std::uint32_t kShtNobits = 8;
+
+// One Elf64_Shdr, decoded.
 struct ElfSection {
     std::uint32_t index = 0;
     std::string_view name;
@@ -30,6 +66,7 @@ struct ElfSection {
     std::uint64_t entsize = 0;
 };
 
+// The Elf64_Ehdr fields the readers use, decoded, and the section table.
 struct Elf {
     Bytes bytes;
     std::uint8_t osabi = 0;

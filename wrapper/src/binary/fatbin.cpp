@@ -8,44 +8,47 @@ namespace forge::binary {
 
 namespace {
 
-constexpr std::uint64_t kFatbinHeaderSize = 16;
-constexpr std::uint64_t kEntryBaseSize = 0x40;
-constexpr std::uint16_t kEntryVersion = 0x0101;
+namespace fh = fatbin_header;
+namespace eh = entry_header;
+
 // SM numbers are major*10+minor; anything beyond CC 99.9 is a corrupt header, not a GPU.
 constexpr std::uint32_t kMaxArch = 999;
 
 Result<FatbinEntry> parse_entry(const Bytes& r, std::uint64_t e, std::uint64_t end,
                                 const Where& where) {
-    if (!r.has(e, kEntryBaseSize) || e + kEntryBaseSize > end)
+    if (!r.has(e, eh::kBaseSize) || e + eh::kBaseSize > end)
         return where.error(r.abs(e),
                            fmt::format("truncated fatbin entry header: 0x40 bytes needed, "
                                        "0x{:x} left in the fatbin",
                                        end - e));
     FatbinEntry x;
     x.offset = r.abs(e);
-    x.kind = r.u16(e);
-    const std::uint16_t version = r.u16(e + 2);
-    x.header_size = r.u32(e + 4);
-    x.padded_size = r.u64(e + 8);
-    x.compressed_size = r.u32(e + 0x10);
-    x.arch = r.u32(e + 0x1c);
-    x.flags = r.u64(e + 0x28);
-    x.uncompressed_size = r.u64(e + 0x38);
+    x.kind = r.u16(e + eh::kKind);
+    const std::uint16_t version = r.u16(e + eh::kVersion);
+    x.header_size = r.u32(e + eh::kHeaderSize);
+    x.padded_size = r.u64(e + eh::kPaddedSize);
+    x.compressed_size = r.u32(e + eh::kCompressedSize);
+    x.arch = r.u32(e + eh::kArch);
+    x.flags = r.u64(e + eh::kFlags);
+    x.uncompressed_size = r.u64(e + eh::kUncompressedSize);
     if (version != kEntryVersion)
-        return where.error(r.abs(e + 2), fmt::format("unsupported fatbin entry version 0x{:x} "
-                                                     "(expected 0x0101)",
-                                                     version));
-    if (x.header_size < kEntryBaseSize)
-        return where.error(r.abs(e + 4), fmt::format("fatbin entry header size 0x{:x} is smaller "
-                                                     "than 0x40",
-                                                     x.header_size));
+        return where.error(r.abs(e + eh::kVersion),
+                           fmt::format("unsupported fatbin entry version 0x{:x} "
+                                       "(expected 0x0101)",
+                                       version));
+    if (x.header_size < eh::kBaseSize)
+        return where.error(r.abs(e + eh::kHeaderSize),
+                           fmt::format("fatbin entry header size 0x{:x} is smaller "
+                                       "than 0x40",
+                                       x.header_size));
     auto payload_start = checked_add(e, x.header_size);
     auto payload_end = payload_start ? checked_add(*payload_start, x.padded_size) : std::nullopt;
     if (!payload_end || *payload_end > end)
-        return where.error(r.abs(e + 8), fmt::format("fatbin entry (header 0x{:x} + payload 0x{:x} "
-                                                     "bytes) extends past the end of its fatbin "
-                                                     "(0x{:x} bytes left)",
-                                                     x.header_size, x.padded_size, end - e));
+        return where.error(r.abs(e + eh::kPaddedSize),
+                           fmt::format("fatbin entry (header 0x{:x} + payload 0x{:x} "
+                                       "bytes) extends past the end of its fatbin "
+                                       "(0x{:x} bytes left)",
+                                       x.header_size, x.padded_size, end - e));
     x.payload = r.sub(*payload_start, x.padded_size);
 
     arch::Kind kind{};
@@ -60,18 +63,20 @@ Result<FatbinEntry> parse_entry(const Bytes& r, std::uint64_t e, std::uint64_t e
         kind = arch::Kind::Lto;
         break;
     default:
-        return where.error(r.abs(e), fmt::format("unknown fatbin entry kind {} (known: 1 PTX, 2 "
-                                                 "ELF, 8 LTO-IR)",
-                                                 x.kind));
+        return where.error(r.abs(e + eh::kKind),
+                           fmt::format("unknown fatbin entry kind {} (known: 1 PTX, 2 "
+                                       "ELF, 8 LTO-IR)",
+                                       x.kind));
     }
     if (x.arch < 10 || x.arch > kMaxArch)
-        return where.error(r.abs(e + 0x1c),
+        return where.error(r.abs(e + eh::kArch),
                            fmt::format("implausible arch {} in fatbin entry", x.arch));
     const bool a = (x.flags & kFlagArchSpecific) != 0, f = (x.flags & kFlagFamily) != 0;
     if (a && f)
-        return where.error(r.abs(e + 0x28), fmt::format("fatbin entry flags 0x{:x} claim both an "
-                                                        "arch-specific and a family target",
-                                                        x.flags));
+        return where.error(r.abs(e + eh::kFlags),
+                           fmt::format("fatbin entry flags 0x{:x} claim both an "
+                                       "arch-specific and a family target",
+                                       x.flags));
     x.target = arch::Target{kind, static_cast<int>(x.arch),
                             a   ? arch::Suffix::Specific
                             : f ? arch::Suffix::Family
@@ -79,48 +84,55 @@ Result<FatbinEntry> parse_entry(const Bytes& r, std::uint64_t e, std::uint64_t e
 
     const bool lz4 = (x.flags & kFlagLz4) != 0, zstd = (x.flags & kFlagZstd) != 0;
     if (lz4 && zstd)
-        return where.error(r.abs(e + 0x28), fmt::format("fatbin entry flags 0x{:x} claim both LZ4 "
-                                                        "and ZSTD compression",
-                                                        x.flags));
+        return where.error(r.abs(e + eh::kFlags),
+                           fmt::format("fatbin entry flags 0x{:x} claim both LZ4 "
+                                       "and ZSTD compression",
+                                       x.flags));
     x.compression = lz4 ? Compression::Lz4 : zstd ? Compression::Zstd : Compression::None;
     if (x.compressed_size > x.padded_size)
-        return where.error(r.abs(e + 0x10), fmt::format("compressed size 0x{:x} exceeds the stored "
-                                                        "payload size 0x{:x}",
-                                                        x.compressed_size, x.padded_size));
+        return where.error(r.abs(e + eh::kCompressedSize),
+                           fmt::format("compressed size 0x{:x} exceeds the stored "
+                                       "payload size 0x{:x}",
+                                       x.compressed_size, x.padded_size));
     if (x.compression != Compression::None && kind != arch::Kind::Lto &&
         (x.compressed_size == 0 || x.uncompressed_size == 0))
-        return where.error(r.abs(e + 0x10), "compressed fatbin entry with a zero compressed or "
-                                            "uncompressed size");
+        return where.error(r.abs(e + eh::kCompressedSize),
+                           "compressed fatbin entry with a zero compressed or "
+                           "uncompressed size");
     return x;
 }
 
 } // namespace
 
 Result<Fatbin> parse_fatbin_at(const Bytes& r, std::uint64_t off, const Where& where) {
-    if (!r.has(off, kFatbinHeaderSize))
+    if (!r.has(off, fh::kSize))
         return where.error(r.abs(off),
                            fmt::format("truncated fatbin header: 16 bytes needed, 0x{:x} "
                                        "left",
                                        off <= r.size() ? r.size() - off : 0));
-    if (r.u32(off) != kFatbinMagic)
-        return where.error(
-            r.abs(off), fmt::format("bad fatbin magic 0x{:08x} (expected 0xba55ed50)", r.u32(off)));
-    const std::uint16_t version = r.u16(off + 4);
-    const std::uint16_t header_size = r.u16(off + 6);
-    const std::uint64_t fat_size = r.u64(off + 8);
+    const std::uint32_t magic = r.u32(off + fh::kMagic);
+    if (magic != kFatbinMagic)
+        return where.error(r.abs(off + fh::kMagic),
+                           fmt::format("bad fatbin magic 0x{:08x} (expected 0xba55ed50)", magic));
+    const std::uint16_t version = r.u16(off + fh::kVersion);
+    const std::uint16_t header_size = r.u16(off + fh::kHeaderSize);
+    const std::uint64_t fat_size = r.u64(off + fh::kFatSize);
     if (version != 1)
-        return where.error(r.abs(off + 4), fmt::format("unsupported fatbin version {}", version));
-    if (header_size < kFatbinHeaderSize)
-        return where.error(r.abs(off + 6), fmt::format("fatbin header size 0x{:x} is smaller than "
-                                                       "0x10",
-                                                       header_size));
+        return where.error(r.abs(off + fh::kVersion),
+                           fmt::format("unsupported fatbin version {}", version));
+    if (header_size < fh::kSize)
+        return where.error(r.abs(off + fh::kHeaderSize),
+                           fmt::format("fatbin header size 0x{:x} is smaller than "
+                                       "0x10",
+                                       header_size));
     auto entries_start = checked_add(off, header_size);
     auto end = entries_start ? checked_add(*entries_start, fat_size) : std::nullopt;
     if (!end || *end > r.size())
-        return where.error(r.abs(off + 8), fmt::format("fatbin size 0x{:x} (+ header 0x{:x}) "
-                                                       "extends past the end of its container "
-                                                       "(0x{:x} bytes left)",
-                                                       fat_size, header_size, r.size() - off));
+        return where.error(r.abs(off + fh::kFatSize),
+                           fmt::format("fatbin size 0x{:x} (+ header 0x{:x}) "
+                                       "extends past the end of its container "
+                                       "(0x{:x} bytes left)",
+                                       fat_size, header_size, r.size() - off));
     Fatbin fb;
     fb.offset = r.abs(off);
     fb.size = *end - off;
@@ -165,13 +177,13 @@ Result<std::vector<Fatbin>> parse_fatbins(const Bytes& r, const Where& where) {
 std::vector<Fatbin> scan_fatbins(const Bytes& r, const Where& where) {
     std::vector<Fatbin> out;
     std::uint64_t off = 0;
-    while (r.has(off, kFatbinHeaderSize)) {
-        if (r.u32(off) == kFatbinMagic && r.u16(off + 4) == 1 &&
-            r.u16(off + 6) == kFatbinHeaderSize && r.has(off + kFatbinHeaderSize, kEntryBaseSize)) {
-            const std::uint64_t first = off + kFatbinHeaderSize;
-            const std::uint16_t kind = r.u16(first);
-            const bool plausible = r.u16(first + 2) == kEntryVersion &&
-                                   r.u32(first + 4) >= kEntryBaseSize &&
+    while (r.has(off, fh::kSize)) {
+        if (r.u32(off + fh::kMagic) == kFatbinMagic && r.u16(off + fh::kVersion) == 1 &&
+            r.u16(off + fh::kHeaderSize) == fh::kSize && r.has(off + fh::kSize, eh::kBaseSize)) {
+            const std::uint64_t first = off + fh::kSize;
+            const std::uint16_t kind = r.u16(first + eh::kKind);
+            const bool plausible = r.u16(first + eh::kVersion) == kEntryVersion &&
+                                   r.u32(first + eh::kHeaderSize) >= eh::kBaseSize &&
                                    (kind == kKindPtx || kind == kKindElf || kind == kKindLto);
             if (plausible) {
                 auto fb = parse_fatbin_at(r, off, where);

@@ -1,5 +1,6 @@
-// The fatbin container (notes/fatbin-format.md sections 2-4): a 16-byte header followed by
-// entries, each a variable-size header plus a payload. Sections hold fatbins end to end.
+// The fatbin container (docs/fatbin-format.md, "The fatbin header" to "Naming an entry"): a
+// 16-byte header followed by entries, each a variable-size header plus a payload. Sections hold
+// fatbins end to end.
 #pragma once
 
 #include "arch/arch.h"
@@ -13,17 +14,51 @@
 namespace forge::binary {
 
 inline constexpr std::uint32_t kFatbinMagic = 0xBA55ED50;
-inline constexpr std::uint32_t kWrapperMagic = 0x466243B1;
+
+// The fatbin header (docs/fatbin-format.md, "The fatbin header"): byte offsets of its fields.
+namespace fatbin_header {
+inline constexpr std::uint64_t kMagic = 0x00;      // u32 kFatbinMagic
+inline constexpr std::uint64_t kVersion = 0x04;    // u16, 1
+inline constexpr std::uint64_t kHeaderSize = 0x06; // u16, 0x10: entries start here
+inline constexpr std::uint64_t kFatSize = 0x08;    // u64: bytes of entries after the header
+inline constexpr std::uint64_t kSize = 0x10;       // the header as nvcc writes it
+} // namespace fatbin_header
+
+// An entry header (docs/fatbin-format.md, "Entry header"): byte offsets of the fields read here.
+// The fields between them (options, code version, identifier) are not needed to list an entry.
+namespace entry_header {
+inline constexpr std::uint64_t kKind = 0x00;             // u16 kKindPtx / kKindElf / kKindLto
+inline constexpr std::uint64_t kVersion = 0x02;          // u16, always kEntryVersion
+inline constexpr std::uint64_t kHeaderSize = 0x04;       // u32, >= kBaseSize; payload follows
+inline constexpr std::uint64_t kPaddedSize = 0x08;       // u64: payload bytes stored
+inline constexpr std::uint64_t kCompressedSize = 0x10;   // u32: 0 unless compressed
+inline constexpr std::uint64_t kArch = 0x1c;             // u32: SM number, major*10+minor
+inline constexpr std::uint64_t kFlags = 0x28;            // u64: the kFlag* bits
+inline constexpr std::uint64_t kUncompressedSize = 0x38; // u64: 0 unless compressed
+inline constexpr std::uint64_t kBaseSize = 0x40;         // smallest header (no extension area)
+} // namespace entry_header
+inline constexpr std::uint16_t kEntryVersion = 0x0101;
 
 inline constexpr std::uint16_t kKindPtx = 1;
 inline constexpr std::uint16_t kKindElf = 2;
 inline constexpr std::uint16_t kKindLto = 8;
 
+// Entry flags ("Entry flags" in docs/fatbin-format.md).
 inline constexpr std::uint64_t kFlagLz4 = 0x2000;
 inline constexpr std::uint64_t kFlagZstd = 0x8000;
-inline constexpr std::uint64_t kFlagLto = 0x10000;
 inline constexpr std::uint64_t kFlagArchSpecific = 0x100000;
 inline constexpr std::uint64_t kFlagFamily = 0x200000;
+
+// The registration wrapper in .nvFatBinSegment (__fatBinC_Wrapper_t; docs/fatbin-format.md,
+// "The wrapper records in .nvFatBinSegment"): byte offsets of its fields.
+inline constexpr std::uint32_t kWrapperMagic = 0x466243B1;
+namespace wrapper_record {
+inline constexpr std::uint64_t kMagic = 0x00;   // u32 kWrapperMagic
+inline constexpr std::uint64_t kVersion = 0x04; // u32: 1 per-TU fatbin, 2 from nvcc's nvlink step
+inline constexpr std::uint64_t kData = 0x08;    // u64: link-time address of the fatbin header
+inline constexpr std::uint64_t kSize = 0x18;    // one record
+} // namespace wrapper_record
+inline constexpr std::uint32_t kWrapperVersionLinked = 2;
 
 struct FatbinEntry {
     std::uint64_t offset = 0; // of the entry header, in the reported buffer
@@ -53,7 +88,8 @@ Result<std::vector<Fatbin>> parse_fatbins(const Bytes& region, const Where& wher
 Result<Fatbin> parse_fatbin_at(const Bytes& region, std::uint64_t off, const Where& where);
 
 // Fallback when section headers are unusable: fatbins found by magic at 8-byte aligned offsets,
-// accepted only when the whole header chain is consistent (notes section 1.5).
+// accepted only when the whole header chain is consistent (docs/fatbin-format.md, "Files without
+// a section table").
 std::vector<Fatbin> scan_fatbins(const Bytes& region, const Where& where);
 
 } // namespace forge::binary

@@ -31,9 +31,6 @@ std::string_view compression_string(Compression c) {
 
 namespace {
 
-constexpr std::uint64_t kWrapperSize = 24;
-constexpr std::uint16_t kEtRel = 1;
-
 // Section names that hold fatbins: ELF executable and relocatable fatbins, and the Mach-O style
 // name some toolchains use.
 constexpr std::string_view kFatbinSections[] = {".nv_fatbin", "__nv_relfatbin", "__nv_fatbin"};
@@ -136,7 +133,8 @@ class Reader {
     }
 
     // Offsets (in the reported buffer) of the fatbins that version-2 wrappers point at, in a
-    // linked file (.so, executable), where the pointer holds the link-time address. Objects are
+    // linked file (.so, executable), where the pointer holds the link-time address
+    // (docs/fatbin-format.md, "The wrapper records in .nvFatBinSegment"). Objects are
     // skipped on purpose: a version-2 wrapper in a .o comes from `nvcc -dlink`, whose fatbin
     // holds the linked rdc kernels, not a stub.
     static std::set<std::uint64_t> device_link_fatbins(const Elf& elf, const Where& where) {
@@ -145,9 +143,12 @@ class Reader {
         if (!seg || elf.type == kEtRel) return out;
         auto bytes = elf.section_bytes(*seg, where);
         if (!bytes) return out; // only a hint: a bad control section changes no entry
-        for (std::uint64_t off = 0; bytes->has(off, kWrapperSize); off += kWrapperSize) {
-            if (bytes->u32(off) != kWrapperMagic || bytes->u32(off + 4) != 2) continue;
-            const std::uint64_t va = bytes->u64(off + 8);
+        namespace wr = wrapper_record;
+        for (std::uint64_t off = 0; bytes->has(off, wr::kSize); off += wr::kSize) {
+            if (bytes->u32(off + wr::kMagic) != kWrapperMagic ||
+                bytes->u32(off + wr::kVersion) != kWrapperVersionLinked)
+                continue;
+            const std::uint64_t va = bytes->u64(off + wr::kData);
             for (const auto& s : elf.sections)
                 if (s.addr != 0 && s.type != kShtNobits && va >= s.addr && va - s.addr < s.size)
                     out.insert(elf.bytes.abs(s.offset + (va - s.addr)));
@@ -162,9 +163,10 @@ class Reader {
         auto info = inspect_cubin(elf.bytes, where);
         if (!info) return std::move(info).error();
         if (info->sm < 10)
-            return where.error(elf.bytes.abs(48), fmt::format("cannot read an SM from the cubin's "
-                                                              "e_flags 0x{:08x}",
-                                                              elf.flags));
+            return where.error(elf.bytes.abs(elf64::kEFlags),
+                               fmt::format("cannot read an SM from the cubin's "
+                                           "e_flags 0x{:08x}",
+                                           elf.flags));
         Entry e;
         e.file = where.file;
         e.member = where.member;

@@ -1,7 +1,7 @@
 // Reading the GPU code inside a file: host ELF (.so, executable, .o), ar archives, standalone
 // .fatbin / .cubin, and wheels (zip) -- recognised by content, not by name. INTERFACE CONTRACT,
 // owned by the binary module; `list`, `verify`, `audit` and `verify-bundle` consume it.
-// Format: ../shared/notes/fatbin-format.md.
+// Format, byte by byte, and how each field was checked: docs/fatbin-format.md.
 #pragma once
 
 #include "arch/arch.h"
