@@ -28,13 +28,13 @@ def fixtures(t):
 
 
 def listing(t, *files, extra=()):
-    rc, out, err = run(t, t, "--format", "json", *extra, *files)
+    rc, out, err = run(t, "--format", "json", *extra, *files)
     check(rc == 0, f"list {files} exited {rc}: {err}")
     return json.loads(out)
 
 
 @ft.case("binary.list.json_keys")
-def json_keys(t):
+def case_json_keys(t):
     d = fixtures(t)
     rows = listing(t, f"{d}/multi.so", f"{d}/lto.o")
     required = {"file", "member", "section", "kind", "arch", "compression", "stub", "toolkit"}
@@ -64,7 +64,7 @@ def json_keys(t):
 
 
 @ft.case("binary.list.text_table")
-def text_table(t):
+def case_text_table(t):
     d = fixtures(t)
     rc, out, err = run(t, f"{d}/arch90a.o", f"{d}/nokernels.o")
     check(rc == 0, err)
@@ -77,7 +77,7 @@ def text_table(t):
 
 
 @ft.case("binary.list.toolkit")
-def toolkit(t):
+def case_toolkit(t):
     d = fixtures(t)
     rel = ft.nvcc_release(os.environ.get("NVCC", "/usr/local/cuda/bin/nvcc"))
     rows = listing(t, f"{d}/cm_size.o", f"{d}/cm_all_speed.o", f"{d}/k2_120.cubin", extra=("--toolkit",))
@@ -90,7 +90,7 @@ def toolkit(t):
 
 
 @ft.case("binary.list.exit_codes")
-def exit_codes(t):
+def case_exit_codes(t):
     d = fixtures(t)
     bad = os.path.join(t.work, "not-a-binary.txt")
     with open(bad, "w") as f:
@@ -110,7 +110,7 @@ def exit_codes(t):
 
 
 @ft.case("binary.list.wheel")
-def wheel(t):
+def case_wheel(t):
     d = fixtures(t)
     rows = listing(t, f"{d}/pkg-1.0-cp312-cp312-linux_x86_64.whl")
     members = sorted({r["member"] for r in rows})
@@ -129,7 +129,7 @@ def cuobjdump_or_skip(t):
 
 
 @ft.case("binary.list.cuobjdump_backend")
-def cuobjdump_backend(t):
+def case_cuobjdump_backend(t):
     d = fixtures(t)
     cuobjdump_or_skip(t)
     rows = listing(t, f"{d}/multi.so", extra=("--backend", "cuobjdump"))
@@ -144,7 +144,7 @@ def cuobjdump_backend(t):
 
 
 @ft.case("binary.list.both_backend")
-def both_backend(t):
+def case_both_backend(t):
     d = fixtures(t)
     cuobjdump_or_skip(t)
     files = [f"{d}/{f}" for f in sorted(os.listdir(d))

@@ -117,15 +117,16 @@ class Soft:
 
 
 class Result:
-    """A finished process: rc, out/err (text, errors replaced), stdout/stderr (bytes)."""
+    """A finished process: rc (also returncode), out/err (text, undecodable bytes replaced), and
+    stdout/stderr: bytes, or the same text as out/err when run with text=True."""
 
-    def __init__(self, argv, rc, stdout, stderr):
+    def __init__(self, argv, rc, stdout, stderr, text=False):
         self.argv = [str(a) for a in argv]
         self.rc = self.returncode = rc
-        self.stdout = stdout or b""
-        self.stderr = stderr or b""
-        self.out = self.stdout.decode(errors="replace")
-        self.err = self.stderr.decode(errors="replace")
+        self.out = (stdout or b"").decode(errors="replace")
+        self.err = (stderr or b"").decode(errors="replace")
+        self.stdout = self.out if text else stdout or b""
+        self.stderr = self.err if text else stderr or b""
 
     def __repr__(self):
         return (f"$ {' '.join(self.argv)}\nexit {self.rc}\n--- stdout\n{_show(self.out)}"
@@ -167,8 +168,9 @@ class Result:
             fail(f"stdout is not JSON ({e})\n{self!r}")
 
 
-def run(argv, env=None, cwd=None, stdin=None, input=None, timeout=300):
-    """Runs argv (stdin /dev/null unless `stdin`/`input` given); a timeout is a failure."""
+def run(argv, env=None, cwd=None, stdin=None, input=None, timeout=300, text=False):
+    """Runs argv (stdin /dev/null unless `stdin`/`input` given); a timeout is a failure. See
+    Result for `text`."""
     argv = [str(a) for a in argv]
     try:
         p = subprocess.run(argv, env=env, cwd=cwd, input=input,
@@ -178,7 +180,7 @@ def run(argv, env=None, cwd=None, stdin=None, input=None, timeout=300):
         fail(f"timed out after {timeout} s: {' '.join(argv)}")
     except OSError as e:
         fail(f"cannot run {' '.join(argv)}: {e}")
-    return Result(argv, p.returncode, p.stdout, p.stderr)
+    return Result(argv, p.returncode, p.stdout, p.stderr, text)
 
 
 # ---- files and JSON ---------------------------------------------------------------------------

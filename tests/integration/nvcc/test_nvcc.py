@@ -7,8 +7,10 @@ record nvcc-forge writes in observe mode) must be the images `nvcc -dryrun` plan
 with them); every command line the model rejects (the call goes to nvcc untouched, logged with no
 sources and no output) must be rejected by nvcc and vice versa.
 
-inject() and clamp round trips with chosen missing lists, and the probe itself, are library checks
-(inputs the front end never builds): tests/unit/nvcc/test_dryrun.cpp. Skipped without nvcc."""
+Inject mode is checked the same way: the call nvcc-forge rewrites (recorded by a stand-in nvcc) is
+accepted by nvcc and plans what was asked plus what was injected. inject() and clamp round trips
+with chosen missing lists, and the probe itself, are library checks (inputs the front end never
+builds): tests/unit/nvcc/test_dryrun.cpp. Skipped without nvcc."""
 import os
 import re
 import sys
@@ -415,6 +417,149 @@ def PassthroughCallsHaveNoDeviceSteps(d, soft):
         soft.check("cicc" not in p.output, f"{line}: {p.output}")
     # ... and -x cu makes a .cpp a device source.
     d.expect_same(soft, words("-c h.cpp -o h.o -arch=sm_90 -x cu"))
+
+
+# ---- inject mode, black box -----------------------------------------------------------------
+# The front end in inject mode in front of a recording stand-in for nvcc: the policy is the missing
+# list, the rewritten call is what the stand-in received. (tests/unit/nvcc/test_dryrun.cpp checks
+# inject() itself, with missing lists the front end would not compute.)
+
+RECORDER = """#!/usr/bin/env python3
+import json, os, sys
+args = sys.argv[1:]
+if not any(a in ("--version", "--help", "-h", "--list-gpu-code", "--list-gpu-arch") for a in args):
+    with open(os.environ["FORGE_TEST_ARGV_LOG"], "a") as f:
+        f.write(json.dumps(args) + "\\n")
+os.execv({real!r}, [{real!r}] + args)
+"""
+
+
+def recorder(d):
+    """WORK/rec/nvcc: records each compile's argv, then runs the real nvcc."""
+    path = os.path.join(d.dir, "rec", "nvcc")
+    if not os.path.exists(path):
+        real = os.path.realpath(d.nvcc)
+        ft.write(path, RECORDER.format(real=real), mode=0o755)
+        query = os.path.join(os.path.dirname(real), "__nvcc_device_query")  # -arch=native
+        if os.path.exists(query):
+            os.symlink(query, os.path.join(d.dir, "rec", "__nvcc_device_query"))
+        ft.write(os.path.join(d.dir, "packages", "rt", "arch_override.yml"),
+                 'arch_list: "8.0"\nwrapper:\n  inject_arch_specific: true\n')
+    return path
+
+
+def through_inject(d, argv, policy, app=""):
+    """(log record, the argv the front end ran nvcc with first) for `nvcc -dryrun ARGV` in inject
+    mode with policy `policy` (arch-specific TUs opted in)."""
+    argv_log = os.path.join(d.dir, "argv.jsonl")
+    for f in (argv_log, d.log):
+        if os.path.exists(f):
+            os.remove(f)
+    env = d.env("", app, NVCC_FORGE_MODE="inject", NVCC_FORGE_ARCH_LIST=policy, NVCC_FORGE_LOG=d.log,
+                NVCC_FORGE_CACHE_DIR=d.cache, NVCC_FORGE_PACKAGE="rt",
+                NVCC_FORGE_PACKAGES_DIR=os.path.join(d.dir, "packages"), FORGE_TEST_ARGV_LOG=argv_log)
+    r = d.t.run([d.t.forge_exe, recorder(d), "-dryrun", *argv], env=env, cwd=d.dir)
+    recs, calls = ft.jsonl(d.log), ft.jsonl(argv_log)
+    if len(recs) != 1 or not calls:
+        ft.fail(f"{argv}: expected one log record and a call, got {recs} {calls}\n{r!r}")
+    ran = list(calls[0])
+    ran.remove("-dryrun")  # dryrun() and model() put it first again
+    return recs[0], ran
+
+
+def expected_after(before, injected, device_link, dlto):
+    """What nvcc must plan after injecting `injected` (the rule of InjectRoundTrips)."""
+    expected = set(before)
+    for x in injected:
+        if device_link and kind(x) != "sm":
+            continue
+        if dlto and not device_link and kind(x) == "sm":
+            num = x.split("_", 1)[1]
+            expected.add("lto_" + num)
+            if "lto_" + num not in before:
+                expected.add("compute_" + num)
+            continue
+        expected.add(x)
+    return expected
+
+
+@case
+def InjectThroughTheFrontEnd(d, soft):
+    """The rewritten call is accepted by nvcc, plans requested + injected, and the model reads it
+    the way nvcc does."""
+    for argv, missing, app in (
+            (compile_("-arch=sm_80"), "sm_90 compute_90 sm_120", ""),
+            (compile_(""), "sm_90 compute_120", ""),
+            (compile_("-arch=sm_80"), "sm_80 compute_80 sm_86", ""),
+            (compile_("-arch=compute_80 -code=sm_80"), "sm_90a sm_100f compute_120f", ""),
+            (compile_("-gencode arch=compute_80,code=[sm_80,compute_80]"), "sm_110 sm_121", ""),
+            (compile_("-arch=sm_90a"), "sm_90 sm_100", ""),
+            (compile_("-arch=all"), "sm_90a compute_121", ""),
+            (compile_("-arch=native"), "sm_80", ""),
+            (compile_("-arch=sm_80"), "sm_90", "-arch=sm_86"),
+            (compile_("-arch=sm_80 -Xcompiler"), "sm_90", "-fPIC"),
+            (compile_("-Xptxas -v -arch=sm_80 -t 2"), "sm_90 compute_90", ""),
+            (compile_("-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 "
+                      "-gencode arch=compute_100f,code=sm_100 -gencode arch=compute_120f,code=sm_120"),
+             "compute_90 sm_110 compute_120 sm_121", ""),
+            (words("-dlink a.o -o d.o -arch=sm_80"), "sm_90 compute_90", ""),
+            (words("a.o -o app"), "sm_90", ""),
+            (words("-dlink -dlto a.o -o d.o -arch=sm_80"), "sm_90", ""),
+            (words("-dc k.cu -o k.o -dlto -arch=sm_80"), "sm_90 sm_80 compute_100", ""),
+            (words("-dc k.cu -o k.o -dlto -arch sm_90a"), "sm_100", ""),
+            (words("-dc k.cu -o k.o -dlto"), "sm_90", ""),
+            (words("-dc k.cu -o k.o -dlto -arch=all"), "compute_121", "")):
+        what = " ".join(argv) + (f" [APPEND {app}]" if app else "") + f" + {missing}"
+        before = d.dryrun(argv, "", app)
+        if not soft.check(before.rc == 0, f"{what}: nvcc refuses the original: {before.output}"):
+            continue
+        rec, ran = through_inject(d, argv, missing, app)
+        soft.check_eq(sorted(rec["requested"]), sorted(before.images), f"{what}: requested")
+        soft.check(set(rec["injected"]) <= set(rec["missing"]) <= set(missing.split()), f"{what}: {rec}")
+        if not rec["injected"]:
+            soft.check(ran == argv, f"{what}: nothing injected, yet nvcc ran {ran}")
+            continue
+        soft.check_eq(rec["action"], "injected", f"{what}: action")
+        after = d.dryrun(ran, "", app)
+        if not soft.check(after.rc == 0, f"{what}: nvcc refuses the rewritten {ran}: {after.output}"):
+            continue
+        want = expected_after(before.images, rec["injected"], rec["sources"] == [], "-dlto" in argv)
+        soft.check_eq(sorted(after.images), sorted(want), f"{what}: images after injection")
+        again = d.model(ran, "", app)
+        soft.check(again.ok, f"{what}: the model rejects the rewritten {ran}")
+        soft.check_eq(sorted(again.requested), sorted(after.images), f"{what}: the rewritten line, read again")
+        soft.check(ran[-1] != "-gencode", f"{what}: a trailing -gencode in {ran}")
+
+
+@case
+def ClampThroughTheFrontEnd(d, soft):
+    """Lines nvcc 13 refuses become lines it builds, nothing emittable lost (inject mode)."""
+    for argv, policy in (
+            (compile_("-gencode arch=compute_37,code=sm_37 -gencode arch=compute_80,code=sm_80 "
+                      "-gencode arch=compute_37,code=compute_37"), "sm_90"),
+            (compile_("-gencode arch=compute_80,code=[sm_80,sm_101,compute_80]"), "sm_80"),
+            (compile_("-arch=compute_80 -code=sm_80,sm_101"), "sm_80"),
+            (compile_("-arch=sm_37"), "sm_80 compute_80"),
+            (compile_("-gencode arch=compute_50,code=[sm_50,compute_50]"), "sm_80"),
+            (compile_("-arch compute_50 -code sm_50,sm_52 -gencode arch=compute_80,code=sm_80"), "sm_80")):
+        what = " ".join(argv)
+        soft.check(d.dryrun(argv).rc != 0, f"{what}: nvcc 13 should refuse the original")
+        rec, ran = through_inject(d, argv, policy)
+        if not soft.check(rec["clamped"], f"{what}: nothing clamped: {rec}"):
+            continue
+        after = d.dryrun(ran)
+        if not soft.check(after.rc == 0, f"{what}: nvcc refuses the clamped {ran}: {after.output}"):
+            continue
+        for x in rec["injected"]:
+            soft.check(x in after.images, f"{what}: injected {x} not built")
+        for x in rec["clamped"]:
+            soft.check(x not in after.images, f"{what}: clamped {x} still built")
+        for x in rec["requested"]:
+            if x not in rec["clamped"]:
+                soft.check(x in after.images, f"{what}: emittable {x} lost")
+        again = d.model(ran)
+        soft.check(again.ok, f"{what}: the model rejects the clamped {ran}")
+        soft.check_eq(sorted(again.requested), sorted(after.images), f"{what}: the clamped line, read again")
 
 
 if __name__ == "__main__":

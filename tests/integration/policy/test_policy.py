@@ -29,7 +29,7 @@ def setup(t):
 def run(*args, env=None, expect=0):
     """nvcc-forge ARGS (env: variables added to the environment); checks the exit code unless
     expect is None."""
-    p = T.forge(*args, env=T.env(**(env or {})), timeout=60)
+    p = T.forge(*args, env=T.env(**(env or {})), timeout=60, text=True)
     if expect is not None:
         p.expect_rc(expect)
     return p
@@ -41,7 +41,7 @@ def mini(*args, **kw):
 
 
 @ft.case("policy.cli.resolve_torch")
-def resolve_torch(t):
+def case_resolve_torch(t):
     out = run("resolve", "--cuda", "12.8", "--torch", "2.9").stdout.strip()
     check(out == "7.0 7.5 8.0 8.6 9.0+PTX 10.0 12.0+PTX", out)
     check(run("resolve", "--cuda", "12.8").stdout.strip() == ROW_128, "12.8 row")
@@ -49,13 +49,13 @@ def resolve_torch(t):
 
 
 @ft.case("policy.cli.resolve_cmake")
-def resolve_cmake(t):
+def case_resolve_cmake(t):
     out = run("resolve", "--cuda", "12.8", "--format", "cmake").stdout.strip()
     check(out == "75-real;80-real;86-real;90;100-real;120", out)
 
 
 @ft.case("policy.cli.resolve_gencode")
-def resolve_gencode(t):
+def case_resolve_gencode(t):
     flags = run("resolve", "--cuda", "12.8", "--format", "gencode").stdout.split()
     check(len(flags) == 8, flags)
     check("-gencode=arch=compute_90,code=compute_90" in flags, flags)
@@ -65,7 +65,7 @@ def resolve_gencode(t):
 
 
 @ft.case("policy.cli.resolve_json")
-def resolve_json(t):
+def case_resolve_json(t):
     j = json.loads(run("resolve", "--cuda", "12.8", "--torch", "2.9", "--format", "json").stdout)
     for key in ("arch_list", "tokens", "source", "clamped", "cuda", "torch", "platform", "package",
                 "targets", "ptx_added", "build_epoch", "policy_sha256"):
@@ -86,7 +86,7 @@ def resolve_json(t):
 
 
 @ft.case("policy.cli.resolve_versions")
-def resolve_versions(t):
+def case_resolve_versions(t):
     j = json.loads(run("resolve", "--cuda", "12.8.1", "--torch", "2.9.1+cu128", "--python", "3.12.4",
                        "--format", "json").stdout)
     check(j["cuda"] == "12.8" and j["torch"] == "2.9" and j["python"] == "3.12", j)
@@ -98,7 +98,7 @@ def resolve_versions(t):
 
 
 @ft.case("policy.cli.resolve_aarch64")
-def resolve_aarch64(t):
+def case_resolve_aarch64(t):
     out = run("resolve", "--cuda", "13.0", "--platform", "linux_aarch64").stdout.strip()
     check(out == "8.0 9.0+PTX 10.0 11.0 12.0+PTX", out)
     # exceptions never read on ARM, x86 overrides invisible
@@ -111,7 +111,7 @@ def resolve_aarch64(t):
 
 
 @ft.case("policy.cli.resolve_package")
-def resolve_package(t):
+def case_resolve_package(t):
     j = json.loads(run("resolve", "--cuda", "12.8", "--package", "flash_attn", "--format", "json").stdout)
     check(j["source"] == "packages/flash_attn/arch_override.yml:arch_list", j["source"])
     check(j["arch_list"] == "8.0 8.6 9.0+PTX 10.0 12.0+PTX", j["arch_list"])
@@ -138,7 +138,7 @@ def fake_nvcc(tmp, version_dir):
 
 
 @ft.case("policy.cli.resolve_probed")
-def resolve_probed(t):
+def case_resolve_probed(t):
     with tempfile.TemporaryDirectory() as tmp:
         nvcc = fake_nvcc(tmp, "nvcc-13.2")
         j = json.loads(run("resolve", "--format", "json", env={"NVCC_FORGE_REAL_NVCC": nvcc}).stdout)
@@ -158,7 +158,7 @@ def resolve_probed(t):
 
 
 @ft.case("policy.cli.resolve_missing_key")
-def resolve_missing_key(t):
+def case_resolve_missing_key(t):
     p = run("resolve", "--cuda", "13.1", expect=2)
     check("arch_policy[13.1]" in p.stderr and "arch_policy.yml" in p.stderr, p.stderr)
     p = run("resolve", "--cuda", "12.4", "--platform", "linux_aarch64", expect=2)
@@ -168,7 +168,7 @@ def resolve_missing_key(t):
 
 
 @ft.case("policy.cli.resolve_unknown_key")
-def resolve_unknown_key(t):
+def case_resolve_unknown_key(t):
     with tempfile.TemporaryDirectory() as tmp:
         text = open(POLICY).read().replace("arch_policy_aarch64:", "arch_policy_arm64:", 1)
         bad = os.path.join(tmp, "arch_policy.yml")
@@ -185,14 +185,14 @@ def resolve_unknown_key(t):
 
 
 @ft.case("policy.cli.resolve_collapse")
-def resolve_collapse(t):
+def case_resolve_collapse(t):
     p = mini("resolve", "--cuda", "12.8", "--package", "collapse", expect=1)
     check("collapses to an empty arch list" in p.stderr and "sm_70" in p.stderr, p.stderr)
     check(p.stdout == "", p.stdout)
 
 
 @ft.case("policy.cli.resolve_usage")
-def resolve_usage(t):
+def case_resolve_usage(t):
     for args in (["--bogus"], ["--cuda"], ["--cuda", "12.8", "--format", "xml"]):
         p = run("resolve", *args, expect=2)
         check(p.stderr.strip() != "", args)
@@ -204,7 +204,7 @@ def coverage_json(*args):
 
 
 @ft.case("policy.cli.coverage_json")
-def coverage_json(t):
+def case_coverage_json(t):
     j = coverage_json("--arch-list", ROW_128)
     gpus = open(os.path.join(ROOT, "policy", "gpus.yml")).read()
     check(len(j) == len(re.findall(r'^  "\d+\.\d+":', gpus, re.M)), len(j))
@@ -221,7 +221,7 @@ def coverage_json(t):
 
 
 @ft.case("policy.cli.coverage_text")
-def coverage_text(t):
+def case_coverage_text(t):
     out = run("coverage", "--arch-list", ROW_128).stdout
     check(re.search(r"^\s+7\.0\s+dead\s+Tesla V100", out, re.M), out)
     check("Excluded" in out and "jit:    10.1 11.0" in out, out)
@@ -229,13 +229,13 @@ def coverage_text(t):
 
 
 @ft.case("policy.cli.coverage_markdown")
-def coverage_markdown(t):
+def case_coverage_markdown(t):
     out = run("coverage", "--arch-list", ROW_128, "--format", "markdown").stdout
     check("| 11.0 | jit |" in out and "### Excluded" in out, out)
 
 
 @ft.case("policy.cli.coverage_resolve_options")
-def coverage_resolve_options(t):
+def case_coverage_resolve_options(t):
     j = coverage_json("--cuda", "12.8", "--torch", "2.9")
     check(j["7.0"]["tier"] == "native", j["7.0"])
     j = coverage_json("--cuda", "12.8", "--torch", "2.11")
@@ -245,14 +245,14 @@ def coverage_resolve_options(t):
 
 
 @ft.case("policy.cli.coverage_gap")
-def coverage_gap(t):
+def case_coverage_gap(t):
     p = run("coverage", "--arch-list", "8.0 12.0+PTX", "--fail-on-gap", expect=1)
     check("FINDING: major 9 has no cubin and no PTX below it" in p.stdout, p.stdout)
     run("coverage", "--arch-list", ROW_128, "--fail-on-gap", expect=0)
 
 
 @ft.case("policy.cli.coverage_bad_list")
-def coverage_bad_list(t):
+def case_coverage_bad_list(t):
     p = run("coverage", "--arch-list", "8.0 banana", expect=2)
     check("banana" in p.stderr and "--arch-list" in p.stderr, p.stderr)
     run("coverage", "--arch-list", ROW_128, "--format", "html", expect=2)
@@ -283,7 +283,7 @@ class Checker(html.parser.HTMLParser):
 
 
 @ft.case("policy.cli.coverage_matrix_html")
-def coverage_matrix_html(t):
+def case_coverage_matrix_html(t):
     page = run("coverage", "--matrix", "--format", "html").stdout
     c = Checker()
     c.feed(page)
@@ -303,7 +303,7 @@ def coverage_matrix_html(t):
 
 
 @ft.case("policy.cli.coverage_matrix_json")
-def coverage_matrix_json(t):
+def case_coverage_matrix_json(t):
     j = json.loads(run("coverage", "--matrix", "--format", "json").stdout)
     cells = {(c["cuda"], c["torch"], tuple(c["platforms"])): c for c in j}
     x86 = ("linux_x86_64", "win_amd64")
@@ -317,7 +317,7 @@ def coverage_matrix_json(t):
 
 
 @ft.case("policy.cli.cell_key")
-def cell_key(t):
+def case_cell_key(t):
     args = ["cell-key", "--cuda", "12.8", "--torch", "2.9", "--python", "3.12", "--package", "flash_attn"]
     k1 = run(*args).stdout.strip()
     check(re.fullmatch(r"[0-9a-f]{64}", k1), k1)
@@ -350,7 +350,7 @@ def version_of(tool):
 
 
 @ft.case("policy.nvcc_tables")
-def nvcc_tables(t):
+def case_nvcc_tables(t):
     """Toolkits: /usr/local/cuda (13.0) and the wheels install_nvcc_tables.sh puts in
     $FORGE_NVCC_TABLE_WHEELS (default SOURCE/.tools/nvcc-tables). Rows whose toolkit is absent are
     skipped; the case is skipped when none could be checked."""

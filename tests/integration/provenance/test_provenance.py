@@ -134,7 +134,7 @@ def check_record(wheel):
 
 # ---- stamp -------------------------------------------------------------------------------------
 @ft.case("provenance.cli.stamp_round_trip")
-def stamp_round_trip(t):
+def case_stamp_round_trip(t):
     so = build_objects()
     d = fresh_dir("w")
     wheel = make_wheel(d, "demo_ext", os.path.join(so, "b80_90ptx.so"), stored=True)
@@ -195,7 +195,7 @@ def stamp_round_trip(t):
 
 
 @ft.case("provenance.cli.restamp_and_ledger")
-def restamp_and_ledger(t):
+def case_restamp_and_ledger(t):
     so = build_objects()
     d = fresh_dir("w")
     wheel = make_wheel(d, "demo_ext", os.path.join(so, "a80.so"))
@@ -220,7 +220,7 @@ def restamp_and_ledger(t):
 
 
 @ft.case("provenance.cli.resolve_options")
-def resolve_options(t):
+def case_resolve_options(t):
     """stamp and audit with the resolver (no --arch-list): the record names the policy file."""
     so = build_objects()
     d = fresh_dir("w")
@@ -247,7 +247,7 @@ def resolve_options(t):
 
 
 @ft.case("provenance.cli.stamp_errors")
-def stamp_errors(t):
+def case_stamp_errors(t):
     d = fresh_dir("w")
     text = os.path.join(d, "notes-1.0-py3-none-any.whl")
     open(text, "w").write("not a zip\n")
@@ -341,7 +341,7 @@ def audit_json(*args):
 
 
 @ft.case("provenance.cli.audit_statuses")
-def audit_statuses(t):
+def case_audit_statuses(t):
     d, ledger, current, expected, (match, miss) = fleet()
     rc, rows = audit_json(d, "--ledger", ledger, *current, "--jobs", "2")
     check(rc == 1, "a fleet with findings must exit 1")
@@ -392,7 +392,7 @@ def audit_statuses(t):
 
 
 @ft.case("provenance.cli.audit_parallel")
-def audit_parallel(t):
+def case_audit_parallel(t):
     d, ledger, current, expected, _ = fleet()
     # More files so the workers really interleave.
     src = os.path.join(d, "wheels")
@@ -423,7 +423,7 @@ def audit_parallel(t):
 
 
 @ft.case("provenance.cli.audit_usage")
-def audit_usage(t):
+def case_audit_usage(t):
     d = fresh_dir("w")
     rc, _, err = forge("audit", os.path.join(d, "nope"), "--arch-list", "8.0")
     check(rc == 2 and "nope" in err, err)
