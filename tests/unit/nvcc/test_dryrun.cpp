@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <random>
 #include <regex>
 #include <sstream>
 
@@ -164,6 +165,50 @@ TEST_F(Dryrun, ProbeMatchesTheToolkit) {
     auto bad = probe_toolkit("/nonexistent/bin/nvcc");
     ASSERT_FALSE(bad.ok());
     EXPECT_NE(bad.error().to_string().find("/nonexistent/bin/nvcc"), std::string::npos);
+}
+
+// The halves of Dryrun.PassthroughCallsHaveNoDeviceSteps and Dryrun.RandomLinesAgreeWithNvcc
+// (tests/integration/nvcc/test_nvcc.py) the CLI cannot show: a line without a device source and
+// without -o logs the same whether the model read it or rejected it.
+TEST_F(Dryrun, PassthroughCallsParse) {
+    for (const char* line : {"-E k.cu -arch=sm_90", "-M k.cu", "-MM k.cu", "-c h.cpp -arch=sm_90",
+                             "-x c++ -c k.cu -o k.o", "-c h.cpp -o h.o"}) {
+        SCOPED_TRACE(line);
+        auto inv = model(words(line));
+        ASSERT_TRUE(inv.ok());
+        EXPECT_NE(inv->no_device, NoDeviceReason::None);
+    }
+}
+
+// Whenever nvcc accepts one of the random lines (the same pool, bases and seed as the Python
+// case), the model reads it.
+TEST_F(Dryrun, RandomLinesParse) {
+    const Argv pool = {"-c", "-dc", "k.cu", "k.cu", "-o", "k.o", "-arch=sm_80", "-arch", "sm_90a",
+                       "compute_90", "-arch=all-major", "-code=sm_90", "-code", "sm_90,compute_90",
+                       "-gencode", "arch=compute_80,code=[sm_80,compute_80]",
+                       "arch=compute_100f,code=sm_103", "-gencode=arch=compute_90a,code=sm_90a",
+                       "--generate-code=arch=compute_120,code=compute_120", "-dlto", "-Xptxas", "-v",
+                       "-t", "2", "-lineinfo", "-x", "cu", "h.cpp", "-dlink", "a.o", "-rdc=true",
+                       "-arch=lto_90", "--gpu-code", "lto_80", "-arch=sm_100f", "-Xnvlink",
+                       "-arch=compute_80", "-fatbin", "-ptx", "-E"};
+    const std::vector<Argv> bases = {words("-c k.cu -o k.o"), words("-dc k.cu -o k.o"),
+                                     words("-dlink a.o -o d.o"), words("k.cu -o app"), {}};
+    std::mt19937 rng(2026);
+    int accepted = 0;
+    for (int round = 0; round < 250; ++round) {
+        Argv argv = bases[rng() % bases.size()];
+        const int n = 1 + static_cast<int>(rng() % 6);
+        for (int i = 0; i < n; ++i)
+            argv.push_back(pool[rng() % pool.size()]);
+        if (dryrun(argv).rc != 0) continue;
+        ++accepted;
+        std::string line;
+        for (const auto& a : argv)
+            line += a + " ";
+        auto inv = model(argv);
+        ASSERT_TRUE(inv.ok()) << line << ": " << inv.error().to_string();
+    }
+    EXPECT_GT(accepted, 30);
 }
 
 struct RoundTrip {
