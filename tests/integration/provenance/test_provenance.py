@@ -109,10 +109,7 @@ def make_wheel(directory, dist, so_path, version="1.0", stored=False):
 
 
 def fresh_dir(name):
-    d = os.path.join(WORK, CASE, name)
-    shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(d)
-    return d
+    return ft.fresh_dir(os.path.join(WORK, CASE, name))
 
 
 def check_record(wheel):
