@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""nvcc-forge's nvcc front end end to end, one CTest test per case:
-test_frontend.py --forge BIN --nvcc NVCC --fixtures DIR --work DIR CASE   (or --list)."""
-import argparse
+"""nvcc-forge's nvcc front end end to end: the real nvcc on tiny kernels, driven by fixture build
+scripts that select archs the way real packages do (tests/fixtures/frontend), through all three
+placements (PATH symlink, shim CUDA root, launcher). Skipped (exit 77) without nvcc."""
 import json
 import os
 import shutil
@@ -11,42 +11,34 @@ import subprocess
 import sys
 import time
 
-CASES = {}
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
+import forge_test as ft  # noqa: E402
+from forge_test import check as expect, only  # noqa: E402
 
 
 def case(fn):
-    CASES[fn.__name__] = fn
+    ft.add_case("frontend." + fn.__name__, lambda c: fn(T(c)))
     return fn
-
-
-class Fail(Exception):
-    pass
-
-
-def expect(cond, msg):
-    if not cond:
-        raise Fail(msg)
 
 
 POLICY_FA = "8.0 9.0+PTX 10.0 11.0 12.0+PTX"
 
 
 class T:
-    def __init__(self, a, name):
-        self.forge = os.path.abspath(a.forge)
-        self.nvcc = os.path.realpath(a.nvcc)
+    def __init__(self, c):
+        self.forge = c.forge_exe
+        self.nvcc = os.path.realpath(c.nvcc())
         self.cuda_home = os.path.dirname(os.path.dirname(self.nvcc))
-        self.fx = os.path.abspath(a.fixtures)
+        self.fx = c.fixtures("frontend")
         self.kernels = os.path.join(self.fx, "kernels")
-        self.dir = os.path.join(os.path.abspath(a.work), name)
-        shutil.rmtree(self.dir, ignore_errors=True)
-        os.makedirs(self.dir)
+        self.dir = c.work
         self.out = os.path.join(self.dir, "out")
         os.makedirs(self.out)
         self.log = os.path.join(self.dir, "log.jsonl")
-        self.cache = os.path.join(os.path.abspath(a.work), "cache")
+        self.cache = os.path.join(c.work_root, "cache")
 
     def env(self, **kw):
+        """The environment without the front end's and nvcc's own variables, plus kw."""
         e = {k: v for k, v in os.environ.items()
              if not k.startswith("NVCC_FORGE_") and k not in (
                  "NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "TORCH_CUDA_ARCH_LIST", "CUDA_HOME",
@@ -60,12 +52,8 @@ class T:
         return e
 
     def run(self, cmd, env=None, cwd=None, stdin=subprocess.DEVNULL, timeout=300):
-        p = subprocess.run(cmd, env=env if env is not None else self.env(), cwd=cwd or self.dir,
-                           stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           timeout=timeout)
-        p.out = p.stdout.decode(errors="replace")
-        p.err = p.stderr.decode(errors="replace")
-        return p
+        return ft.run(cmd, env=env if env is not None else self.env(), cwd=cwd or self.dir,
+                      stdin=stdin, timeout=timeout)
 
     def path_wrapper(self, name="wrapbin"):
         d = os.path.join(self.dir, name)
@@ -82,10 +70,7 @@ class T:
         return d
 
     def records(self):
-        if not os.path.exists(self.log):
-            return []
-        with open(self.log) as f:
-            return [json.loads(line) for line in f if line.strip()]
+        return ft.jsonl(self.log)
 
     def targets(self, obj):
         p = self.run([self.forge, "list", "--format", "json", obj])
@@ -95,12 +80,6 @@ class T:
     def py(self, script, env):
         return self.run([sys.executable, os.path.join(self.fx, script), self.kernels, self.out],
                         env=env)
-
-
-def only(records, pred=lambda r: True, what="record"):
-    sel = [r for r in records if pred(r)]
-    expect(len(sel) == 1, f"expected one {what}, got {len(sel)}: {records}")
-    return sel[0]
 
 
 # ---- the real-world families ---------------------------------------------------------------
@@ -745,29 +724,5 @@ def log_summarize_cli(t):
     expect(t.run([t.forge, "log", "summarize", t.log, "--format", "yaml"]).returncode == 2, "fmt")
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--list", action="store_true")
-    ap.add_argument("--forge")
-    ap.add_argument("--nvcc")
-    ap.add_argument("--fixtures")
-    ap.add_argument("--work")
-    ap.add_argument("case", nargs="?")
-    a = ap.parse_args()
-    if a.list:
-        print("\n".join(CASES))
-        return 0
-    if not a.nvcc or not os.access(a.nvcc, os.X_OK):
-        print(f"skipped: no nvcc at {a.nvcc}")
-        return 77
-    try:
-        CASES[a.case](T(a, a.case))
-    except Fail as e:
-        print(f"FAIL {a.case}: {e}", file=sys.stderr)
-        return 1
-    print(f"ok {a.case}")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(ft.main())

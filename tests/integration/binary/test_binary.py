@@ -1,53 +1,42 @@
 #!/usr/bin/env python3
-"""nvcc-forge list end to end. Usage: test_list_cli.py NVCC_FORGE MAKE_FIXTURES OUTDIR CASE.
-Exit 0 pass, 1 fail, 77 skip (no nvcc for the fixtures, or no cuobjdump for its cases)."""
+"""nvcc-forge list end to end: the CLI on nvcc-built fixtures (tests/fixtures/binary), JSON keys and
+values, the text table, --toolkit, exit codes, and the cuobjdump backends. Skipped (exit 77) when
+nvcc is absent for the fixtures, or cuobjdump for its cases."""
 import json
 import os
-import subprocess
 import sys
 
-EXE, MAKE, OUT, CASE = sys.argv[1:5]
-SKIP = 77
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
+import forge_test as ft  # noqa: E402
+from forge_test import check  # noqa: E402
 
 
-def fail(msg):
-    print("FAIL:", msg)
-    sys.exit(1)
+def run(t, *args, env=None):
+    r = t.forge("list", *args, env=env)
+    return r.rc, r.out, r.err
 
 
-def check(cond, msg):
-    if not cond:
-        fail(msg)
+def fixtures(t):
+    """Builds (once per build tree, shared by every case) the fixtures; make_fixtures.sh exits 77
+    without nvcc."""
+    out = os.path.join(t.work_root, "fixtures")
+    r = t.run(["bash", t.fixtures("binary", "make_fixtures.sh"), out])
+    if r.rc == ft.SKIP:
+        ft.skip("nvcc not available")
+    check(r.rc == 0, f"fixture build failed: {r.err[-2000:]}")
+    return out
 
 
-def run(*args, env=None):
-    p = subprocess.run([EXE, "list", *args], capture_output=True, text=True, env=env)
-    return p.returncode, p.stdout, p.stderr
-
-
-def fixtures():
-    rc = subprocess.run(["bash", MAKE, OUT], capture_output=True, text=True)
-    if rc.returncode == SKIP:
-        print("SKIP: nvcc not available")
-        sys.exit(SKIP)
-    check(rc.returncode == 0, f"fixture build failed: {rc.stderr[-2000:]}")
-    return OUT
-
-
-def listing(*files, extra=()):
-    rc, out, err = run("--format", "json", *extra, *files)
+def listing(t, *files, extra=()):
+    rc, out, err = run(t, "--format", "json", *extra, *files)
     check(rc == 0, f"list {files} exited {rc}: {err}")
     return json.loads(out)
 
 
-def nvcc_release():
-    out = subprocess.run([os.environ.get("NVCC", "/usr/local/cuda/bin/nvcc"), "--version"],
-                         capture_output=True, text=True).stdout
-    return out.split("release ")[1].split(",")[0]
-
-
-def case_json_keys(d):
-    rows = listing(f"{d}/multi.so", f"{d}/lto.o")
+@ft.case("binary.list.json_keys")
+def case_json_keys(t):
+    d = fixtures(t)
+    rows = listing(t, f"{d}/multi.so", f"{d}/lto.o")
     required = {"file", "member", "section", "kind", "arch", "compression", "stub", "toolkit"}
     for r in rows:
         check(required <= set(r), f"missing keys in {r}")
@@ -67,16 +56,17 @@ def case_json_keys(d):
 
 
     # Names that need JSON escaping round-trip.
-    os.makedirs(OUT + "-misc", exist_ok=True)  # kept out of the fixture dir other cases scan
-    odd = os.path.join(OUT + "-misc", 'odd "name" \\ tab\t.fatbin')
+    odd = os.path.join(t.work, 'odd "name" \\ tab\t.fatbin')
     with open(f"{d}/k2.fatbin", "rb") as src, open(odd, "wb") as dst:
         dst.write(src.read())
-    rows = listing(odd)
+    rows = listing(t, odd)
     check(len(rows) == 2 and all(r["file"] == odd for r in rows), rows)
 
 
-def case_text_table(d):
-    rc, out, err = run(f"{d}/arch90a.o", f"{d}/nokernels.o")
+@ft.case("binary.list.text_table")
+def case_text_table(t):
+    d = fixtures(t)
+    rc, out, err = run(t, f"{d}/arch90a.o", f"{d}/nokernels.o")
     check(rc == 0, err)
     lines = out.strip().splitlines()
     check(lines[0].split()[:7] == ["FILE", "MEMBER", "SECTION", "FATBIN", "OFFSET", "KIND", "ARCH"], lines[0])
@@ -86,9 +76,11 @@ def case_text_table(d):
     check(archs == sorted(["compute_90", "sm_90a", "compute_90a", "sm_80", "compute_80"]), archs)
 
 
-def case_toolkit(d):
-    rel = nvcc_release()
-    rows = listing(f"{d}/cm_size.o", f"{d}/cm_all_speed.o", f"{d}/k2_120.cubin", extra=("--toolkit",))
+@ft.case("binary.list.toolkit")
+def case_toolkit(t):
+    d = fixtures(t)
+    rel = ft.nvcc_release(os.environ.get("NVCC", "/usr/local/cuda/bin/nvcc"))
+    rows = listing(t, f"{d}/cm_size.o", f"{d}/cm_all_speed.o", f"{d}/k2_120.cubin", extra=("--toolkit",))
     for r in rows:
         if r["kind"] == "sass":
             check(r["toolkit"] == rel, f"toolkit {r['toolkit']} != {rel}: {r}")
@@ -97,69 +89,73 @@ def case_toolkit(d):
             check(r["toolkit"] is None, r)
 
 
-def case_exit_codes(d):
-    os.makedirs(OUT + "-misc", exist_ok=True)
-    bad = os.path.join(OUT + "-misc", "not-a-binary.txt")
+@ft.case("binary.list.exit_codes")
+def case_exit_codes(t):
+    d = fixtures(t)
+    bad = os.path.join(t.work, "not-a-binary.txt")
     with open(bad, "w") as f:
         f.write("hello\n")
-    rc, out, err = run("--format", "json", f"{d}/k2.fatbin", bad, f"{d}/missing.so")
+    rc, out, err = run(t, "--format", "json", f"{d}/k2.fatbin", bad, f"{d}/missing.so")
     check(rc == 2, f"exit {rc}")
     rows = json.loads(out)
     check(len(rows) == 2 and all(r["file"].endswith("k2.fatbin") for r in rows), "others still listed")
     check("not-a-binary.txt" in err and "byte 0" in err, err)
     check("missing.so" in err, err)
-    rc, _, err = run("--format", "yaml", f"{d}/k2.fatbin")
+    rc, _, err = run(t, "--format", "yaml", f"{d}/k2.fatbin")
     check(rc == 2, "bad --format")
-    rc, _, _ = run()
+    rc, _, _ = run(t)
     check(rc == 2, "no file")
-    rc, out, _ = run(EXE)  # a host-only ELF: no rows, exit 0
+    rc, out, _ = run(t, t.forge_exe)  # a host-only ELF: no rows, exit 0
     check(rc == 0 and "no device code" in out, f"host-only ELF: {rc} {out}")
 
 
-def case_wheel(d):
-    rows = listing(f"{d}/pkg-1.0-cp312-cp312-linux_x86_64.whl")
+@ft.case("binary.list.wheel")
+def case_wheel(t):
+    d = fixtures(t)
+    rows = listing(t, f"{d}/pkg-1.0-cp312-cp312-linux_x86_64.whl")
     members = sorted({r["member"] for r in rows})
     check(members == ["pkg/_C.so", "pkg/lib/libstatic.a(cm_speed.o)", "pkg/lib/libstatic.a(lto.o)",
                       "pkg/lib/libstatic.a(nokernels.o)"], members)
     so = [r for r in rows if r["member"] == "pkg/_C.so"]
-    direct = listing(f"{d}/multi.so")
+    direct = listing(t, f"{d}/multi.so")
     key = lambda r: (r["fatbin"], r["offset"], r["arch"], r["compression"], r["stub"])
     check(sorted(map(key, so)) == sorted(map(key, direct)), "wheel member lists like the file")
 
 
-def cuobjdump_or_skip():
-    rc, _, err = run("--backend", "cuobjdump", EXE)
+def cuobjdump_or_skip(t):
+    rc, _, err = run(t, "--backend", "cuobjdump", t.forge_exe)
     if rc != 0 and "cuobjdump not found" in err:
-        print("SKIP: cuobjdump not available")
-        sys.exit(SKIP)
+        ft.skip("cuobjdump not available")
 
 
-def case_cuobjdump_backend(d):
-    cuobjdump_or_skip()
-    rows = listing(f"{d}/multi.so", extra=("--backend", "cuobjdump"))
+@ft.case("binary.list.cuobjdump_backend")
+def case_cuobjdump_backend(t):
+    d = fixtures(t)
+    cuobjdump_or_skip(t)
+    rows = listing(t, f"{d}/multi.so", extra=("--backend", "cuobjdump"))
     got = sorted((r["kind"], r["arch"]) for r in rows)
     # cuobjdump names the family cubin sm_100 and lists the stub fatbin too.
     want = sorted([("sass", a) for a in ("sm_80", "sm_90a", "sm_100")] * 3 + [("ptx", "compute_120")] * 2)
     check(got == want, f"{got} != {want}")
-    rdc = listing(f"{d}/rdc.so", extra=("--backend", "cuobjdump"))
+    rdc = listing(t, f"{d}/rdc.so", extra=("--backend", "cuobjdump"))
     check(len(rdc) == 1, f"cuobjdump lists only the executable fatbin: {rdc}")
-    rdc_all = listing(f"{d}/rdc.so", extra=("--backend", "cuobjdump", "--all"))
+    rdc_all = listing(t, f"{d}/rdc.so", extra=("--backend", "cuobjdump", "--all"))
     check(len(rdc_all) == 5, f"-all lists the relocatable fatbins too: {rdc_all}")
 
 
-def case_both_backend(d):
-    cuobjdump_or_skip()
+@ft.case("binary.list.both_backend")
+def case_both_backend(t):
+    d = fixtures(t)
+    cuobjdump_or_skip(t)
     files = [f"{d}/{f}" for f in sorted(os.listdir(d))
              if f.endswith((".o", ".so", ".a", ".cubin", ".fatbin")) and f != "libbsd.a"]
     for extra in ((), ("--all",)):
-        rc, out, err = run("--backend", "both", "--format", "json", *extra, *files)
+        rc, out, err = run(t, "--backend", "both", "--format", "json", *extra, *files)
         check(rc == 0, f"native and cuobjdump differ {extra}: {err}")
     # A difference is reported and exits 2: cuobjdump cannot read BSD long-name archives.
-    rc, _, err = run("--backend", "both", f"{d}/libbsd.a")
+    rc, _, err = run(t, "--backend", "both", f"{d}/libbsd.a")
     check(rc == 2 and "differs from cuobjdump" in err, f"{rc} {err}")
 
 
 if __name__ == "__main__":
-    d = fixtures()
-    globals()["case_" + CASE](d)
-    print("PASS", CASE)
+    sys.exit(ft.main())

@@ -1,36 +1,38 @@
 #!/usr/bin/env python3
-"""nvcc-forge resolve / coverage / cell-key, run as a user runs them.
-
-usage: test_policy_cli.py FORGE_EXE REPO_ROOT CASE
-"""
+"""nvcc-forge resolve / coverage / cell-key, run as a user runs them: output formats, exit codes,
+error messages naming file:line and key, the probed toolkit (a stand-in nvcc replaying captured
+output), the self-contained coverage matrix page; and policy.nvcc_tables: every nvcc_supported row
+of policy/arch_policy.yml equals what its toolkit really accepts."""
+import glob
 import html.parser
 import json
 import os
 import re
-import shutil
-import subprocess
 import sys
 import tempfile
 
-EXE, ROOT, CASE = sys.argv[1], sys.argv[2], sys.argv[3]
-FIX = os.path.join(ROOT, "tests", "fixtures", "policy")
-POLICY = os.path.join(ROOT, "policy", "arch_policy.yml")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
+import forge_test as ft  # noqa: E402
+from forge_test import check  # noqa: E402
+
+T = ROOT = FIX = POLICY = None  # set by setup()
 ROW_128 = "7.5 8.0 8.6 9.0+PTX 10.0 12.0+PTX"
 
 
+def setup(t):
+    global T, ROOT, FIX, POLICY
+    T, ROOT = t, t.source
+    FIX = os.path.join(ROOT, "tests", "fixtures", "policy")
+    POLICY = os.path.join(ROOT, "policy", "arch_policy.yml")
+
+
 def run(*args, env=None, expect=0):
-    full_env = dict(os.environ)
-    full_env.update(env or {})
-    p = subprocess.run([EXE, *args], capture_output=True, text=True, env=full_env, timeout=60)
-    if expect is not None and p.returncode != expect:
-        sys.exit(f"FAIL: {' '.join(args)}: exit {p.returncode}, expected {expect}\n"
-                 f"stdout:\n{p.stdout}\nstderr:\n{p.stderr}")
+    """nvcc-forge ARGS (env: variables added to the environment); checks the exit code unless
+    expect is None."""
+    p = T.forge(*args, env=T.env(**(env or {})), timeout=60, text=True)
+    if expect is not None:
+        p.expect_rc(expect)
     return p
-
-
-def check(cond, msg):
-    if not cond:
-        sys.exit(f"FAIL: {msg}")
 
 
 def mini(*args, **kw):
@@ -38,19 +40,22 @@ def mini(*args, **kw):
                "--packages-dir", os.path.join(FIX, "packages"), **kw)
 
 
-def case_resolve_torch():
+@ft.case("policy.cli.resolve_torch")
+def case_resolve_torch(t):
     out = run("resolve", "--cuda", "12.8", "--torch", "2.9").stdout.strip()
     check(out == "7.0 7.5 8.0 8.6 9.0+PTX 10.0 12.0+PTX", out)
     check(run("resolve", "--cuda", "12.8").stdout.strip() == ROW_128, "12.8 row")
     check(run("resolve", "--cuda", "12.4", "--torch", "2.6").stdout.strip() == "6.0 7.0 7.5 8.0 8.6 9.0+PTX", "12.4")
 
 
-def case_resolve_cmake():
+@ft.case("policy.cli.resolve_cmake")
+def case_resolve_cmake(t):
     out = run("resolve", "--cuda", "12.8", "--format", "cmake").stdout.strip()
     check(out == "75-real;80-real;86-real;90;100-real;120", out)
 
 
-def case_resolve_gencode():
+@ft.case("policy.cli.resolve_gencode")
+def case_resolve_gencode(t):
     flags = run("resolve", "--cuda", "12.8", "--format", "gencode").stdout.split()
     check(len(flags) == 8, flags)
     check("-gencode=arch=compute_90,code=compute_90" in flags, flags)
@@ -59,7 +64,8 @@ def case_resolve_gencode():
     check(not any("compute_75,code=compute_75" in f for f in flags), flags)
 
 
-def case_resolve_json():
+@ft.case("policy.cli.resolve_json")
+def case_resolve_json(t):
     j = json.loads(run("resolve", "--cuda", "12.8", "--torch", "2.9", "--format", "json").stdout)
     for key in ("arch_list", "tokens", "source", "clamped", "cuda", "torch", "platform", "package",
                 "targets", "ptx_added", "build_epoch", "policy_sha256"):
@@ -79,7 +85,8 @@ def case_resolve_json():
     check(p.stdout.strip() == "7.5 8.0 8.6 8.9 9.0+PTX 10.0 12.0+PTX", p.stdout)
 
 
-def case_resolve_versions():
+@ft.case("policy.cli.resolve_versions")
+def case_resolve_versions(t):
     j = json.loads(run("resolve", "--cuda", "12.8.1", "--torch", "2.9.1+cu128", "--python", "3.12.4",
                        "--format", "json").stdout)
     check(j["cuda"] == "12.8" and j["torch"] == "2.9" and j["python"] == "3.12", j)
@@ -90,7 +97,8 @@ def case_resolve_versions():
     check("linux_aarch64" in bad.stderr, bad.stderr)
 
 
-def case_resolve_aarch64():
+@ft.case("policy.cli.resolve_aarch64")
+def case_resolve_aarch64(t):
     out = run("resolve", "--cuda", "13.0", "--platform", "linux_aarch64").stdout.strip()
     check(out == "8.0 9.0+PTX 10.0 11.0 12.0+PTX", out)
     # exceptions never read on ARM, x86 overrides invisible
@@ -102,7 +110,8 @@ def case_resolve_aarch64():
     check(any("torch clamp not applied" in n for n in j["notes"]), j["notes"])
 
 
-def case_resolve_package():
+@ft.case("policy.cli.resolve_package")
+def case_resolve_package(t):
     j = json.loads(run("resolve", "--cuda", "12.8", "--package", "flash_attn", "--format", "json").stdout)
     check(j["source"] == "packages/flash_attn/arch_override.yml:arch_list", j["source"])
     check(j["arch_list"] == "8.0 8.6 9.0+PTX 10.0 12.0+PTX", j["arch_list"])
@@ -128,7 +137,8 @@ def fake_nvcc(tmp, version_dir):
     return path
 
 
-def case_resolve_probed():
+@ft.case("policy.cli.resolve_probed")
+def case_resolve_probed(t):
     with tempfile.TemporaryDirectory() as tmp:
         nvcc = fake_nvcc(tmp, "nvcc-13.2")
         j = json.loads(run("resolve", "--format", "json", env={"NVCC_FORGE_REAL_NVCC": nvcc}).stdout)
@@ -147,7 +157,8 @@ def case_resolve_probed():
         check(j["arch_list"] == ROW_128 and j["cuda"].startswith("13."), j)
 
 
-def case_resolve_missing_key():
+@ft.case("policy.cli.resolve_missing_key")
+def case_resolve_missing_key(t):
     p = run("resolve", "--cuda", "13.1", expect=2)
     check("arch_policy[13.1]" in p.stderr and "arch_policy.yml" in p.stderr, p.stderr)
     p = run("resolve", "--cuda", "12.4", "--platform", "linux_aarch64", expect=2)
@@ -156,7 +167,8 @@ def case_resolve_missing_key():
     check("torch_runnable[12.8].releases" in p.stderr, p.stderr)
 
 
-def case_resolve_unknown_key():
+@ft.case("policy.cli.resolve_unknown_key")
+def case_resolve_unknown_key(t):
     with tempfile.TemporaryDirectory() as tmp:
         text = open(POLICY).read().replace("arch_policy_aarch64:", "arch_policy_arm64:", 1)
         bad = os.path.join(tmp, "arch_policy.yml")
@@ -172,13 +184,15 @@ def case_resolve_unknown_key():
         check("arch_override.yml:2" in p.stderr and "arch_list_by_cuda_arm" in p.stderr, p.stderr)
 
 
-def case_resolve_collapse():
+@ft.case("policy.cli.resolve_collapse")
+def case_resolve_collapse(t):
     p = mini("resolve", "--cuda", "12.8", "--package", "collapse", expect=1)
     check("collapses to an empty arch list" in p.stderr and "sm_70" in p.stderr, p.stderr)
     check(p.stdout == "", p.stdout)
 
 
-def case_resolve_usage():
+@ft.case("policy.cli.resolve_usage")
+def case_resolve_usage(t):
     for args in (["--bogus"], ["--cuda"], ["--cuda", "12.8", "--format", "xml"]):
         p = run("resolve", *args, expect=2)
         check(p.stderr.strip() != "", args)
@@ -189,7 +203,8 @@ def coverage_json(*args):
     return json.loads(run("coverage", *args, "--format", "json").stdout)
 
 
-def case_coverage_json():
+@ft.case("policy.cli.coverage_json")
+def case_coverage_json(t):
     j = coverage_json("--arch-list", ROW_128)
     gpus = open(os.path.join(ROOT, "policy", "gpus.yml")).read()
     check(len(j) == len(re.findall(r'^  "\d+\.\d+":', gpus, re.M)), len(j))
@@ -205,19 +220,22 @@ def case_coverage_json():
     check(coverage_json("--arch-list", "75-real;80-real;86-real;90;100-real;120") == j, "cmake spelling")
 
 
-def case_coverage_text():
+@ft.case("policy.cli.coverage_text")
+def case_coverage_text(t):
     out = run("coverage", "--arch-list", ROW_128).stdout
     check(re.search(r"^\s+7\.0\s+dead\s+Tesla V100", out, re.M), out)
     check("Excluded" in out and "jit:    10.1 11.0" in out, out)
     check("major 11 has no cubin; compute_90 PTX below it is the JIT net" in out, out)
 
 
-def case_coverage_markdown():
+@ft.case("policy.cli.coverage_markdown")
+def case_coverage_markdown(t):
     out = run("coverage", "--arch-list", ROW_128, "--format", "markdown").stdout
     check("| 11.0 | jit |" in out and "### Excluded" in out, out)
 
 
-def case_coverage_resolve_options():
+@ft.case("policy.cli.coverage_resolve_options")
+def case_coverage_resolve_options(t):
     j = coverage_json("--cuda", "12.8", "--torch", "2.9")
     check(j["7.0"]["tier"] == "native", j["7.0"])
     j = coverage_json("--cuda", "12.8", "--torch", "2.11")
@@ -226,13 +244,15 @@ def case_coverage_resolve_options():
     check("Clamped from the requested list" in p.stdout and "7.0:" in p.stdout, p.stdout)
 
 
-def case_coverage_gap():
+@ft.case("policy.cli.coverage_gap")
+def case_coverage_gap(t):
     p = run("coverage", "--arch-list", "8.0 12.0+PTX", "--fail-on-gap", expect=1)
     check("FINDING: major 9 has no cubin and no PTX below it" in p.stdout, p.stdout)
     run("coverage", "--arch-list", ROW_128, "--fail-on-gap", expect=0)
 
 
-def case_coverage_bad_list():
+@ft.case("policy.cli.coverage_bad_list")
+def case_coverage_bad_list(t):
     p = run("coverage", "--arch-list", "8.0 banana", expect=2)
     check("banana" in p.stderr and "--arch-list" in p.stderr, p.stderr)
     run("coverage", "--arch-list", ROW_128, "--format", "html", expect=2)
@@ -262,7 +282,8 @@ class Checker(html.parser.HTMLParser):
         self.stack.pop()
 
 
-def case_coverage_matrix_html():
+@ft.case("policy.cli.coverage_matrix_html")
+def case_coverage_matrix_html(t):
     page = run("coverage", "--matrix", "--format", "html").stdout
     c = Checker()
     c.feed(page)
@@ -281,7 +302,8 @@ def case_coverage_matrix_html():
     check("excluded: 5.0" in page, "exclusions in words")
 
 
-def case_coverage_matrix_json():
+@ft.case("policy.cli.coverage_matrix_json")
+def case_coverage_matrix_json(t):
     j = json.loads(run("coverage", "--matrix", "--format", "json").stdout)
     cells = {(c["cuda"], c["torch"], tuple(c["platforms"])): c for c in j}
     x86 = ("linux_x86_64", "win_amd64")
@@ -294,7 +316,8 @@ def case_coverage_matrix_json():
     check("html" in p.stderr, p.stderr)
 
 
-def case_cell_key():
+@ft.case("policy.cli.cell_key")
+def case_cell_key(t):
     args = ["cell-key", "--cuda", "12.8", "--torch", "2.9", "--python", "3.12", "--package", "flash_attn"]
     k1 = run(*args).stdout.strip()
     check(re.fullmatch(r"[0-9a-f]{64}", k1), k1)
@@ -313,8 +336,55 @@ def case_cell_key():
     run("cell-key", "--cuda", "13.1", expect=2)
 
 
-CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
-if CASE not in CASES:
-    sys.exit(f"unknown case {CASE}")
-CASES[CASE]()
-print(f"ok {CASE}")
+def allowed_sm(tool, option):
+    help_text = ft.run([tool, "--help"]).expect_rc(0).out
+    start = help_text.index(option)
+    allowed = help_text.index("Allowed values for this option:", start)
+    end = help_text.index("'.", allowed)
+    return set(re.findall(r"'(sm_\d+[af]?)'", help_text[allowed:end + 2]))
+
+
+def version_of(tool):
+    out = ft.run([tool, "--version"]).expect_rc(0).out
+    return re.search(r"V(\d+\.\d+\.\d+)", out).group(1)
+
+
+@ft.case("policy.nvcc_tables")
+def case_nvcc_tables(t):
+    """Toolkits: /usr/local/cuda (13.0) and the wheels install_nvcc_tables.sh puts in
+    $FORGE_NVCC_TABLE_WHEELS (default SOURCE/.tools/nvcc-tables). Rows whose toolkit is absent are
+    skipped; the case is skipped when none could be checked."""
+    import yaml
+
+    policy = yaml.safe_load(open(os.path.join(ROOT, "policy", "arch_policy.yml")))
+    wheels = os.environ.get("FORGE_NVCC_TABLE_WHEELS", os.path.join(ROOT, ".tools", "nvcc-tables"))
+    checked, failures = 0, []
+    for cuda, row in policy["nvcc_supported"].items():
+        codes = set(row["codes"].split())
+        tools = []
+        if cuda == "13.0" and os.path.exists("/usr/local/cuda/bin/nvcc"):
+            tools.append("/usr/local/cuda/bin/nvcc")
+        tools += sorted(glob.glob(os.path.join(wheels, f"{cuda}.*", "nvidia", "*", "bin", "nvcc")))
+        tools += sorted(glob.glob(os.path.join(wheels, f"{cuda}.*", "nvidia", "*", "bin", "ptxas")))
+        if not tools:
+            print(f"skip {cuda}: no toolkit")
+            continue
+        tool = tools[0]
+        option = "--gpu-architecture <arch>" if tool.endswith("nvcc") else "--gpu-name"
+        real = allowed_sm(tool, option)
+        version = version_of(tool)
+        checked += 1
+        if real != codes:
+            failures.append(f"{cuda}: table {sorted(codes - real)} not in {tool}; missing {sorted(real - codes)}")
+        if version not in row["read_from"]:
+            failures.append(f"{cuda}: read_from '{row['read_from']}' does not name {version}")
+        print(f"{cuda}: {os.path.basename(tool)} {version}: {len(real)} sm_ targets "
+              f"{'ok' if real == codes else 'DIFFER'}")
+    if failures:
+        ft.fail("\n" + "\n".join(failures))
+    if checked == 0:
+        ft.skip("no toolkit to check")
+
+
+if __name__ == "__main__":
+    sys.exit(ft.main(setup=setup))

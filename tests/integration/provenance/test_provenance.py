@@ -1,22 +1,27 @@
 #!/usr/bin/env python3
-"""nvcc-forge stamp and audit end to end, on wheels wrapping real nvcc-built .so files.
-Usage: test_provenance_cli.py NVCC_FORGE POLICY_YML WORKDIR CASE
-Exit 0 pass, 1 fail, 77 skip (no nvcc, or no pip for the pip cases)."""
+"""nvcc-forge stamp and audit end to end, on wheels wrapping real nvcc-built .so files (built once
+per build tree): pip install + pip check of a stamped wheel, RECORD, re-stamp, the ledger, every
+audit status, parallel == serial, usage errors. Skipped (exit 77) without nvcc, or venv for the pip
+cases."""
 import base64
 import csv
 import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import zipfile
 
-EXE, POLICY, WORK, CASE = sys.argv[1:5]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
+import forge_test as ft  # noqa: E402
+from forge_test import check  # noqa: E402
+
+T = EXE = POLICY = WORK = CASE = None  # set by setup()
 NVCC = os.environ.get("NVCC", "/usr/local/cuda/bin/nvcc")
-SKIP = 77
 ENV = dict(os.environ, SOURCE_DATE_EPOCH="1700000000")
 for var in ("GITHUB_RUN_ID", "GITHUB_RUN_ATTEMPT", "CI_PIPELINE_ID", "BUILDKITE_BUILD_ID",
             "CIRCLE_WORKFLOW_ID", "BUILD_BUILDID", "CODEBUILD_BUILD_ID", "TRAVIS_BUILD_ID", "BUILD_ID"):
@@ -28,19 +33,16 @@ extern "C" void launch(float* x) { scale<<<1, 32>>>(x, 2.0f); }
 """
 
 
-def fail(msg):
-    print("FAIL:", msg)
-    sys.exit(1)
-
-
-def check(cond, msg):
-    if not cond:
-        fail(msg)
+def setup(t):
+    global T, EXE, POLICY, WORK, CASE
+    T, EXE, WORK, CASE = t, t.forge_exe, t.work_root, t.name
+    POLICY = t.src("policy", "arch_policy.yml")
+    os.makedirs(WORK, exist_ok=True)
 
 
 def forge(*args, env=None):
-    p = subprocess.run([EXE, *args], capture_output=True, text=True, env=env or ENV)
-    return p.returncode, p.stdout, p.stderr
+    r = T.forge(*args, env=env or ENV, cwd=WORK)
+    return r.rc, r.out, r.err
 
 
 # ---- fixtures: two tiny real extensions, built once and shared by every case -------------------
@@ -57,8 +59,7 @@ def build_objects():
     if all(os.path.exists(os.path.join(out, n + ".so")) for n in SO_FLAGS):
         return out
     if not os.path.exists(NVCC):
-        print("SKIP: no nvcc at", NVCC)
-        sys.exit(SKIP)
+        ft.skip(f"no nvcc at {NVCC}")
     tmp = tempfile.mkdtemp(dir=WORK)
     src = os.path.join(tmp, "k.cu")
     with open(src, "w") as f:
@@ -108,10 +109,7 @@ def make_wheel(directory, dist, so_path, version="1.0", stored=False):
 
 
 def fresh_dir(name):
-    d = os.path.join(WORK, CASE, name)
-    shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(d)
-    return d
+    return ft.fresh_dir(os.path.join(WORK, CASE, name))
 
 
 def check_record(wheel):
@@ -132,7 +130,8 @@ def check_record(wheel):
 
 
 # ---- stamp -------------------------------------------------------------------------------------
-def case_stamp_round_trip():
+@ft.case("provenance.cli.stamp_round_trip")
+def case_stamp_round_trip(t):
     so = build_objects()
     d = fresh_dir("w")
     wheel = make_wheel(d, "demo_ext", os.path.join(so, "b80_90ptx.so"), stored=True)
@@ -163,8 +162,7 @@ def case_stamp_round_trip():
     venv = os.path.join(d, "venv")
     p = subprocess.run([sys.executable, "-m", "venv", venv], capture_output=True, text=True)
     if p.returncode != 0:
-        print("SKIP: python3 -m venv unavailable:", p.stderr[-500:])
-        sys.exit(SKIP)
+        ft.skip(f"python3 -m venv unavailable: {p.stderr[-500:]}")
     py = os.path.join(venv, "bin", "python")
     p = subprocess.run([py, "-m", "pip", "install", "--no-index", "--no-deps", wheel],
                        capture_output=True, text=True)
@@ -193,7 +191,8 @@ def case_stamp_round_trip():
         check(p.returncode == 0, f"wheel unpack rejected the stamped wheel: {p.stderr}")
 
 
-def case_restamp_and_ledger():
+@ft.case("provenance.cli.restamp_and_ledger")
+def case_restamp_and_ledger(t):
     so = build_objects()
     d = fresh_dir("w")
     wheel = make_wheel(d, "demo_ext", os.path.join(so, "a80.so"))
@@ -217,7 +216,8 @@ def case_restamp_and_ledger():
           hashlib.sha256(open(POLICY, "rb").read()).hexdigest(), stamp)
 
 
-def case_resolve_options():
+@ft.case("provenance.cli.resolve_options")
+def case_resolve_options(t):
     """stamp and audit with the resolver (no --arch-list): the record names the policy file."""
     so = build_objects()
     d = fresh_dir("w")
@@ -243,7 +243,8 @@ def case_resolve_options():
     check(rows[0]["policy"]["arch_list"] == rec["arch_list"], rows[0]["policy"])
 
 
-def case_stamp_errors():
+@ft.case("provenance.cli.stamp_errors")
+def case_stamp_errors(t):
     d = fresh_dir("w")
     text = os.path.join(d, "notes-1.0-py3-none-any.whl")
     open(text, "w").write("not a zip\n")
@@ -280,7 +281,6 @@ def fleet():
     epoch1 = os.path.join(d, "policy_epoch1.yml")
     epoch2 = os.path.join(d, "policy_epoch2.yml")
     text = open(POLICY).read()
-    import re
     check(re.search(r"^build_epoch: \d+$", text, re.M), "policy has no build_epoch line")
     open(epoch1, "w").write(re.sub(r"^build_epoch: \d+$", "build_epoch: 1", text, flags=re.M))
     open(epoch2, "w").write(re.sub(r"^build_epoch: \d+$", "build_epoch: 2", text, flags=re.M))
@@ -337,7 +337,8 @@ def audit_json(*args):
     return rc, json.loads(out)
 
 
-def case_audit_statuses():
+@ft.case("provenance.cli.audit_statuses")
+def case_audit_statuses(t):
     d, ledger, current, expected, (match, miss) = fleet()
     rc, rows = audit_json(d, "--ledger", ledger, *current, "--jobs", "2")
     check(rc == 1, "a fleet with findings must exit 1")
@@ -387,7 +388,8 @@ def case_audit_statuses():
     check(rc == 0 and [r["status"] for r in rows] == ["ok"], rows)
 
 
-def case_audit_parallel():
+@ft.case("provenance.cli.audit_parallel")
+def case_audit_parallel(t):
     d, ledger, current, expected, _ = fleet()
     # More files so the workers really interleave.
     src = os.path.join(d, "wheels")
@@ -417,7 +419,8 @@ def case_audit_parallel():
               f"no progress bar on a tty: {p.stdout[-300:]!r}")
 
 
-def case_audit_usage():
+@ft.case("provenance.cli.audit_usage")
+def case_audit_usage(t):
     d = fresh_dir("w")
     rc, _, err = forge("audit", os.path.join(d, "nope"), "--arch-list", "8.0")
     check(rc == 2 and "nope" in err, err)
@@ -438,10 +441,5 @@ def case_audit_usage():
     check(rc == 0 and json.loads(out) == [], (rc, out, err))
 
 
-CASES = {n[5:]: f for n, f in globals().items() if n.startswith("case_")}
 if __name__ == "__main__":
-    os.makedirs(WORK, exist_ok=True)
-    if CASE not in CASES:
-        fail(f"unknown case {CASE}")
-    CASES[CASE]()
-    print("PASS", CASE)
+    sys.exit(ft.main(setup=setup))
