@@ -4,7 +4,7 @@
 // model rejects must be rejected by nvcc and vice versa; inject() round trips through nvcc.
 #include "../../unit/nvcc/caps_fixture.h"
 #include "nvcc/cmdline.h"
-#include "nvcc/probe.h"
+#include "toolkit/probe.h"
 
 #include <boost/process.hpp>
 #include <chrono>
@@ -21,6 +21,9 @@ namespace {
 namespace bp = boost::process;
 namespace fs = std::filesystem;
 using arch::Kind;
+using toolkit::probe_toolkit;
+using toolkit::query_native_sm;
+using toolkit::ToolkitCaps;
 using arch::Target;
 using Argv = std::vector<std::string>;
 
@@ -181,8 +184,8 @@ TEST_F(Dryrun, ProbeMatchesTheToolkit) {
         std::chrono::steady_clock::now() - t0);
     ASSERT_TRUE(caps.ok());
     EXPECT_LT(ms.count(), 2000);
-    EXPECT_GE(caps->major, 11);
-    EXPECT_EQ(caps->default_sm, caps->major >= 13 ? 75 : 52);
+    EXPECT_GE(caps->version.major, 11);
+    EXPECT_EQ(caps->default_sm, caps->version.major >= 13 ? 75 : 52);
     // The default the probe derives is what nvcc really does with no target flag.
     Plan plan = dryrun(kCompile);
     EXPECT_TRUE(plan.images.contains(Target{Kind::Sass, caps->default_sm, arch::Suffix::None}));
@@ -194,7 +197,7 @@ TEST_F(Dryrun, ProbeMatchesTheToolkit) {
         EXPECT_EQ(p.rc, 0) << t.name() << p.output;
     }
     // The unit tests' captured nvcc 13.0 output is what this toolkit says, if it is 13.0.
-    if (caps->major == 13 && caps->minor == 0) {
+    if (caps->version.major == 13 && caps->version.minor == 0) {
         EXPECT_EQ(names(caps->emittable), names(testing::caps13().emittable));
         EXPECT_EQ(caps->default_sm, testing::caps13().default_sm);
     }
