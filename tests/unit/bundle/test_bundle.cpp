@@ -1,7 +1,7 @@
 // The bundle header (render/parse), the nvcc steps, the layout file and verify-bundle's checks.
-#include "tools/bundle.h"
-#include "tools/bundle_header.h"
-#include "tools/bundle_verify.h"
+#include "bundle/build.h"
+#include "bundle/header.h"
+#include "bundle/verify.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 using namespace forge;
-using namespace forge::tools;
+using namespace forge::bundle;
 
 namespace {
 
