@@ -2,6 +2,7 @@
 #include "bundle/build.h"
 #include "bundle/header.h"
 #include "bundle/verify.h"
+#include "toolkit/probe.h"
 
 #include <gtest/gtest.h>
 
@@ -13,6 +14,8 @@
 
 using namespace forge;
 using namespace forge::bundle;
+using forge::toolkit::parse_version_text;
+using forge::toolkit::Toolkit;
 
 namespace {
 
