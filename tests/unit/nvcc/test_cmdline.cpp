@@ -17,7 +17,7 @@ using testing::Ts;
 
 Result<Invocation> parse(std::vector<std::string> argv, const std::string& pre = "",
                          const std::string& app = "", const std::string& cwd = "",
-                         const ToolkitCaps& caps = caps13()) {
+                         const toolkit::ToolkitCaps& caps = caps13()) {
     return parse_invocation(argv, pre, app, cwd, caps);
 }
 
