@@ -21,10 +21,10 @@ namespace {
 namespace bp = boost::process;
 namespace fs = std::filesystem;
 using arch::Kind;
+using arch::Target;
 using toolkit::probe_toolkit;
 using toolkit::query_native_sm;
 using toolkit::ToolkitCaps;
-using arch::Target;
 using Argv = std::vector<std::string>;
 
 std::string nvcc_path() {
@@ -339,7 +339,7 @@ TEST_F(Dryrun, EnvFlagsAndOptionsFiles) {
     EXPECT_FALSE(model(compile("-optf q.rsp")).ok());
 }
 
-// Command-line shapes of real builds (../shared/notes/real-world.md, nvcc-flags.md §7-§9).
+// Command-line shapes of real builds (docs/real-world.md, docs/nvcc-command-line.md).
 TEST_F(Dryrun, RealWorldShapes) {
     // torch BuildExtension: single-token gencodes after -o, quoted host options, depfile.
     expect_same(

@@ -22,7 +22,7 @@ std::string canon(std::string_view text) {
 
 TEST(ArchList, MixedSeparatorsDuplicatesAndSorting) {
     EXPECT_EQ(canon("9.0+PTX;8.0, 7.5 8.0;;"), "7.5 8.0 9.0+PTX");
-    // seed: policy rows use ';', overrides use ' ': both normalise to the same string
+    // policy rows use ';', overrides use ' ': both normalise to the same string
     EXPECT_EQ(canon("7.5;8.0;8.6;9.0+PTX;10.0;12.0+PTX"),
               canon("7.5 8.0 8.6 9.0+PTX 10.0 12.0+PTX"));
     EXPECT_EQ(canon("12.0+PTX 10.0 7.5"), "7.5 10.0 12.0+PTX"); // numeric, not lexicographic
