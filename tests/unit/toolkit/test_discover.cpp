@@ -143,9 +143,7 @@ TEST(DiscoverToolkitsTest, FindsEverySourceAndDedupsByRealpath) {
     EXPECT_TRUE(report.toolkits[2].can_emit_sass(110));
     EXPECT_FALSE(report.toolkits[0].can_emit_sass(110));
     const auto sass0 = report.toolkits[0].sass();
-    EXPECT_NE(std::find(sass0.begin(), sass0.end(),
-                        sass(90, arch::Suffix::Specific)),
-              sass0.end());
+    EXPECT_NE(std::find(sass0.begin(), sass0.end(), sass(90, arch::Suffix::Specific)), sass0.end());
     bool noted_missing = false;
     for (const auto& s : report.skipped)
         noted_missing |= s.find("missing") != std::string::npos;

@@ -76,4 +76,3 @@ TEST(ToolkitProbe, FindRealNvccHonoursTheEnvironment) {
     }
     std::filesystem::remove_all(nvcc.parent_path());
 }
-
