@@ -127,7 +127,7 @@ def case_resolve_package(t):
 
 def fake_nvcc(tmp, version_dir):
     path = os.path.join(tmp, "nvcc")
-    fx = os.path.join(FIX, version_dir)
+    fx = os.path.join(ROOT, "tests", "fixtures", "toolkit", version_dir)
     with open(path, "w") as f:
         f.write("#!/bin/sh\ncase \"$1\" in\n"
                 f"  --version) cat '{fx}/version.txt' ;;\n"

@@ -4,6 +4,9 @@
 #include "support.h"
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
 
 namespace forge::binary::test {
 namespace {
@@ -100,6 +103,42 @@ TEST(BinaryCuobjdump, AgreesWithNativeReaderOnEveryFixture) {
         }
     }
     EXPECT_GE(compared, 30);
+}
+
+// The backend runs cuobjdump through core/process: a stand-in script shows the three outcomes
+// (a listing with chatter on stderr, "no device code", a failure with its message).
+TEST(BinaryCuobjdump, RunsTheToolAndReadsBothStreams) {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "forge-cuobjdump-XXXXXX").string();
+    const std::filesystem::path dir = ::mkdtemp(tmpl.data());
+    const auto input = dir / "k.o";
+    std::ofstream(input) << "\x7f"
+                            "ELF";
+    auto script = [&](const std::string& name, const std::string& body) {
+        auto p = dir / name;
+        std::ofstream(p) << "#!/bin/sh\n" << body;
+        std::filesystem::permissions(p, std::filesystem::perms::owner_all);
+        return p.string();
+    };
+    auto ok = read_entries_cuobjdump(
+        script("ok", "echo 'warning: chatter' >&2\necho 'ELF file    1: k.1.sm_90.cubin'\n"
+                     "echo 'PTX file    1: k.1.sm_90.ptx'\n"),
+        input.string(), false);
+    ASSERT_TRUE(ok.ok()) << ok.error().to_string();
+    ASSERT_EQ(ok->size(), 2u);
+    EXPECT_EQ((*ok)[0].target.name(), "sm_90");
+    EXPECT_EQ((*ok)[1].target.name(), "compute_90");
+    auto none = read_entries_cuobjdump(
+        script("none", "echo 'cuobjdump info    : File k.o does not contain device code' >&2\n"
+                       "exit 1\n"),
+        input.string(), false);
+    ASSERT_TRUE(none.ok()) << none.error().to_string();
+    EXPECT_TRUE(none->empty());
+    auto bad =
+        read_entries_cuobjdump(script("bad", "echo boom >&2\nexit 3\n"), input.string(), false);
+    ASSERT_FALSE(bad.ok());
+    EXPECT_NE(bad.error().message.find("cuobjdump failed (exit 3): boom"), std::string::npos)
+        << bad.error().message;
+    std::filesystem::remove_all(dir);
 }
 
 } // namespace

@@ -1,7 +1,7 @@
 // Finding the real nvcc without finding ourselves, the shadow CUDA root, shell quoting, the cache.
 #include "frontend/config.h"
-#include "frontend/locate.h"
 #include "frontend/shim.h"
+#include "toolkit/locate.h"
 
 #include <array>
 #include <cstdio>
@@ -14,6 +14,7 @@
 namespace fs = std::filesystem;
 using namespace forge;
 using namespace forge::frontend;
+using namespace forge::toolkit;
 
 namespace {
 
@@ -248,9 +249,9 @@ TEST(Cache, FileStampChangesWithContent) {
 }
 
 TEST(Cache, CapsJsonRoundTrip) {
-    nvcc::ToolkitCaps caps;
-    caps.major = 13;
-    caps.minor = 0;
+    toolkit::ToolkitCaps caps;
+    caps.version.major = 13;
+    caps.version.minor = 0;
     caps.default_sm = 75;
     caps.native_sm = 90;
     caps.emittable = {*arch::parse_target("sm_90a"), *arch::parse_target("compute_120f"),

@@ -1,9 +1,10 @@
 // ToolkitCaps of nvcc 13.0.88, built by the probe's parsers from that nvcc's captured output
-// (data/nvcc-13.0-*.txt), so unit tests need no toolkit and still use the real lists.
+// (tests/fixtures/toolkit/nvcc-13.0/*.txt), so unit tests need no toolkit and still use the real
+// lists.
 #pragma once
 
 #include "nvcc/cmdline.h"
-#include "nvcc/probe.h"
+#include "toolkit/probe.h"
 
 #include <fstream>
 #include <gtest/gtest.h>
@@ -12,8 +13,11 @@
 
 namespace forge::nvcc::testing {
 
+using toolkit::ToolkitCaps;
+
+// One file of nvcc 13.0's captured output: "version.txt", "list-gpu-code.txt", "help.txt".
 inline std::string read_data(const std::string& name) {
-    std::ifstream f(std::string(FORGE_TEST_SOURCE_DIR) + "/unit/nvcc/data/" + name);
+    std::ifstream f(std::string(FORGE_TEST_SOURCE_DIR) + "/fixtures/toolkit/nvcc-13.0/" + name);
     std::stringstream ss;
     ss << f.rdbuf();
     return ss.str();
@@ -21,15 +25,12 @@ inline std::string read_data(const std::string& name) {
 
 inline ToolkitCaps caps13() {
     ToolkitCaps caps;
-    auto rel = parse_release(read_data("nvcc-13.0-version.txt"));
+    auto rel = toolkit::parse_nvcc_version(read_data("version.txt"));
     EXPECT_TRUE(rel.ok());
-    if (rel) {
-        caps.major = rel->first;
-        caps.minor = rel->second;
-    }
-    caps.default_sm = default_sm_for(caps.major);
-    auto plain = parse_target_list(read_data("nvcc-13.0-list-gpu-code.txt"));
-    auto all = parse_help_gpu_codes(read_data("nvcc-13.0-help.txt"));
+    if (rel) caps.version = *rel;
+    caps.default_sm = toolkit::default_sm_for(caps.version.major);
+    auto plain = toolkit::parse_target_list(read_data("list-gpu-code.txt"));
+    auto all = toolkit::parse_help_gpu_codes(read_data("help.txt"));
     EXPECT_TRUE(plain.ok() && all.ok());
     if (plain) caps.emittable = *plain;
     if (all) caps.emittable.insert(all->begin(), all->end());

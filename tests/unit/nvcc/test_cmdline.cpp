@@ -7,7 +7,6 @@
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 namespace forge::nvcc {
 namespace {
@@ -18,7 +17,7 @@ using testing::Ts;
 
 Result<Invocation> parse(std::vector<std::string> argv, const std::string& pre = "",
                          const std::string& app = "", const std::string& cwd = "",
-                         const ToolkitCaps& caps = caps13()) {
+                         const toolkit::ToolkitCaps& caps = caps13()) {
     return parse_invocation(argv, pre, app, cwd, caps);
 }
 
@@ -31,8 +30,8 @@ std::string requested(std::vector<std::string> argv, const std::string& pre = ""
 
 TEST(Caps, FromNvcc13Output) {
     auto caps = caps13();
-    EXPECT_EQ(caps.major, 13);
-    EXPECT_EQ(caps.minor, 0);
+    EXPECT_EQ(caps.version.major, 13);
+    EXPECT_EQ(caps.version.minor, 0);
     EXPECT_EQ(caps.default_sm, 75);
     EXPECT_TRUE(caps.emittable.contains(testing::T("sm_90a")));
     EXPECT_TRUE(caps.emittable.contains(testing::T("compute_100f")));
@@ -42,60 +41,8 @@ TEST(Caps, FromNvcc13Output) {
     EXPECT_FALSE(caps.emittable.contains(testing::T("sm_101"))); // renamed sm_110 in 13.0
     // 12 plain CCs, a for 90..121 (6), f for 100..121 (5), each as sm_, compute_ and lto_.
     EXPECT_EQ(caps.emittable.size(), (12u + 6u + 5u) * 3);
-    EXPECT_EQ(default_sm_for(12), 52);
-    EXPECT_EQ(default_sm_for(11), 52);
-}
-
-TEST(Probe, ParsersRejectGarbage) {
-    EXPECT_FALSE(parse_release("nvcc: NVIDIA (R) Cuda compiler driver\n").ok());
-    auto r = parse_release("Cuda compilation tools, release 12.8, V12.8.93");
-    ASSERT_TRUE(r.ok());
-    EXPECT_EQ(r->first, 12);
-    EXPECT_EQ(r->second, 8);
-    auto bad = parse_target_list("sm_80\nbogus\n");
-    ASSERT_FALSE(bad.ok());
-    EXPECT_EQ(bad.error().key, "bogus");
-    EXPECT_FALSE(parse_target_list("").ok());
-    EXPECT_FALSE(parse_help_gpu_codes("--gpu-architecture <arch> (-arch)\n").ok());
-}
-
-// A stand-in nvcc (a shell script printing captured 13.0 output) whose --help has no allowed-values
-// list: the plain targets and their PTX still come from --list-gpu-code.
-TEST(Probe, WithoutAllowedValuesInHelpKeepsPtxOfListedArchs) {
-    const auto dir =
-        std::filesystem::temp_directory_path() / ("forge_nvcc_probe_" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir);
-    const auto data = std::string(FORGE_TEST_SOURCE_DIR) + "/unit/nvcc/data/";
-    const auto nvcc = dir / "nvcc";
-    {
-        std::ofstream out(nvcc);
-        out << "#!/bin/sh\ncase \"$1\" in\n"
-            << "  --version) cat '" << data << "nvcc-13.0-version.txt' ;;\n"
-            << "  --list-gpu-code) cat '" << data << "nvcc-13.0-list-gpu-code.txt' ;;\n"
-            << "  --help) echo 'Usage: nvcc [options] <inputfile>' ;;\n"
-            << "  *) exit 1 ;;\nesac\n";
-    }
-    std::filesystem::permissions(nvcc, std::filesystem::perms::owner_all);
-    auto caps = probe_toolkit(nvcc.string());
-    std::filesystem::remove_all(dir);
-    ASSERT_TRUE(caps.ok()) << caps.error().to_string();
-    EXPECT_EQ(caps->major, 13);
-    EXPECT_EQ(caps->default_sm, 75);
-    EXPECT_TRUE(caps->emittable.contains(testing::T("sm_120")));
-    EXPECT_TRUE(caps->emittable.contains(testing::T("compute_120")));
-    EXPECT_TRUE(caps->emittable.contains(testing::T("compute_75")));
-    EXPECT_FALSE(caps->emittable.contains(testing::T("sm_90a"))); // a/f/lto only from --help
-    EXPECT_EQ(caps->emittable.size(), 12u * 2);
-    // An nvcc that is not there: an error value naming it.
-    EXPECT_FALSE(probe_toolkit((dir / "missing").string()).ok());
-}
-
-TEST(Probe, DeviceQueryOutput) {
-    EXPECT_EQ(parse_device_query("90\n"), 90);
-    EXPECT_EQ(parse_device_query("90,80"), 80);
-    EXPECT_EQ(parse_device_query("120"), 120);
-    EXPECT_EQ(parse_device_query(""), std::nullopt);
-    EXPECT_EQ(parse_device_query("failed to call load_driver_entries()"), std::nullopt);
+    EXPECT_EQ(toolkit::default_sm_for(12), 52);
+    EXPECT_EQ(toolkit::default_sm_for(11), 52);
 }
 
 TEST(Targets, DefaultWhenNoTargetFlag) {
@@ -109,8 +56,8 @@ TEST(Targets, DefaultWhenNoTargetFlag) {
     EXPECT_EQ(inv->sources, std::vector<std::string>{"k.cu"});
     // CUDA 12's default is sm_52: the model follows the caps, not a constant.
     auto caps12 = caps13();
-    caps12.major = 12;
-    caps12.default_sm = default_sm_for(12);
+    caps12.version.major = 12;
+    caps12.default_sm = toolkit::default_sm_for(12);
     auto old = parse({"-c", "k.cu"}, "", "", "", caps12);
     ASSERT_TRUE(old.ok());
     EXPECT_EQ(names(old->requested), "sm_52 compute_52");

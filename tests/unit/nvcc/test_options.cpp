@@ -141,7 +141,7 @@ TEST(OptionTable, MatchTokenForms) {
 // Every option nvcc 13.0 documents is in the table with the same spellings, argument and list
 // shape (help line: `--long <arg>,...   (-short)`).
 TEST(OptionTable, MatchesNvccHelp) {
-    const std::string help = testing::read_data("nvcc-13.0-help.txt");
+    const std::string help = testing::read_data("help.txt");
     ASSERT_FALSE(help.empty());
     static const std::regex line(
         R"((^|\n)(--[A-Za-z0-9_+-]+)( [^ \n][^\n]*?)?\s+(\(-[^ )]+\)|--[A-Za-z0-9-]+)\s*(?=\n))");

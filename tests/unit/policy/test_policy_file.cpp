@@ -1,6 +1,6 @@
 #include "helpers.h"
 
-#include "policy/toolkit.h"
+#include "toolkit/probe.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -190,9 +190,10 @@ TEST(ShippedPolicy, NvccSupportedMatchesWhatToolkitsEmit) {
 TEST(ShippedPolicy, NvccSupported130EqualsTheInstalledToolkit) {
     const std::filesystem::path nvcc = "/usr/local/cuda/bin/nvcc";
     if (!std::filesystem::exists(nvcc)) GTEST_SKIP() << "no CUDA toolkit at /usr/local/cuda";
-    auto tk = probe_toolkit(nvcc);
+    auto tk = toolkit::probe_toolkit(nvcc.string());
     ASSERT_TRUE(tk.ok()) << tk.error().to_string();
-    if (tk->cuda != "13.0") GTEST_SKIP() << "installed toolkit is " << tk->cuda;
+    if (tk->version.release() != "13.0")
+        GTEST_SKIP() << "installed toolkit is " << tk->version.release();
     EXPECT_EQ(tk->emittable, shipped().nvcc_supported.at("13.0").emittable);
 }
 

@@ -1,5 +1,7 @@
 #include "arch/arch.h"
 
+#include "arch/gencode.h"
+
 #include <algorithm>
 #include <array>
 #include <charconv>
@@ -324,9 +326,9 @@ std::string ArchList::to_cmake() const {
 std::vector<std::string> ArchList::to_gencode() const {
     std::vector<std::string> out;
     for (const auto& e : entries_) {
-        std::string arch = fmt::format("compute_{}{}", e.sm, suffix_string(e.suffix));
+        const Target arch{Kind::Ptx, e.sm, e.suffix};
         for (const auto& t : e.targets())
-            out.push_back(fmt::format("-gencode=arch={},code={}", arch, t.name()));
+            out.push_back("-gencode=" + gencode_value(arch, t.name()));
     }
     return out;
 }

@@ -1,10 +1,6 @@
 #include "binary/cuobjdump.h"
 
-#include <boost/process/args.hpp>
-#include <boost/process/child.hpp>
-#include <boost/process/exe.hpp>
-#include <boost/process/io.hpp>
-#include <boost/process/pipe.hpp>
+#include "core/process.h"
 
 #include <cstdlib>
 #include <filesystem>
@@ -13,13 +9,11 @@
 #include <map>
 #include <regex>
 #include <sstream>
-#include <thread>
 #include <unistd.h>
 
 namespace forge::binary {
 
 namespace fs = std::filesystem;
-namespace bp = boost::process;
 
 namespace {
 
@@ -172,27 +166,18 @@ Result<std::vector<Entry>> read_entries_cuobjdump(const std::string& cuobjdump,
     std::vector<std::string> args{"--list-elf", "--list-ptx"};
     if (all_fatbins) args.emplace_back("--all-fatbin");
     args.push_back(path);
-    std::string out_text, err_text;
-    int rc = 0;
-    try {
-        bp::ipstream out, err;
-        bp::child child(bp::exe = cuobjdump, bp::args = args, bp::std_out > out, bp::std_err > err,
-                        bp::std_in.close());
-        // Drain stderr on its own thread so a chatty stderr cannot block stdout.
-        std::thread drain([&] {
-            std::string l;
-            while (std::getline(err, l))
-                err_text += l + "\n";
-        });
-        std::string l;
-        while (std::getline(out, l))
-            out_text += l + "\n";
-        drain.join();
-        child.wait();
-        rc = child.exit_code();
-    } catch (const std::exception& ex) {
-        return Error{fmt::format("cannot run {}: {}", cuobjdump, ex.what()), path};
-    }
+    ProcessSpec spec;
+    spec.path = cuobjdump;
+    spec.argv = {cuobjdump};
+    spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+    spec.output =
+        ProcessSpec::Output::Capture; // two files, not pipes: a chatty stderr cannot block
+    spec.null_stdin = true;
+    auto run = run_process(spec);
+    if (!run) return Error{run.error().message, path};
+    const std::string& out_text = run->out;
+    const std::string& err_text = run->err;
+    const int rc = run->status_code();
     // A file without fatbins is not a failure of the listing: it lists nothing.
     if (err_text.find("does not contain device code") != std::string::npos && out_text.empty())
         return std::vector<Entry>{};

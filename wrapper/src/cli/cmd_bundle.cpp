@@ -3,12 +3,12 @@
 // Builds each SM with the toolkit policy/sm_toolkit.yml pins it to (one fatbin per toolkit) and
 // writes one deterministic C header. Every SM is resolved before anything is compiled.
 // Exit 0 ok, 2 unusable input (a missing toolkit, a failed compile).
+#include "bundle/build.h"
+#include "bundle/pin.h"
 #include "cli/command.h"
 #include "cli/policy_options.h"
 #include "core/paths.h"
-#include "tools/bundle.h"
-#include "tools/toolkits.h"
-#include "tools/toolkits_pin.h"
+#include "toolkit/discover.h"
 
 #include <boost/program_options.hpp>
 #include <fmt/format.h>
@@ -93,7 +93,7 @@ int run_bundle(int argc, char** argv) {
     };
     if (source.empty()) return fail(Error("no SRC.cu given"));
     if (symbol.empty()) return fail(Error("--symbol NAME is required"));
-    if (!tools::is_c_identifier(symbol)) {
+    if (!bundle::is_c_identifier(symbol)) {
         Error e(fmt::format("--symbol '{}' is not a C identifier", symbol));
         e.key = symbol;
         return fail(e);
@@ -105,11 +105,11 @@ int run_bundle(int argc, char** argv) {
     if (!sms) return fail(sms.error());
     if (sm_toolkit_file.empty())
         sm_toolkit_file = (data_dir() / "policy" / "sm_toolkit.yml").string();
-    auto policy = tools::load_sm_toolkit(sm_toolkit_file);
+    auto policy = bundle::load_sm_toolkit(sm_toolkit_file);
     if (!policy) return fail(policy.error());
 
-    auto discovered = tools::discover_toolkits(tools::DiscoveryInputs::from_process());
-    auto plan = tools::plan_toolkits(*sms, *policy, discovered.toolkits);
+    auto discovered = toolkit::discover_toolkits(toolkit::DiscoveryInputs::from_process());
+    auto plan = bundle::plan_toolkits(*sms, *policy, discovered.toolkits);
     if (!plan) {
         for (const auto& s : discovered.skipped)
             fmt::print(stderr, "note: skipped {}\n", s);
@@ -122,19 +122,19 @@ int run_bundle(int argc, char** argv) {
         fmt::print(stderr, "CUDA {} ({}):{}\n", g.toolkit->version.full(), g.toolkit->nvcc, list);
     }
 
-    tools::BundleOptions opts;
+    bundle::BundleOptions opts;
     opts.source = source;
     opts.rdc = vm["rdc"].as<bool>();
     opts.devlink_libs = devlink_libs;
     opts.nvcc_args = nvcc_args;
     std::string log;
-    auto bundle = tools::build_bundle(opts, *plan, symbol, &log);
+    auto built = bundle::build_bundle(opts, *plan, symbol, &log);
     if (vm["verbose"].as<bool>()) fmt::print(stderr, "{}", log);
-    if (!bundle) return fail(bundle.error());
-    auto header = tools::render_bundle_header(*bundle);
+    if (!built) return fail(built.error());
+    auto header = bundle::render_bundle_header(*built);
     if (!header) return fail(header.error());
     if (auto st = write_atomically(out, *header); !st) return fail(st.error());
-    fmt::print(stderr, "wrote {} ({} blob(s))\n", out, bundle->blobs.size());
+    fmt::print(stderr, "wrote {} ({} blob(s))\n", out, built->blobs.size());
     return kExitOk;
 }
 

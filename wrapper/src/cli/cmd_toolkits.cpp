@@ -3,7 +3,7 @@
 // Exit 0 (an empty list included), 2 usage.
 #include "cli/command.h"
 #include "cli/policy_options.h"
-#include "tools/toolkits.h"
+#include "toolkit/discover.h"
 
 #include <boost/program_options.hpp>
 #include <fmt/format.h>
@@ -36,12 +36,12 @@ int run_toolkits(int argc, char** argv) {
                    format);
         return kExitInput;
     }
-    auto report = tools::discover_toolkits(tools::DiscoveryInputs::from_process());
+    auto report = toolkit::discover_toolkits(toolkit::DiscoveryInputs::from_process());
     if (vm["verbose"].as<bool>())
         for (const auto& s : report.skipped)
             fmt::print(stderr, "skipped: {}\n", s);
-    fmt::print("{}", format == "json" ? tools::toolkits_to_json(report.toolkits)
-                                      : tools::toolkits_to_text(report.toolkits));
+    fmt::print("{}", format == "json" ? toolkit::toolkits_to_json(report.toolkits)
+                                      : toolkit::toolkits_to_text(report.toolkits));
     return kExitOk;
 }
 

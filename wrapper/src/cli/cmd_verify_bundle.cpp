@@ -2,10 +2,10 @@
 // Checks a `bundle` header against a hand-written layout: per blob, the SASS arch and the build
 // toolkit of every embedded cubin, and the SM lists baked into the header's table.
 // Exit 0 pass, 1 mismatch (each printed), 2 unusable input.
+#include "bundle/header.h"
+#include "bundle/verify.h"
 #include "cli/command.h"
 #include "cli/policy_options.h"
-#include "tools/bundle_header.h"
-#include "tools/bundle_verify.h"
 
 #include <boost/program_options.hpp>
 #include <fmt/format.h>
@@ -44,11 +44,11 @@ int run_verify_bundle(int argc, char** argv) {
     if (!in) return fail(Error("cannot read the header", header_path));
     std::ostringstream text;
     text << in.rdbuf();
-    auto bundle = tools::parse_bundle_header(text.str(), header_path);
-    if (!bundle) return fail(bundle.error());
-    auto layout = tools::load_bundle_layout(layout_path);
+    auto built = bundle::parse_bundle_header(text.str(), header_path);
+    if (!built) return fail(built.error());
+    auto layout = bundle::load_bundle_layout(layout_path);
     if (!layout) return fail(layout.error());
-    auto check = tools::verify_bundle(*bundle, *layout, header_path);
+    auto check = bundle::verify_bundle(*built, *layout, header_path);
     if (!check) return fail(check.error());
     for (const auto& p : check->passed)
         fmt::print("ok: {}\n", p);
@@ -59,7 +59,7 @@ int run_verify_bundle(int argc, char** argv) {
         return kExitPolicy;
     }
     fmt::print("verify-bundle: {} matches {} ({} blob(s))\n", header_path, layout_path,
-               bundle->blobs.size());
+               built->blobs.size());
     return kExitOk;
 }
 

@@ -3,6 +3,8 @@
 #include "core/paths.h"
 #include "policy/package.h"
 #include "policy/versions.h"
+#include "toolkit/locate.h"
+#include "toolkit/probe.h"
 
 #include <fmt/format.h>
 #include <iostream>
@@ -108,6 +110,14 @@ Result<policy::Resolution> resolve_from_options(const po::variables_map& vm) {
     req.policy_file = policy_file_from_options(vm);
     if (vm.count("packages-dir")) req.packages_dir = opt(vm, "packages-dir");
     if (vm.count("gpus")) req.gpus_file = opt(vm, "gpus");
+    if (req.cuda.empty()) {
+        // No --cuda: the real nvcc on this machine says which release and what it can emit.
+        auto nvcc = toolkit::find_real_nvcc();
+        if (!nvcc) return std::move(nvcc).error();
+        auto caps = toolkit::probe_toolkit(nvcc->string());
+        if (!caps) return std::move(caps).error();
+        req.toolkit = std::move(*caps);
+    }
     return policy::resolve(req);
 }
 

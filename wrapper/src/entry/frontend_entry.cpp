@@ -4,8 +4,8 @@
 
 #include "core/paths.h"
 #include "core/result.h"
-#include "frontend/locate.h"
 #include "frontend/wrapper.h"
+#include "toolkit/locate.h"
 
 #include <cstdlib>
 #include <filesystem>
@@ -28,8 +28,8 @@ std::string current_dir() {
     return ec ? std::string() : p.string();
 }
 
-frontend::LocateInput locate_input(const FrontendEnv& env, std::string argv0) {
-    frontend::LocateInput in;
+toolkit::LocateInput locate_input(const FrontendEnv& env, std::string argv0) {
+    toolkit::LocateInput in;
     in.argv0 = std::move(argv0);
     in.real_nvcc_env = env.real_nvcc;
     const char* path = std::getenv("PATH");
@@ -43,11 +43,11 @@ frontend::LocateInput locate_input(const FrontendEnv& env, std::string argv0) {
 // A wrapper started by a wrapper (depth 1) runs the real nvcc untouched; deeper than that is a
 // loop (two copies of nvcc-forge naming each other) and stops here.
 bool too_deep(const FrontendEnv& env) {
-    if (env.depth_value() < frontend::kMaxDepth) return false;
+    if (env.depth_value() < toolkit::kMaxDepth) return false;
     fmt::print(stderr,
                "nvcc-forge: refusing to run: {}={} means nvcc-forge has started itself {} times "
                "(check NVCC_FORGE_REAL_NVCC, PATH and the shim's {})\n",
-               frontend::kDepthEnv, env.depth, env.depth_value(), frontend::kRealNvccMarker);
+               toolkit::kDepthEnv, env.depth, env.depth_value(), toolkit::kRealNvccMarker);
     return true;
 }
 
@@ -56,7 +56,7 @@ int run(Call& call) {
     // Everything this process starts — the probe of the real nvcc, __nvcc_device_query, nvcc
     // itself — carries the marker, so a misconfigured chain that leads back to nvcc-forge (a copy
     // named nvcc on PATH, a marker file pointing at a wrapper) stops at the next level.
-    ::setenv(frontend::kDepthEnv, std::to_string(call.env.depth_value() + 1).c_str(), 1);
+    ::setenv(toolkit::kDepthEnv, std::to_string(call.env.depth_value() + 1).c_str(), 1);
     if (call.env.depth_value() > 0) return frontend::exec_untouched(call);
     return frontend::run_call(call);
 }
@@ -66,7 +66,7 @@ bool looks_like_nvcc(std::string_view token, const fs::path& self) {
     if (auto slash = base.rfind('/'); slash != std::string_view::npos)
         base = base.substr(slash + 1);
     if (base.find("nvcc") != std::string_view::npos && base != "nvcc-forge") return true;
-    return token.find('/') != std::string_view::npos && frontend::same_file(token, self);
+    return token.find('/') != std::string_view::npos && toolkit::same_file(token, self);
 }
 
 } // namespace
@@ -75,7 +75,7 @@ int run_as_nvcc(int argc, char** argv) {
     Call call;
     call.env = FrontendEnv::from_environ();
     if (too_deep(call.env)) return kExitInput;
-    auto located = frontend::locate_real_nvcc(locate_input(call.env, argc > 0 ? argv[0] : "nvcc"));
+    auto located = toolkit::locate_real_nvcc(locate_input(call.env, argc > 0 ? argv[0] : "nvcc"));
     if (!located) {
         fmt::print(stderr, "nvcc-forge: {}\n", located.error().to_string());
         return kExitInput;
@@ -110,11 +110,11 @@ int run_as_launcher(int argc, char** argv) {
     }
     // The nvcc token: used when it is a real nvcc; when it is the wrapper itself (or a bare name
     // that resolves to it), the real one is located the usual way.
-    auto direct = frontend::find_on_path(argv[nvcc_at], path_env, self);
+    auto direct = toolkit::find_on_path(argv[nvcc_at], path_env, self);
     if (direct) {
         call.nvcc = {*direct, "launcher argument"};
     } else {
-        auto located = frontend::locate_real_nvcc(locate_input(call.env, argv[nvcc_at]));
+        auto located = toolkit::locate_real_nvcc(locate_input(call.env, argv[nvcc_at]));
         if (!located) {
             fmt::print(stderr, "nvcc-forge: {}\n", located.error().to_string());
             return kExitInput;
@@ -122,7 +122,7 @@ int run_as_launcher(int argc, char** argv) {
         call.nvcc = std::move(*located);
     }
     if (nvcc_at > 1) {
-        auto launcher = frontend::find_on_path(argv[1], path_env, self);
+        auto launcher = toolkit::find_on_path(argv[1], path_env, self);
         if (!launcher) {
             fmt::print(stderr, "nvcc-forge: cannot find the launcher '{}' on PATH\n", argv[1]);
             return kExitInput;

@@ -1,22 +1,22 @@
 #include "frontend/adapters.h"
 
-#include "frontend/child.h"
-#include "nvcc/probe.h"
+#include "core/process.h"
 #include "policy/resolve.h"
+#include "toolkit/probe.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
 
 namespace forge::frontend {
 
-Result<nvcc::ToolkitCaps> probe_real_nvcc(const std::filesystem::path& nvcc) {
-    return nvcc::probe_toolkit(nvcc.string());
+Result<toolkit::ToolkitCaps> probe_real_nvcc(const std::filesystem::path& nvcc) {
+    return toolkit::probe_toolkit(nvcc.string());
 }
 
 Result<std::pair<arch::ArchList, std::string>>
 resolve_package_list(const FrontendEnv& env, const std::string& cuda,
                      const std::filesystem::path& packages_dir,
-                     const std::filesystem::path& policy_file, const nvcc::ToolkitCaps& caps,
+                     const std::filesystem::path& policy_file, const toolkit::ToolkitCaps& caps,
                      const std::filesystem::path& nvcc) {
     policy::ResolveRequest req;
     req.cuda = cuda;
@@ -26,11 +26,9 @@ resolve_package_list(const FrontendEnv& env, const std::string& cuda,
     req.policy_file = policy_file;
     req.packages_dir = packages_dir;
     // The caps are already known (and cached): the resolver must not probe nvcc again.
-    policy::ToolkitInfo tk;
+    toolkit::ToolkitCaps tk = caps;
     tk.nvcc = nvcc.string();
-    tk.cuda = cuda;
-    tk.emittable = caps.emittable;
-    req.toolkit = tk;
+    req.toolkit = std::move(tk);
     auto r = policy::resolve(req);
     if (!r) return std::move(r).error();
     // Resolved once per cache entry, so this is said on the first call of a build, not on each.

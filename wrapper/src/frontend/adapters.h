@@ -11,13 +11,13 @@
 
 namespace forge::frontend {
 
-Result<nvcc::ToolkitCaps> probe_real_nvcc(const std::filesystem::path& nvcc);
+Result<toolkit::ToolkitCaps> probe_real_nvcc(const std::filesystem::path& nvcc);
 
 // The resolved list for env.package (+torch, platform) and CUDA `cuda`, and the resolver's source.
 Result<std::pair<arch::ArchList, std::string>>
 resolve_package_list(const FrontendEnv& env, const std::string& cuda,
                      const std::filesystem::path& packages_dir,
-                     const std::filesystem::path& policy_file, const nvcc::ToolkitCaps& caps,
+                     const std::filesystem::path& policy_file, const toolkit::ToolkitCaps& caps,
                      const std::filesystem::path& nvcc);
 
 } // namespace forge::frontend

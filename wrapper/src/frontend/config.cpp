@@ -131,10 +131,10 @@ void cache_write(const fs::path& dir, const std::string& key, const std::string&
     if (ec) fs::remove(tmp, ec);
 }
 
-std::string caps_to_json(const nvcc::ToolkitCaps& caps) {
+std::string caps_to_json(const toolkit::ToolkitCaps& caps) {
     nlohmann::json j;
-    j["major"] = caps.major;
-    j["minor"] = caps.minor;
+    j["major"] = caps.version.major;
+    j["minor"] = caps.version.minor;
     std::vector<std::string> names;
     for (const auto& t : caps.emittable)
         names.push_back(t.name());
@@ -144,13 +144,13 @@ std::string caps_to_json(const nvcc::ToolkitCaps& caps) {
     return j.dump();
 }
 
-Result<nvcc::ToolkitCaps> caps_from_json(const std::string& text) {
+Result<toolkit::ToolkitCaps> caps_from_json(const std::string& text) {
     auto j = nlohmann::json::parse(text, nullptr, false);
     if (j.is_discarded() || !j.is_object()) return make_error("toolkit cache: not a JSON object");
-    nvcc::ToolkitCaps caps;
+    toolkit::ToolkitCaps caps;
     try {
-        caps.major = j.at("major").get<int>();
-        caps.minor = j.at("minor").get<int>();
+        caps.version.major = j.at("major").get<int>();
+        caps.version.minor = j.at("minor").get<int>();
         caps.default_sm = j.at("default_sm").get<int>();
         if (!j.at("native_sm").is_null()) caps.native_sm = j.at("native_sm").get<int>();
         for (const auto& n : j.at("emittable")) {

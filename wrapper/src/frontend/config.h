@@ -56,17 +56,18 @@ std::optional<std::string> cache_read(const std::filesystem::path& dir, const st
 void cache_write(const std::filesystem::path& dir, const std::string& key,
                  const std::string& value);
 
-std::string caps_to_json(const nvcc::ToolkitCaps& caps);
-Result<nvcc::ToolkitCaps> caps_from_json(const std::string& text);
+std::string caps_to_json(const toolkit::ToolkitCaps& caps);
+Result<toolkit::ToolkitCaps> caps_from_json(const std::string& text);
 
 // The toolkit caps of `nvcc` (a resolved path), from the cache or by probing it once.
-Result<nvcc::ToolkitCaps> toolkit_caps(const FrontendEnv& env, const std::filesystem::path& nvcc);
+Result<toolkit::ToolkitCaps> toolkit_caps(const FrontendEnv& env,
+                                          const std::filesystem::path& nvcc);
 
 // The policy for this call; nullopt when nothing is configured. `caps` gives the CUDA version the
 // resolver needs. Errors (exit 2): a malformed NVCC_FORGE_ARCH_LIST, an unknown package, a policy
 // file that does not parse.
 Result<std::optional<EffectivePolicy>> effective_policy(const FrontendEnv& env,
-                                                        const nvcc::ToolkitCaps& caps,
+                                                        const toolkit::ToolkitCaps& caps,
                                                         const std::filesystem::path& nvcc);
 
 // Does `source` (as written on the command line) match one of the globs? A glob without '/'

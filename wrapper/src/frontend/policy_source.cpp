@@ -12,7 +12,7 @@ namespace forge::frontend {
 
 namespace fs = std::filesystem;
 
-Result<nvcc::ToolkitCaps> toolkit_caps(const FrontendEnv& env, const fs::path& nvcc_path) {
+Result<toolkit::ToolkitCaps> toolkit_caps(const FrontendEnv& env, const fs::path& nvcc_path) {
     // Keyed by the nvcc file itself (path, mtime, size, inode): a toolkit upgrade in place or a
     // different toolkit invalidates it. The format version guards against an older cache layout.
     const std::string key = "caps-v1|" + file_stamp(nvcc_path);
@@ -82,10 +82,11 @@ std::string package_stamps(const fs::path& packages_dir, const std::string& pack
 
 } // namespace
 
-Result<std::optional<EffectivePolicy>>
-effective_policy(const FrontendEnv& env, const nvcc::ToolkitCaps& caps, const fs::path& nvcc_path) {
+Result<std::optional<EffectivePolicy>> effective_policy(const FrontendEnv& env,
+                                                        const toolkit::ToolkitCaps& caps,
+                                                        const fs::path& nvcc_path) {
     if (!env.policy_configured()) return std::optional<EffectivePolicy>{};
-    const std::string cuda = fmt::format("{}.{}", caps.major, caps.minor);
+    const std::string cuda = caps.version.release();
     const fs::path packages_dir = packages_dir_of(env);
     // Only a list resolved from the policy file depends on it (and locating it costs a readlink
     // and a stat on every call).

@@ -1,6 +1,6 @@
 #include "frontend/shim.h"
 
-#include "frontend/locate.h"
+#include "toolkit/locate.h"
 
 #include <fmt/format.h>
 #include <fstream>
@@ -25,7 +25,7 @@ Status symlink_to(const fs::path& target, const fs::path& link) {
 
 bool is_shim(const fs::path& dir) {
     std::error_code ec;
-    return fs::is_regular_file(dir / "bin" / kRealNvccMarker, ec);
+    return fs::is_regular_file(dir / "bin" / toolkit::kRealNvccMarker, ec);
 }
 
 Status make_shim(const ShimPlan& plan) {
@@ -33,7 +33,7 @@ Status make_shim(const ShimPlan& plan) {
     fs::path real_root = fs::canonical(plan.cuda_home, ec);
     if (ec) return Error{fmt::format("not a directory: {}", ec.message()), plan.cuda_home.string()};
     fs::path real_nvcc = real_root / "bin" / "nvcc";
-    if (!usable_nvcc(real_nvcc, plan.wrapper))
+    if (!toolkit::usable_nvcc(real_nvcc, plan.wrapper))
         return Error{"no usable bin/nvcc in the CUDA root (missing, not executable, or the "
                      "wrapper itself)",
                      plan.cuda_home.string()};
@@ -62,11 +62,11 @@ Status make_shim(const ShimPlan& plan) {
     }
     for (const auto& e : fs::directory_iterator(real_root / "bin", ec)) {
         const fs::path name = e.path().filename();
-        if (name == "nvcc" || name == kRealNvccMarker) continue;
+        if (name == "nvcc" || name == toolkit::kRealNvccMarker) continue;
         FORGE_TRY_STATUS(symlink_to(real_root / "bin" / name, out / "bin" / name));
     }
     FORGE_TRY_STATUS(symlink_to(plan.wrapper, out / "bin" / "nvcc"));
-    const fs::path marker = out / "bin" / kRealNvccMarker;
+    const fs::path marker = out / "bin" / toolkit::kRealNvccMarker;
     const fs::path tmp = marker.string() + ".tmp";
     {
         std::ofstream f(tmp, std::ios::trunc);

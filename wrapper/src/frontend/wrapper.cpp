@@ -1,9 +1,9 @@
 #include "frontend/wrapper.h"
 
-#include "frontend/child.h"
+#include "core/process.h"
 #include "frontend/compare.h"
 #include "frontend/compile_log.h"
-#include "nvcc/probe.h"
+#include "toolkit/probe.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -19,8 +19,9 @@ void say(const std::string& text) {
     write_all(STDERR_FILENO, text);
 }
 
-ChildSpec make_spec(const Call& call, const std::vector<std::string>& nvcc_args, bool capture) {
-    ChildSpec s;
+ProcessSpec make_spec(const Call& call, const std::vector<std::string>& nvcc_args, bool capture) {
+    ProcessSpec s;
+    s.forward_signals = true;
     const std::string nvcc = call.nvcc.nvcc.string();
     if (call.launchers.empty()) {
         // argv[0] is the real path: nvcc derives its toolkit root (_HERE_) from argv[0].
@@ -32,8 +33,8 @@ ChildSpec make_spec(const Call& call, const std::vector<std::string>& nvcc_args,
         s.argv.push_back(nvcc);
     }
     s.argv.insert(s.argv.end(), nvcc_args.begin(), nvcc_args.end());
-    s.env = environment_with(kDepthEnv, std::to_string(call.env.depth_value() + 1));
-    s.capture = capture;
+    s.env = environment_with(toolkit::kDepthEnv, std::to_string(call.env.depth_value() + 1));
+    s.output = capture ? ProcessSpec::Output::Capture : ProcessSpec::Output::Inherit;
     return s;
 }
 
@@ -93,14 +94,14 @@ void print_drops(const nvcc::Invocation& inv, const EffectivePolicy& pol,
         say(drop_line(tu, names, policy, requested, why));
 }
 
-int finish(const Call& call, LogRecord& rec, const ChildOutcome& outcome) {
+int finish(const Call& call, LogRecord& rec, const ProcessOutcome& outcome) {
     write_log(call, rec, outcome.status_code());
     return propagate(outcome);
 }
 
 // Runs `args` with inherited stdio and logs the call with `rec` as prepared.
 int run_logged(const Call& call, const std::vector<std::string>& args, LogRecord& rec) {
-    auto outcome = run_child(make_spec(call, args, false));
+    auto outcome = run_process(make_spec(call, args, false));
     if (!outcome) {
         say(fmt::format("nvcc-forge: {}\n", outcome.error().to_string()));
         write_log(call, rec, kExitInput);
@@ -109,7 +110,7 @@ int run_logged(const Call& call, const std::vector<std::string>& args, LogRecord
     return finish(call, rec, *outcome);
 }
 
-void replay(const ChildOutcome& o) {
+void replay(const ProcessOutcome& o) {
     write_all(STDOUT_FILENO, o.out);
     write_all(STDERR_FILENO, o.err);
 }
@@ -130,8 +131,8 @@ std::string indent(const std::string& text) {
 } // namespace
 
 int exec_untouched(const Call& call) {
-    ChildSpec spec = make_spec(call, call.args, false);
-    Error e = exec_child(spec);
+    ProcessSpec spec = make_spec(call, call.args, false);
+    Error e = exec_process(spec);
     say(fmt::format("nvcc-forge: {}\n", e.to_string()));
     return kExitInput;
 }
@@ -187,7 +188,7 @@ int run_call(const Call& call) {
                     [](const std::string& a) { return a.find("native") != std::string::npos; }) ||
         env.prepend.find("native") != std::string::npos ||
         env.append.find("native") != std::string::npos)
-        caps->native_sm = nvcc::query_native_sm(call.nvcc.nvcc.string());
+        caps->native_sm = toolkit::query_native_sm(call.nvcc.nvcc.string());
     auto inv_r = nvcc::parse_invocation(call.args, env.prepend, env.append, call.cwd, *caps);
     if (!inv_r) {
         // nvcc gets the call as it is and says what is wrong with it in its own words.
@@ -237,7 +238,7 @@ int run_call(const Call& call) {
         arch_specific && !may_inject ? "arch-specific TU, nothing injected" : "";
 
     if (mode == Mode::Observe) {
-        auto outcome = run_child(make_spec(call, call.args, false));
+        auto outcome = run_process(make_spec(call, call.args, false));
         if (!outcome) {
             say(fmt::format("nvcc-forge: {}\n", outcome.error().to_string()));
             return kExitInput;
@@ -256,7 +257,7 @@ int run_call(const Call& call) {
             write_log(call, rec, kExitPolicy);
             return kExitPolicy;
         }
-        auto outcome = run_child(make_spec(call, call.args, false));
+        auto outcome = run_process(make_spec(call, call.args, false));
         if (!outcome) {
             say(fmt::format("nvcc-forge: {}\n", outcome.error().to_string()));
             return kExitInput;
@@ -277,7 +278,7 @@ int run_call(const Call& call) {
     for (const auto& n : rw.notes)
         say(fmt::format("nvcc-forge: note: {}\n", n));
     if (rw.argv.empty() || rw.argv == inv.argv) {
-        auto outcome = run_child(make_spec(call, call.args, false));
+        auto outcome = run_process(make_spec(call, call.args, false));
         if (!outcome) {
             say(fmt::format("nvcc-forge: {}\n", outcome.error().to_string()));
             return kExitInput;
@@ -299,7 +300,7 @@ int run_call(const Call& call) {
 
     // The rewritten call runs with its output held back: if it fails, the original runs and its
     // output (not the rewritten one's) is what the caller sees first.
-    auto first = run_child(make_spec(call, rw.argv, true));
+    auto first = run_process(make_spec(call, rw.argv, true));
     if (!first) {
         say(fmt::format("nvcc-forge: {}\n", first.error().to_string()));
         return kExitInput;
@@ -312,7 +313,7 @@ int run_call(const Call& call) {
         return finish(call, rec, *first);
     }
 
-    auto second = run_child(make_spec(call, call.args, false));
+    auto second = run_process(make_spec(call, call.args, false));
     if (!second) {
         replay(*first);
         say(fmt::format("nvcc-forge: {}\n", second.error().to_string()));

@@ -19,7 +19,7 @@
 #pragma once
 
 #include "frontend/config.h"
-#include "frontend/locate.h"
+#include "toolkit/locate.h"
 
 #include <chrono>
 #include <string>
@@ -28,7 +28,7 @@
 namespace forge::frontend {
 
 struct Call {
-    Located nvcc;                       // the real nvcc (resolved)
+    toolkit::Located nvcc;              // the real nvcc (resolved)
     std::vector<std::string> launchers; // run first, e.g. {"/usr/bin/ccache"} (resolved argv[0])
     std::vector<std::string> launcher_args; // the launchers' argv as given (launchers[0] replaced)
     std::vector<std::string> args;          // nvcc's arguments (argv[1..])

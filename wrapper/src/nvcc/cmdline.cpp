@@ -1,7 +1,8 @@
 // The nvcc command-line model. Every fact here was checked against nvcc 13.0.88 `-dryrun` and is
-// pinned by tests/unit/nvcc and tests/integration/nvcc (../shared/notes/nvcc-flags.md §1-§6).
+// pinned by tests/unit/nvcc and tests/integration/nvcc (docs/nvcc-command-line.md).
 #include "nvcc/cmdline.h"
 
+#include "arch/gencode.h"
 #include "nvcc/options.h"
 
 #include <algorithm>
@@ -13,6 +14,8 @@
 #include <sstream>
 
 namespace forge::nvcc {
+
+using toolkit::ToolkitCaps;
 
 namespace {
 
@@ -751,8 +754,7 @@ Rewrite inject(const Invocation& inv, const std::vector<Target>& missing, bool c
                 if (bad.empty()) continue;
                 bool done = keep.empty()
                                 ? mark_drop(tt)
-                                : set_value(tt, fmt::format("arch={},code={}", s->arch.name(),
-                                                            bracket_list(keep)));
+                                : set_value(tt, arch::gencode_value(s->arch, bracket_list(keep)));
                 if (done)
                     rw.clamped_targets.insert(rw.clamped_targets.end(), bad.begin(), bad.end());
             }
@@ -800,8 +802,8 @@ Rewrite inject(const Invocation& inv, const std::vector<Target>& missing, bool c
     for (auto t : missing) {
         if (device_link && t.kind != Kind::Sass) continue; // nvlink makes SASS only
         if (!emittable(caps, t)) { // fatal to nvcc: never inject what it does not know
-            rw.notes.push_back(fmt::format("not injected: nvcc {}.{} cannot emit {}", caps.major,
-                                           caps.minor, t.name()));
+            rw.notes.push_back(fmt::format("not injected: nvcc {}.{} cannot emit {}",
+                                           caps.version.major, caps.version.minor, t.name()));
             continue;
         }
         if (dlto_compile && t.kind == Kind::Sass) {
@@ -830,7 +832,7 @@ Rewrite inject(const Invocation& inv, const std::vector<Target>& missing, bool c
     std::vector<std::string> tail;
     auto gencode = [&](const Target& archv, const std::string& code) {
         tail.push_back("-gencode");
-        tail.push_back(fmt::format("arch={},code={}", archv.name(), code));
+        tail.push_back(arch::gencode_value(archv, code));
     };
     if (dlto_compile) {
         // -dlto conflicts with -gencode: restate the whole target set as gencodes, one per

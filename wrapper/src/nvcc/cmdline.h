@@ -1,10 +1,12 @@
 // The nvcc command-line model: what one nvcc call asks for, and how to rewrite it.
 // INTERFACE CONTRACT (owned by the nvcc module; the frontend consumes it). Implementation in
-// cmdline.cpp / options.cpp. Facts: ../shared/notes/nvcc-flags.md.
+// cmdline.cpp / options.cpp. Facts: docs/nvcc-command-line.md. What nvcc can emit
+// (the caps that `-arch=all`, no-target defaults and the clamp read) is toolkit/caps.h.
 #pragma once
 
 #include "arch/arch.h"
 #include "core/result.h"
+#include "toolkit/caps.h"
 
 #include <map>
 #include <optional>
@@ -13,15 +15,6 @@
 #include <vector>
 
 namespace forge::nvcc {
-
-// What the installed nvcc can emit and what it does by default: the model needs it to expand
-// `-arch=all`, `all-major`, no-target defaults and to know what cannot be emitted (the clamp).
-struct ToolkitCaps {
-    int major = 13, minor = 0;        // CUDA release of the real nvcc
-    std::set<arch::Target> emittable; // every sm_/compute_/lto_ target nvcc accepts (a/f incl.)
-    int default_sm = 75;              // nvcc's default arch when no target flag is given
-    std::optional<int> native_sm;     // what -arch=native resolves to (nullopt: no GPU -> default)
-};
 
 // Why a call produces no device code and is passed through byte for byte.
 enum class NoDeviceReason {
@@ -82,7 +75,7 @@ struct Invocation {
 // malformed target spec that nvcc would reject (with the offending token in Error::key).
 Result<Invocation> parse_invocation(const std::vector<std::string>& argv,
                                     const std::string& prepend_env, const std::string& append_env,
-                                    const std::string& cwd, const ToolkitCaps& caps);
+                                    const std::string& cwd, const toolkit::ToolkitCaps& caps);
 
 // A rewrite of one call: the argv to run instead of the original.
 struct Rewrite {
@@ -111,13 +104,13 @@ struct Rewrite {
 //   in one call: nothing is injected (a note says why);
 // - no device code, -ptx, -cubin, -optix-ir, -ltoir: argv unchanged.
 Rewrite inject(const Invocation& inv, const std::vector<arch::Target>& missing, bool clamp,
-               const ToolkitCaps& caps);
+               const toolkit::ToolkitCaps& caps);
 
 // Target images of an -arch shorthand value ("sm_90a" -> sm_90a, compute_90, compute_90a;
 // "all" -> every plain SASS + the highest major's PTX ...), as nvcc 13.0 expands it for a compile
 // (without -dlto). Error for a value nvcc rejects.
 Result<std::set<arch::Target>> expand_arch_shorthand(std::string_view value,
-                                                     const ToolkitCaps& caps);
+                                                     const toolkit::ToolkitCaps& caps);
 
 // Names of the phase/reason, for logs.
 std::string_view phase_string(Phase p);

@@ -80,7 +80,7 @@ Result<Resolution> resolve_loaded(const ResolveRequest& req, const PolicyData& p
         if (!c) return std::move(c).error();
         res.cuda = *c;
     } else if (req.toolkit) {
-        res.cuda = req.toolkit->cuda;
+        res.cuda = req.toolkit->version.release();
     } else {
         return input_error("no CUDA version: pass --cuda or let a real nvcc be found", "",
                            "--cuda");
@@ -176,11 +176,9 @@ Result<Resolution> resolve_loaded(const ResolveRequest& req, const PolicyData& p
     // ---- clamp 1: what this toolkit can emit ----
     const std::set<arch::Target>* emittable = nullptr;
     std::string nvcc_name;
-    if (req.toolkit && (req.cuda.empty() || req.toolkit->cuda == cuda)) {
+    if (req.toolkit && (req.cuda.empty() || req.toolkit->version.release() == cuda)) {
         emittable = &req.toolkit->emittable;
-        nvcc_name =
-            fmt::format("nvcc {}", req.toolkit->full_version.empty() ? req.toolkit->cuda
-                                                                     : req.toolkit->full_version);
+        nvcc_name = fmt::format("nvcc {}", req.toolkit->version.full());
         res.nvcc_source = fmt::format("{} (probed)", req.toolkit->nvcc);
     } else {
         auto it = policy.nvcc_supported.find(cuda);
@@ -282,13 +280,6 @@ Result<Resolution> resolve(const ResolveRequest& request) {
     if (req.policy_file.empty()) req.policy_file = default_policy_file();
     if (req.packages_dir.empty()) req.packages_dir = default_packages_dir();
     if (req.gpus_file.empty()) req.gpus_file = default_gpus_file();
-    if (req.cuda.empty() && !req.toolkit) {
-        auto nvcc = find_real_nvcc();
-        if (!nvcc) return std::move(nvcc).error();
-        auto tk = probe_toolkit(*nvcc);
-        if (!tk) return std::move(tk).error();
-        req.toolkit = std::move(*tk);
-    }
     auto policy = load_policy(req.policy_file);
     if (!policy) return std::move(policy).error();
     auto gpus = load_gpus(req.gpus_file);

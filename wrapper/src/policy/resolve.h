@@ -14,7 +14,7 @@
 #include "core/result.h"
 #include "policy/package.h"
 #include "policy/policy_file.h"
-#include "policy/toolkit.h"
+#include "toolkit/caps.h"
 
 #include <filesystem>
 #include <optional>
@@ -58,8 +58,8 @@ struct Resolution {
     WrapperSettings wrapper;        // packages/<pkg>/arch_override.yml `wrapper:`
 };
 
-// What to resolve. Empty cuda: the real nvcc on this machine decides (toolkit must then be set,
-// or resolve() probes find_real_nvcc()).
+// What to resolve. Empty cuda: the real nvcc on this machine decides, so toolkit must be set (the
+// caller probes it through toolkit/; the resolver starts no process).
 struct ResolveRequest {
     std::string cuda;  // any spelling normalize_cuda accepts
     std::string torch; // "" = no torch clamp
@@ -69,7 +69,8 @@ struct ResolveRequest {
     std::filesystem::path policy_file;  // "" = default_policy_file()
     std::filesystem::path packages_dir; // "" = default_packages_dir()
     std::filesystem::path gpus_file;    // "" = default_gpus_file() (Tegra flags for the clamp)
-    std::optional<ToolkitInfo> toolkit; // overrides nvcc_supported (probed when cuda is "")
+    std::optional<toolkit::ToolkitCaps>
+        toolkit; // overrides nvcc_supported (needed when cuda is "")
 };
 
 // Loads the files and resolves. Errors: exit 2 for unusable input (missing key, bad YAML,

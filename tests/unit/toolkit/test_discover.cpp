@@ -1,6 +1,6 @@
-// Toolkit discovery and per-SM pinning (tools/toolkits.h, tools/toolkits_pin.h).
-#include "tools/toolkits.h"
-#include "tools/toolkits_pin.h"
+// Toolkit discovery over fake CUDA roots and the CUDA version type (toolkit/discover.h).
+#include "toolkit/discover.h"
+#include "toolkit/probe.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 
 namespace fs = std::filesystem;
 using namespace forge;
-using namespace forge::tools;
+using namespace forge::toolkit;
 
 namespace {
 
@@ -29,14 +29,8 @@ Toolkit fake_toolkit(const std::string& version, std::vector<int> sms, const std
     tk.version = parse_version_text(version).value();
     tk.nvcc = path;
     for (int sm : sms)
-        tk.sass.push_back(sass(sm));
+        tk.emittable.insert(sass(sm));
     return tk;
-}
-
-SmToolkitPolicy policy_of(const std::string& yaml) {
-    auto p = parse_sm_toolkit(yaml, "sm_toolkit.yml");
-    EXPECT_TRUE(p.ok()) << p.error().to_string();
-    return p.value();
 }
 
 } // namespace
@@ -63,128 +57,6 @@ TEST(ToolkitVersionTest, VersionOrderIsNumericNotLexical) {
     EXPECT_LT(parse_version_text("12.8.61").value(), parse_version_text("12.8.93").value());
     EXPECT_FALSE(parse_version_text("12").ok());
     EXPECT_FALSE(parse_version_text("v12.8").ok());
-}
-
-TEST(VersionSpecTest, ExactAndAtLeast) {
-    auto exact = parse_version_spec("==12.8");
-    ASSERT_TRUE(exact.ok());
-    EXPECT_TRUE(exact->matches(parse_version_text("12.8.93").value()));
-    EXPECT_TRUE(exact->matches(parse_version_text("12.8.61").value()));
-    EXPECT_FALSE(exact->matches(parse_version_text("12.9.86").value()));
-    EXPECT_FALSE(exact->matches(parse_version_text("13.0.88").value()));
-    auto min = parse_version_spec(">=13.0");
-    ASSERT_TRUE(min.ok());
-    EXPECT_TRUE(min->matches(parse_version_text("13.0.48").value()));
-    EXPECT_TRUE(min->matches(parse_version_text("13.1.115").value()));
-    EXPECT_FALSE(min->matches(parse_version_text("12.9.86").value()));
-    EXPECT_EQ(min->to_string(), ">=13.0");
-}
-
-TEST(VersionSpecTest, RejectsOtherOperatorsAndShapes) {
-    for (const char* bad :
-         {"12.8", "~=12.8", ">13.0", "<=12.8", ">=13", "==12.8.93", "== twelve", ""})
-        EXPECT_FALSE(parse_version_spec(bad).ok()) << bad;
-}
-
-TEST(SmToolkitPolicyTest, ParsesMapWithLines) {
-    auto p = parse_sm_toolkit("# comment\n90: \"==12.8\"\nsm_110: \">=13.0\"\n", "f.yml");
-    ASSERT_TRUE(p.ok()) << p.error().to_string();
-    EXPECT_EQ(p->specs.at(90).to_string(), "==12.8");
-    EXPECT_EQ(p->specs.at(110).to_string(), ">=13.0");
-    EXPECT_EQ(p->lines.at(90), 2);
-    EXPECT_EQ(p->lines.at(110), 3);
-}
-
-TEST(SmToolkitPolicyTest, BadSpecErrorNamesFileAndLine) {
-    auto p = parse_sm_toolkit("90: \"==12.8\"\n100: \"==12.8\"\n120: \"12.8\"\n", "pol.yml");
-    ASSERT_FALSE(p.ok());
-    EXPECT_EQ(p.error().file, "pol.yml");
-    EXPECT_EQ(p.error().line, 3);
-    EXPECT_NE(p.error().to_string().find("pol.yml:3"), std::string::npos) << p.error().to_string();
-}
-
-TEST(SmToolkitPolicyTest, UnquotedAtLeastIsAYamlErrorWithLine) {
-    // `>` starts a YAML block scalar: the spec must be quoted, and the error must say where.
-    auto p = parse_sm_toolkit("90: \"==12.8\"\n110: >=13.0\n", "pol.yml");
-    ASSERT_FALSE(p.ok());
-    EXPECT_EQ(p.error().line, 2) << p.error().to_string();
-}
-
-TEST(SmToolkitPolicyTest, DuplicateAndNonNumericKeysAreErrors) {
-    auto dup = parse_sm_toolkit("90: \"==12.8\"\n90: \">=13.0\"\n", "pol.yml");
-    ASSERT_FALSE(dup.ok());
-    EXPECT_EQ(dup.error().line, 2);
-    auto word = parse_sm_toolkit("hopper: \"==12.8\"\n", "pol.yml");
-    ASSERT_FALSE(word.ok());
-    EXPECT_EQ(word.error().key, "hopper");
-    EXPECT_FALSE(parse_sm_toolkit("", "pol.yml").ok());
-    EXPECT_FALSE(parse_sm_toolkit("- 90\n", "pol.yml").ok());
-}
-
-TEST(SmToolkitPolicyTest, ShippedPolicyPinsEverySmTo128Except110) {
-    auto p = load_sm_toolkit(std::string(FORGE_TEST_SOURCE_DIR) + "/../policy/sm_toolkit.yml");
-    ASSERT_TRUE(p.ok()) << p.error().to_string();
-    for (int sm : {90, 100, 120})
-        EXPECT_EQ(p->specs.at(sm).to_string(), "==12.8") << sm;
-    EXPECT_EQ(p->specs.at(110).to_string(), ">=13.0");
-    for (const auto& [sm, spec] : p->specs)
-        if (sm != 110) EXPECT_EQ(spec.to_string(), "==12.8") << sm;
-}
-
-TEST(PlanToolkitsTest, SplitsSmsByPinnedToolkitOldestFirst) {
-    std::vector<Toolkit> found{
-        fake_toolkit("13.0.88", {75, 80, 90, 100, 110, 120}, "/cuda-13.0/bin/nvcc"),
-        fake_toolkit("12.8.93", {75, 80, 90, 100, 101, 120}, "/cuda-12.8/bin/nvcc"),
-        fake_toolkit("13.1.115", {75, 80, 90, 100, 110, 120}, "/cu131/bin/nvcc")};
-    auto policy = policy_of("90: \"==12.8\"\n100: \"==12.8\"\n110: \">=13.0\"\n120: \"==12.8\"\n");
-    auto plan = plan_toolkits({120, 90, 110, 100}, policy, found);
-    ASSERT_TRUE(plan.ok()) << plan.error().to_string();
-    ASSERT_EQ(plan->groups.size(), 2u);
-    EXPECT_EQ(plan->groups[0].toolkit->version.full(), "12.8.93");
-    EXPECT_EQ(plan->groups[0].sms, (std::vector<int>{90, 100, 120}));
-    // >=13.0 takes the OLDEST release at or above: 13.0, not 13.1
-    EXPECT_EQ(plan->groups[1].toolkit->version.full(), "13.0.88");
-    EXPECT_EQ(plan->groups[1].sms, (std::vector<int>{110}));
-}
-
-TEST(PlanToolkitsTest, ExactPinPrefersNewestPatchOfThatRelease) {
-    std::vector<Toolkit> found{fake_toolkit("12.8.61", {90}, "/a/bin/nvcc"),
-                               fake_toolkit("12.8.93", {90}, "/b/bin/nvcc"),
-                               fake_toolkit("12.9.86", {90}, "/c/bin/nvcc")};
-    auto plan = plan_toolkits({90}, policy_of("90: \"==12.8\"\n"), found);
-    ASSERT_TRUE(plan.ok());
-    EXPECT_EQ(plan->groups.at(0).toolkit->nvcc, "/b/bin/nvcc");
-}
-
-TEST(PlanToolkitsTest, MissingToolkitListsEveryMissingSmAndWhatWasFound) {
-    std::vector<Toolkit> found{
-        fake_toolkit("13.0.88", {75, 90, 100, 110, 120}, "/usr/local/cuda-13.0/bin/nvcc")};
-    auto policy = policy_of("90: \"==12.8\"\n100: \"==12.8\"\n110: \">=13.0\"\n120: \"==12.8\"\n");
-    auto plan = plan_toolkits({90, 100, 110, 120}, policy, found);
-    ASSERT_FALSE(plan.ok());
-    const std::string msg = plan.error().to_string();
-    EXPECT_EQ(plan.error().exit_code, kExitInput);
-    for (const char* needle :
-         {"sm_90", "sm_100", "sm_120", "==12.8", "13.0.88", "/usr/local/cuda-13.0/bin/nvcc"})
-        EXPECT_NE(msg.find(needle), std::string::npos) << needle << " in:\n" << msg;
-    EXPECT_EQ(msg.find("sm_110:"), std::string::npos) << "sm_110 is satisfiable:\n" << msg;
-}
-
-TEST(PlanToolkitsTest, SmWithoutSpecIsNamed) {
-    std::vector<Toolkit> found{fake_toolkit("13.0.88", {103, 110}, "/x/bin/nvcc")};
-    auto plan = plan_toolkits({110, 103}, policy_of("110: \">=13.0\"\n"), found);
-    ASSERT_FALSE(plan.ok());
-    EXPECT_NE(plan.error().to_string().find("sm_103: no toolkit spec"), std::string::npos)
-        << plan.error().to_string();
-}
-
-TEST(PlanToolkitsTest, MatchingReleaseThatCannotEmitTheSmIsNotUsed) {
-    // 12.8 cannot emit sm_110 ("Unsupported gpu architecture 'compute_110'"): say so.
-    std::vector<Toolkit> found{fake_toolkit("12.8.93", {90, 100, 120}, "/cu128/bin/nvcc")};
-    auto plan = plan_toolkits({110}, policy_of("110: \">=12.0\"\n"), found);
-    ASSERT_FALSE(plan.ok());
-    EXPECT_NE(plan.error().to_string().find("cannot emit sm_110"), std::string::npos)
-        << plan.error().to_string();
 }
 
 // ---- discovery over fake toolkits ---------------------------------------------------------------
@@ -270,9 +142,8 @@ TEST(DiscoverToolkitsTest, FindsEverySourceAndDedupsByRealpath) {
     EXPECT_EQ(report.toolkits[1].found_via.front(), "NVCC_FORGE_NVCC_CANDIDATES");
     EXPECT_TRUE(report.toolkits[2].can_emit_sass(110));
     EXPECT_FALSE(report.toolkits[0].can_emit_sass(110));
-    EXPECT_NE(std::find(report.toolkits[0].sass.begin(), report.toolkits[0].sass.end(),
-                        sass(90, arch::Suffix::Specific)),
-              report.toolkits[0].sass.end());
+    const auto sass0 = report.toolkits[0].sass();
+    EXPECT_NE(std::find(sass0.begin(), sass0.end(), sass(90, arch::Suffix::Specific)), sass0.end());
     bool noted_missing = false;
     for (const auto& s : report.skipped)
         noted_missing |= s.find("missing") != std::string::npos;
@@ -353,7 +224,7 @@ TEST(DiscoverToolkitsTest, BrokenNvccIsSkippedWithReasonNotFatal) {
 
 TEST(DiscoverToolkitsTest, JsonHasTheContractKeys) {
     std::vector<Toolkit> tks{fake_toolkit("13.0.88", {90, 110}, "/usr/local/cuda-13.0/bin/nvcc")};
-    tks[0].ptx.push_back({arch::Kind::Ptx, 90});
+    tks[0].emittable.insert({arch::Kind::Ptx, 90});
     const std::string json = toolkits_to_json(tks);
     for (const char* needle :
          {"\"version\": \"13.0.88\"", "\"path\": \"/usr/local/cuda-13.0/bin/nvcc\"", "\"sass\": [",
@@ -363,12 +234,13 @@ TEST(DiscoverToolkitsTest, JsonHasTheContractKeys) {
 
 TEST(ProbeRealToolkitTest, Cuda13AtUsrLocal) {
     if (!fs::exists("/usr/local/cuda/bin/nvcc")) GTEST_SKIP() << "no /usr/local/cuda";
-    auto tk = probe_toolkit("/usr/local/cuda/bin/nvcc");
+    auto tk = probe_installed("/usr/local/cuda/bin/nvcc");
     ASSERT_TRUE(tk.ok()) << tk.error().to_string();
     EXPECT_GE(tk->version.major, 13);
     EXPECT_TRUE(tk->can_emit_sass(110));
     EXPECT_FALSE(tk->can_emit_sass(60)); // dropped in 13.0
-    EXPECT_NE(std::find(tk->sass.begin(), tk->sass.end(), sass(100, arch::Suffix::Family)),
-              tk->sass.end());
+    const auto all_sass = tk->sass();
+    EXPECT_NE(std::find(all_sass.begin(), all_sass.end(), sass(100, arch::Suffix::Family)),
+              all_sass.end());
     EXPECT_EQ(tk->nvcc, fs::canonical("/usr/local/cuda/bin/nvcc").string());
 }

@@ -1,28 +1,29 @@
-// Running the child: exit codes, captured output, signals handed back, no shell.
-#include "frontend/child.h"
+// Running a program (core/process.h): exit codes, captured output, signals handed back, no shell.
+#include "core/process.h"
 
 #include <csignal>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-using namespace forge::frontend;
+using namespace forge;
 
 namespace {
 
-ChildSpec sh(const std::string& script, bool capture = false) {
-    ChildSpec s;
+ProcessSpec sh(const std::string& script, bool capture = false) {
+    ProcessSpec s;
     s.path = "/bin/sh";
     s.argv = {"sh", "-c", script};
     s.env = environment_with("NVCC_FORGE_TEST", "1");
-    s.capture = capture;
+    s.output = capture ? ProcessSpec::Output::Capture : ProcessSpec::Output::Inherit;
+    s.forward_signals = true;
     return s;
 }
 
 } // namespace
 
 TEST(Child, ExitCodeAndCapture) {
-    auto r = run_child(sh("printf out; printf err >&2; exit 7", true));
+    auto r = run_process(sh("printf out; printf err >&2; exit 7", true));
     ASSERT_TRUE(r.ok());
     EXPECT_EQ(r->exit_code, 7);
     EXPECT_EQ(r->signal, 0);
@@ -34,7 +35,7 @@ TEST(Child, ExitCodeAndCapture) {
 
 TEST(Child, EnvironmentWithReplacesOneVariable) {
     ::setenv("NVCC_FORGE_TEST", "0", 1);
-    auto r = run_child(sh("printf %s \"$NVCC_FORGE_TEST\"", true));
+    auto r = run_process(sh("printf %s \"$NVCC_FORGE_TEST\"", true));
     ASSERT_TRUE(r.ok());
     EXPECT_EQ(r->out, "1");
     auto env = environment_with("NVCC_FORGE_TEST", "2");
@@ -44,27 +45,27 @@ TEST(Child, EnvironmentWithReplacesOneVariable) {
 }
 
 TEST(Child, ArgumentsAreNotReinterpretedByAShell) {
-    ChildSpec s;
+    ProcessSpec s;
     s.path = "/bin/echo";
     s.argv = {"echo", "$HOME", "a b", ";", "`id`"};
     s.env = environment_with("X", "1");
-    s.capture = true;
-    auto r = run_child(s);
+    s.output = ProcessSpec::Output::Capture;
+    auto r = run_process(s);
     ASSERT_TRUE(r.ok());
     EXPECT_EQ(r->out, "$HOME a b ; `id`\n");
 }
 
 TEST(Child, MissingExecutableIsAnErrorNamingIt) {
-    ChildSpec s;
+    ProcessSpec s;
     s.path = "/nonexistent/nvcc";
     s.argv = {"nvcc"};
-    auto r = run_child(s);
+    auto r = run_process(s);
     ASSERT_FALSE(r.ok());
     EXPECT_NE(r.error().message.find("/nonexistent/nvcc"), std::string::npos);
 }
 
 TEST(Child, SignalDeathIsReportedAndReRaised) {
-    auto r = run_child(sh("kill -SEGV $$"));
+    auto r = run_process(sh("kill -SEGV $$"));
     ASSERT_TRUE(r.ok());
     EXPECT_EQ(r->signal, SIGSEGV);
     EXPECT_EQ(r->status_code(), 128 + SIGSEGV);
@@ -88,7 +89,7 @@ TEST(Child, TermReachingTheWrapperIsForwardedToTheChild) {
     pid_t wrapper = ::fork();
     ASSERT_GE(wrapper, 0);
     if (wrapper == 0) {
-        auto r = run_child(sh("exec sleep 30"));
+        auto r = run_process(sh("exec sleep 30"));
         if (!r.ok()) ::_exit(90);
         if (r->signal != SIGTERM) ::_exit(91);
         propagate(*r);
@@ -103,7 +104,42 @@ TEST(Child, TermReachingTheWrapperIsForwardedToTheChild) {
 }
 
 TEST(Child, ExitCodePropagates) {
-    ChildOutcome o;
+    ProcessOutcome o;
     o.exit_code = 3;
     EXPECT_EQ(propagate(o), 3);
+}
+
+TEST(Process, MergedOutputKeepsTheOrderOfBothStreams) {
+    ProcessSpec s;
+    s.path = "/bin/sh";
+    s.argv = {"sh", "-c", "printf a; printf b >&2; printf c"};
+    s.output = ProcessSpec::Output::Merged;
+    auto r = run_process(s);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->out, "abc");
+    EXPECT_EQ(r->err, "");
+}
+
+TEST(Process, WorkingDirectoryAndRemovedVariables) {
+    ::setenv("NVCC_FORGE_TEST_GONE", "here", 1);
+    ProcessSpec s;
+    s.path = "/bin/sh";
+    s.argv = {"sh", "-c", "pwd; printf %s \"${NVCC_FORGE_TEST_GONE-unset}\""};
+    s.env = environment_without({"NVCC_FORGE_TEST_GONE"});
+    s.working_dir = "/";
+    s.output = ProcessSpec::Output::StdoutOnly;
+    auto r = run_process(s);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->out, "/\nunset");
+    ::unsetenv("NVCC_FORGE_TEST_GONE");
+}
+
+TEST(Process, RunCaptureDropsStderrAndFailsOnAnExitOtherThanZero) {
+    auto ok = run_capture({"/bin/sh", "-c", "printf out; printf err >&2"});
+    ASSERT_TRUE(ok.ok());
+    EXPECT_EQ(*ok, "out");
+    auto bad = run_capture({"/bin/sh", "-c", "exit 3"});
+    ASSERT_FALSE(bad.ok());
+    EXPECT_EQ(bad.error().file, "/bin/sh");
+    EXPECT_FALSE(run_capture({}).ok());
 }

@@ -1,5 +1,8 @@
-#include "frontend/locate.h"
+#include "toolkit/locate.h"
 
+#include "core/paths.h"
+
+#include <cstdlib>
 #include <fmt/format.h>
 #include <fstream>
 #include <set>
@@ -7,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-namespace forge::frontend {
+namespace forge::toolkit {
 
 namespace fs = std::filesystem;
 
@@ -105,7 +108,7 @@ Result<Located> locate_real_nvcc(const LocateInput& in) {
 
     if (!in.real_nvcc_env.empty()) {
         fs::path p = in.real_nvcc_env;
-        if (auto real = real_nvcc_at(p, in.self)) return Located{*real, "NVCC_FORGE_REAL_NVCC"};
+        if (auto real = real_nvcc_at(p, in.self)) return Located{*real, "NVCC_FORGE_REAL_NVCC", p};
         // An explicit setting that does not work is an error, not a hint to look elsewhere.
         reject("NVCC_FORGE_REAL_NVCC=", p);
         return make_error(fmt::format("cannot use the real nvcc: {}", looked.front()));
@@ -119,7 +122,7 @@ Result<Located> locate_real_nvcc(const LocateInput& in) {
             while (!line.empty() && (line.back() == '\r' || line.back() == ' '))
                 line.pop_back();
             if (auto real = line.empty() ? std::nullopt : real_nvcc_at(line, in.self))
-                return Located{*real, "marker " + marker.string()};
+                return Located{*real, "marker " + marker.string(), line};
             reject(fmt::format("{} names", marker.string()), line);
         }
     }
@@ -134,21 +137,21 @@ Result<Located> locate_real_nvcc(const LocateInput& in) {
         std::error_code ec;
         if (!fs::exists(candidate, ec)) continue;
         any_on_path = true;
-        if (auto real = real_nvcc_at(candidate, in.self)) return Located{*real, "PATH"};
+        if (auto real = real_nvcc_at(candidate, in.self)) return Located{*real, "PATH", candidate};
         reject("PATH:", candidate);
     }
     if (!any_on_path) looked.push_back("PATH (no other nvcc)");
 
     if (!in.cuda_home_env.empty()) {
         fs::path p = fs::path(in.cuda_home_env) / "bin" / "nvcc";
-        if (auto real = real_nvcc_at(p, in.self)) return Located{*real, "CUDA_HOME"};
+        if (auto real = real_nvcc_at(p, in.self)) return Located{*real, "CUDA_HOME", p};
         reject("$CUDA_HOME/bin/nvcc:", p);
     } else {
         looked.push_back("$CUDA_HOME (unset)");
     }
     if (!in.default_cuda_bin.empty()) {
         fs::path p = in.default_cuda_bin;
-        if (auto real = real_nvcc_at(p, in.self)) return Located{*real, "default"};
+        if (auto real = real_nvcc_at(p, in.self)) return Located{*real, "default", p};
         reject("default", p);
     }
     std::string msg = "cannot find the real nvcc; looked at:";
@@ -158,4 +161,28 @@ Result<Located> locate_real_nvcc(const LocateInput& in) {
     return make_error(std::move(msg));
 }
 
-} // namespace forge::frontend
+Result<fs::path> find_real_nvcc() {
+    auto env = [](const char* name) {
+        const char* v = std::getenv(name);
+        return v != nullptr ? std::string(v) : std::string();
+    };
+    LocateInput in;
+    in.real_nvcc_env = env("NVCC_FORGE_REAL_NVCC");
+    in.path_env = env("PATH");
+    in.cuda_home_env = env("CUDA_HOME");
+    in.self = resolved(wrapper_exe());
+    auto located = locate_real_nvcc(in);
+    if (located) return located->found;
+    // The tools' own wording (and keys) for the two ways this fails, as `resolve` has always said.
+    if (!in.real_nvcc_env.empty()) {
+        Error e{"NVCC_FORGE_REAL_NVCC is not an executable file", in.real_nvcc_env};
+        e.key = "NVCC_FORGE_REAL_NVCC";
+        return e;
+    }
+    Error e{"no real nvcc found (set NVCC_FORGE_REAL_NVCC, put nvcc on PATH, set CUDA_HOME, or "
+            "pass --cuda)"};
+    e.key = "nvcc";
+    return e;
+}
+
+} // namespace forge::toolkit

@@ -1,4 +1,4 @@
-#include "tools/bundle_verify.h"
+#include "bundle/verify.h"
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -9,7 +9,7 @@
 #include <set>
 #include <sstream>
 
-namespace forge::tools {
+namespace forge::bundle {
 
 namespace {
 
@@ -188,4 +188,4 @@ Result<BundleCheck> verify_bundle(const Bundle& bundle, const BundleLayout& layo
     return check;
 }
 
-} // namespace forge::tools
+} // namespace forge::bundle

@@ -1,4 +1,4 @@
-#include "tools/toolkits_pin.h"
+#include "bundle/pin.h"
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -8,13 +8,13 @@
 #include <regex>
 #include <sstream>
 
-namespace forge::tools {
+namespace forge::bundle {
 
 std::string VersionSpec::to_string() const {
     return fmt::format("{}{}.{}", op == Op::Exact ? "==" : ">=", major, minor);
 }
 
-bool VersionSpec::matches(const ToolkitVersion& v) const {
+bool VersionSpec::matches(const toolkit::CudaVersion& v) const {
     if (op == Op::Exact) return v.major == major && v.minor == minor;
     return std::tie(v.major, v.minor) >= std::tie(major, minor);
 }
@@ -97,7 +97,7 @@ Result<SmToolkitPolicy> load_sm_toolkit(const std::string& path) {
 }
 
 Result<ToolkitPlan> plan_toolkits(const std::vector<int>& sms, const SmToolkitPolicy& policy,
-                                  const std::vector<Toolkit>& discovered) {
+                                  const std::vector<toolkit::Toolkit>& discovered) {
     ToolkitPlan plan;
     std::vector<std::string> missing;
     for (int sm : sms) {
@@ -107,7 +107,7 @@ Result<ToolkitPlan> plan_toolkits(const std::vector<int>& sms, const SmToolkitPo
             continue;
         }
         const VersionSpec& spec = it->second;
-        const Toolkit* best = nullptr;
+        const toolkit::Toolkit* best = nullptr;
         std::vector<std::string> near_misses; // right release, but cannot emit sm_X
         for (const auto& tk : discovered) {
             if (!spec.matches(tk.version)) continue;
@@ -116,7 +116,7 @@ Result<ToolkitPlan> plan_toolkits(const std::vector<int>& sms, const SmToolkitPo
                     fmt::format("{} ({}) cannot emit sm_{}", tk.version.full(), tk.nvcc, sm));
                 continue;
             }
-            auto rank = [](const Toolkit& t) {
+            auto rank = [](const toolkit::Toolkit& t) {
                 return std::make_tuple(t.version.major, t.version.minor, -t.version.patch);
             };
             if (!best || rank(tk) < rank(*best) ||
@@ -167,4 +167,4 @@ Result<ToolkitPlan> plan_toolkits(const std::vector<int>& sms, const SmToolkitPo
     return plan;
 }
 
-} // namespace forge::tools
+} // namespace forge::bundle

@@ -1,7 +1,8 @@
 // The bundle header (render/parse), the nvcc steps, the layout file and verify-bundle's checks.
-#include "tools/bundle.h"
-#include "tools/bundle_header.h"
-#include "tools/bundle_verify.h"
+#include "bundle/build.h"
+#include "bundle/header.h"
+#include "bundle/verify.h"
+#include "toolkit/probe.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +13,9 @@
 #include <unistd.h>
 
 using namespace forge;
-using namespace forge::tools;
+using namespace forge::bundle;
+using forge::toolkit::parse_version_text;
+using forge::toolkit::Toolkit;
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "tools/bundle_header.h"
+#include "bundle/header.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 #include <optional>
 #include <set>
 
-namespace forge::tools {
+namespace forge::bundle {
 
 bool is_c_identifier(std::string_view s) {
     if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
@@ -455,4 +455,4 @@ Result<Bundle> parse_bundle_header(std::string_view text, const std::string& fil
     return bundle;
 }
 
-} // namespace forge::tools
+} // namespace forge::bundle

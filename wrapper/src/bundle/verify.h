@@ -4,15 +4,15 @@
 #pragma once
 
 #include "binary/reader.h"
+#include "bundle/header.h"
 #include "core/result.h"
-#include "tools/bundle_header.h"
 
 #include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-namespace forge::tools {
+namespace forge::bundle {
 
 struct LayoutBlob {
     std::string toolkit;  // "12.8": the release every cubin of the blob must report
@@ -47,4 +47,4 @@ Result<BundleCheck> verify_bundle(const Bundle& bundle, const BundleLayout& layo
                                   const std::string& header_file,
                                   const BlobReader& reader = default_blob_reader());
 
-} // namespace forge::tools
+} // namespace forge::bundle

@@ -1,8 +1,8 @@
-#include "tools/toolkits.h"
+#include "toolkit/discover.h"
 
 #include "core/paths.h"
-#include "nvcc/probe.h"
-#include "tools/toolkits_process.h"
+#include "core/process.h"
+#include "toolkit/probe.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -17,97 +17,59 @@
 #include <set>
 #include <sstream>
 
-namespace forge::tools {
+namespace forge::toolkit {
 
 namespace fs = std::filesystem;
 
-std::string ToolkitVersion::full() const {
-    return fmt::format("{}.{}.{}", major, minor, patch);
-}
-std::string ToolkitVersion::release() const {
-    return fmt::format("{}.{}", major, minor);
+namespace {
+
+std::vector<arch::Target> of_kind(const std::set<arch::Target>& all, arch::Kind kind) {
+    std::vector<arch::Target> out;
+    for (const auto& t : all) // a std::set: already sorted and unique
+        if (t.kind == kind) out.push_back(t);
+    return out;
 }
 
-Result<ToolkitVersion> parse_nvcc_version(std::string_view version_output) {
-    const std::string text(version_output);
-    std::smatch m;
-    // "release 13.0, V13.0.88": the V-string carries the patch; the release is the fallback.
-    static const std::regex full_re(R"(release\s+(\d+)\.(\d+)\s*,\s*V(\d+)\.(\d+)\.(\d+))");
-    if (std::regex_search(text, m, full_re)) {
-        ToolkitVersion v{std::stoi(m[3]), std::stoi(m[4]), std::stoi(m[5])};
-        if (v.major != std::stoi(m[1]) || v.minor != std::stoi(m[2])) {
-            Error e(fmt::format("nvcc --version disagrees with itself: release {}.{} but V{}",
-                                m[1].str(), m[2].str(), v.full()));
-            return e;
-        }
-        return v;
-    }
-    static const std::regex release_re(R"(release\s+(\d+)\.(\d+))");
-    if (std::regex_search(text, m, release_re))
-        return ToolkitVersion{std::stoi(m[1]), std::stoi(m[2]), 0};
-    Error e("not an nvcc --version output (no 'release X.Y, VX.Y.Z')");
-    return e;
+// `nvcc` with argv as given, stdout and stderr in one capture, stdin closed: for the questions
+// discovery asks (-dryrun, python's sys.path), whose answers may come on either stream.
+Result<ProcessOutcome> run_merged(const std::string& exe, const std::vector<std::string>& args,
+                                  const std::vector<std::string>& unset_env = {}) {
+    ProcessSpec spec;
+    spec.path = exe;
+    spec.argv = {exe};
+    spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+    if (!unset_env.empty()) spec.env = environment_without(unset_env);
+    spec.output = ProcessSpec::Output::Merged;
+    spec.null_stdin = true;
+    spec.working_dir = "/";
+    return run_process(spec);
 }
 
-Result<ToolkitVersion> parse_version_text(std::string_view text) {
-    static const std::regex re(R"((\d+)\.(\d+)(?:\.(\d+))?)");
-    std::match_results<std::string_view::const_iterator> m;
-    if (!std::regex_match(text.begin(), text.end(), m, re)) {
-        Error e(fmt::format("'{}' is not a CUDA version (X.Y or X.Y.Z)", text));
-        e.key = std::string(text);
-        return e;
-    }
-    return ToolkitVersion{std::stoi(m[1].str()), std::stoi(m[2].str()),
-                          m[3].matched ? std::stoi(m[3].str()) : 0};
+} // namespace
+
+std::vector<arch::Target> Toolkit::sass() const {
+    return of_kind(emittable, arch::Kind::Sass);
+}
+std::vector<arch::Target> Toolkit::ptx() const {
+    return of_kind(emittable, arch::Kind::Ptx);
+}
+std::vector<arch::Target> Toolkit::lto() const {
+    return of_kind(emittable, arch::Kind::Lto);
 }
 
 bool Toolkit::can_emit_sass(int sm) const {
-    return std::find(sass.begin(), sass.end(), arch::Target{arch::Kind::Sass, sm}) != sass.end();
+    return emittable.contains(arch::Target{arch::Kind::Sass, sm});
 }
 
-Result<Toolkit> probe_toolkit(const std::string& nvcc_path) {
-    auto version_run = run_process(nvcc_path, {"--version"});
-    if (!version_run) return std::move(version_run).error();
-    if (version_run->exit_code != 0) {
-        Error e(fmt::format("`nvcc --version` exited with {}", version_run->exit_code), nvcc_path);
-        return e;
-    }
-    if (version_run->output.find("nvcc-forge") != std::string::npos) {
-        Error e("this is nvcc-forge, not a CUDA toolkit", nvcc_path);
-        return e;
-    }
-    auto version = parse_nvcc_version(version_run->output);
-    if (!version) return std::move(version).error().in_file(nvcc_path);
-
-    Toolkit tk;
-    tk.version = *version;
+Result<Toolkit> probe_installed(const std::string& nvcc_path) {
     std::error_code ec;
     fs::path real = fs::canonical(nvcc_path, ec);
-    tk.nvcc = ec ? nvcc_path : real.string();
-    tk.root = fs::path(tk.nvcc).parent_path().parent_path().string();
-
-    auto caps = nvcc::probe_toolkit(tk.nvcc);
+    auto caps = probe_toolkit(ec ? nvcc_path : real.string());
     if (!caps) return std::move(caps).error().in_file(nvcc_path);
-    if (caps->major != tk.version.major || caps->minor != tk.version.minor) {
-        Error e(fmt::format("nvcc reports release {}.{} and V{} at once", caps->major, caps->minor,
-                            tk.version.full()),
-                nvcc_path);
-        return e;
-    }
-    for (const auto& t : caps->emittable) { // a std::set: already sorted and unique
-        switch (t.kind) {
-        case arch::Kind::Sass:
-            tk.sass.push_back(t);
-            break;
-        case arch::Kind::Ptx:
-            tk.ptx.push_back(t);
-            break;
-        case arch::Kind::Lto:
-            tk.lto.push_back(t);
-            break;
-        }
-    }
-    if (tk.sass.empty()) {
+    Toolkit tk;
+    static_cast<ToolkitCaps&>(tk) = std::move(*caps);
+    tk.root = fs::path(tk.nvcc).parent_path().parent_path().string();
+    if (tk.sass().empty()) {
         Error e("nvcc lists no SASS target (--list-gpu-code printed nothing usable)", nvcc_path);
         return e;
     }
@@ -171,12 +133,11 @@ bool same_bytes(const fs::path& a, const fs::path& b) {
 
 // The directory nvcc runs from, as its -dryrun reports it ("#$ _HERE_=/usr/local/cuda-13.0/bin").
 std::optional<fs::path> nvcc_home(const std::string& nvcc) {
-    auto run = run_process(nvcc, {"-dryrun", "-x", "cu", "-E", "/dev/null"},
-                           {.working_dir = "/", .unset_env = {}});
+    auto run = run_merged(nvcc, {"-dryrun", "-x", "cu", "-E", "/dev/null"});
     if (!run) return std::nullopt;
     static const std::regex here_re(R"((?:^|\n)#\$ _HERE_=([^\n]+))");
     std::smatch m;
-    if (!std::regex_search(run->output, m, here_re)) return std::nullopt;
+    if (!std::regex_search(run->out, m, here_re)) return std::nullopt;
     std::error_code ec;
     fs::path dir = m[1].str();
     if (!fs::is_directory(dir, ec)) return std::nullopt;
@@ -214,10 +175,10 @@ DiscoveryInputs DiscoveryInputs::from_process(bool ask_python) {
         for (const auto& dir : split_list(in.path_env, ':')) {
             fs::path py = fs::path(dir) / "python3";
             if (!is_executable_file(py)) continue;
-            auto run = run_process(py.string(), {"-c", "import sys\nfor p in sys.path: print(p)"},
-                                   {.working_dir = "/", .unset_env = {"PYTHONSTARTUP"}});
-            if (run && run->exit_code == 0)
-                for (const auto& line : split_list(run->output, '\n'))
+            auto run = run_merged(py.string(), {"-c", "import sys\nfor p in sys.path: print(p)"},
+                                  {"PYTHONSTARTUP"});
+            if (run && run->succeeded())
+                for (const auto& line : split_list(run->out, '\n'))
                     sites.push_back(line);
             break;
         }
@@ -346,7 +307,7 @@ DiscoveryReport discover_toolkits(const DiscoveryInputs& in) {
             reject(fmt::format("no ptxas beside {} (a wrapper, not a toolkit)", key));
             continue;
         }
-        auto tk = probe_toolkit(key);
+        auto tk = probe_installed(key);
         if (!tk) {
             reject(tk.error().to_string());
             continue;
@@ -387,9 +348,9 @@ std::string toolkits_to_json(const std::vector<Toolkit>& toolkits) {
                        {"release", tk.version.release()},
                        {"path", tk.nvcc},
                        {"root", tk.root},
-                       {"sass", names(tk.sass)},
-                       {"ptx", names(tk.ptx)},
-                       {"lto", names(tk.lto)},
+                       {"sass", names(tk.sass())},
+                       {"ptx", names(tk.ptx())},
+                       {"lto", names(tk.lto())},
                        {"found_via", tk.found_via}});
     }
     return arr.dump(2) + "\n";
@@ -404,9 +365,9 @@ std::string toolkits_to_text(const std::vector<Toolkit>& toolkits) {
             vias += (vias.empty() ? "" : ", ") + v;
         out +=
             fmt::format("CUDA {}  {}\n  found via: {}\n  sass: {}\n  ptx:  {}\n", tk.version.full(),
-                        tk.nvcc, vias, join_names(tk.sass), join_names(tk.ptx));
+                        tk.nvcc, vias, join_names(tk.sass()), join_names(tk.ptx()));
     }
     return out;
 }
 
-} // namespace forge::tools
+} // namespace forge::toolkit

@@ -2,14 +2,14 @@
 // that toolkit, written as one deterministic C header (bundle_header.h).
 #pragma once
 
+#include "bundle/header.h"
+#include "bundle/pin.h"
 #include "core/result.h"
-#include "tools/bundle_header.h"
-#include "tools/toolkits_pin.h"
 
 #include <string>
 #include <vector>
 
-namespace forge::tools {
+namespace forge::bundle {
 
 struct BundleOptions {
     std::string source;                    // the .cu file
@@ -32,4 +32,4 @@ std::vector<std::vector<std::string>> bundle_steps(const BundleOptions& opts,
 Result<Bundle> build_bundle(const BundleOptions& opts, const ToolkitPlan& plan,
                             const std::string& symbol, std::string* log = nullptr);
 
-} // namespace forge::tools
+} // namespace forge::bundle

@@ -3,21 +3,21 @@
 #pragma once
 
 #include "core/result.h"
-#include "tools/toolkits.h"
+#include "toolkit/discover.h"
 
 #include <map>
 #include <string>
 #include <string_view>
 #include <vector>
 
-namespace forge::tools {
+namespace forge::bundle {
 
 // "==12.8" (that release exactly, any patch) or ">=13.0" (the oldest release at or above).
 struct VersionSpec {
     enum class Op { Exact, AtLeast } op = Op::Exact;
     int major = 0, minor = 0;
     [[nodiscard]] std::string to_string() const; // "==12.8"
-    [[nodiscard]] bool matches(const ToolkitVersion& v) const;
+    [[nodiscard]] bool matches(const toolkit::CudaVersion& v) const;
 };
 
 Result<VersionSpec> parse_version_spec(std::string_view text);
@@ -36,14 +36,14 @@ Result<SmToolkitPolicy> load_sm_toolkit(const std::string& path);
 struct SmAssignment {
     int sm = 0;
     VersionSpec spec;
-    const Toolkit* toolkit = nullptr;
+    const toolkit::Toolkit* toolkit = nullptr;
 };
 
 struct ToolkitPlan {
     std::vector<SmAssignment> assignments; // in the order of the SMs asked for
     // One group per toolkit, ordered by toolkit version (oldest first): the blobs of the bundle.
     struct Group {
-        const Toolkit* toolkit = nullptr;
+        const toolkit::Toolkit* toolkit = nullptr;
         std::vector<int> sms; // ascending
     };
     std::vector<Group> groups;
@@ -54,6 +54,6 @@ struct ToolkitPlan {
 // Error (exit 2) listing every missing SM and every discovered toolkit. Among toolkits that
 // satisfy a spec the oldest release wins (ties: the newest patch, then the path).
 Result<ToolkitPlan> plan_toolkits(const std::vector<int>& sms, const SmToolkitPolicy& policy,
-                                  const std::vector<Toolkit>& discovered);
+                                  const std::vector<toolkit::Toolkit>& discovered);
 
-} // namespace forge::tools
+} // namespace forge::bundle

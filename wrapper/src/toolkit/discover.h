@@ -1,46 +1,34 @@
 // CUDA toolkits installed on this machine: where they are, which release each is, and which
-// targets each can emit -- asked of the toolkit itself, never assumed from its version. `bundle`
-// builds each SM with the toolkit policy/sm_toolkit.yml pins it to (seed multi-toolkit-fatbin).
+// targets each can emit -- asked of the toolkit itself, never assumed from its version
+// (`nvcc-forge toolkits`; `bundle` picks from them per policy/sm_toolkit.yml).
 #pragma once
 
 #include "arch/arch.h"
 #include "core/result.h"
+#include "toolkit/caps.h"
 
 #include <string>
 #include <string_view>
 #include <vector>
 
-namespace forge::tools {
+namespace forge::toolkit {
 
-// A CUDA release as nvcc reports it ("V13.0.88").
-struct ToolkitVersion {
-    int major = 0, minor = 0, patch = 0;
-    [[nodiscard]] std::string full() const;    // "13.0.88"
-    [[nodiscard]] std::string release() const; // "13.0"
-    auto operator<=>(const ToolkitVersion&) const = default;
-};
-
-// Parses `nvcc --version` output: "Cuda compilation tools, release 13.0, V13.0.88".
-Result<ToolkitVersion> parse_nvcc_version(std::string_view version_output);
-// "13.0.88", "13.0" (patch 0): for tests and user input.
-Result<ToolkitVersion> parse_version_text(std::string_view text);
-
-struct Toolkit {
-    ToolkitVersion version;
-    std::string nvcc;                   // realpath of the nvcc binary (the dedup key)
+// One toolkit found on this machine: its caps (version, nvcc realpath, emittable) and where it was
+// found.
+struct Toolkit : ToolkitCaps {
     std::string root;                   // the CUDA root: parent of nvcc's bin/
-    std::vector<arch::Target> sass;     // sorted, unique: sm_90, sm_90a, sm_100f ...
-    std::vector<arch::Target> ptx;      // compute_*
-    std::vector<arch::Target> lto;      // lto_*
     std::vector<std::string> found_via; // "PATH", "CUDA_HOME", "/usr/local/cuda-*", ...
 
+    // The emittable targets of one kind, sorted: sm_90, sm_90a, sm_100f ... / compute_* / lto_*.
+    [[nodiscard]] std::vector<arch::Target> sass() const;
+    [[nodiscard]] std::vector<arch::Target> ptx() const;
+    [[nodiscard]] std::vector<arch::Target> lto() const;
     [[nodiscard]] bool can_emit_sass(int sm) const; // the plain sm_X (no a/f)
 };
 
-// Asks the nvcc at `nvcc_path` for its full version (--version) and, through
-// forge::nvcc::probe_toolkit, the targets it can emit (--list-gpu-code and the "Allowed values"
-// of --help, where the a/f variants are listed). Errors name the path.
-Result<Toolkit> probe_toolkit(const std::string& nvcc_path);
+// toolkit::probe_toolkit on the realpath of `nvcc_path`, with the root beside it. An nvcc that
+// lists no SASS target is not a toolkit. Errors name the path.
+Result<Toolkit> probe_installed(const std::string& nvcc_path);
 
 // Where discovery looks. from_process() reads the real environment; tests build their own.
 struct DiscoveryInputs {
@@ -68,4 +56,4 @@ DiscoveryReport discover_toolkits(const DiscoveryInputs& in);
 std::string toolkits_to_json(const std::vector<Toolkit>& toolkits);
 std::string toolkits_to_text(const std::vector<Toolkit>& toolkits);
 
-} // namespace forge::tools
+} // namespace forge::toolkit

@@ -1,6 +1,7 @@
-#include "tools/bundle.h"
+#include "bundle/build.h"
 
-#include "tools/toolkits_process.h"
+#include "arch/gencode.h"
+#include "core/process.h"
 
 #include <fmt/format.h>
 
@@ -10,7 +11,7 @@
 #include <iterator>
 #include <unistd.h>
 
-namespace forge::tools {
+namespace forge::bundle {
 
 namespace fs = std::filesystem;
 
@@ -21,7 +22,7 @@ std::vector<std::vector<std::string>> bundle_steps(const BundleOptions& opts,
     std::vector<std::string> gencode;
     for (int sm : sms) {
         gencode.push_back("-gencode");
-        gencode.push_back(fmt::format("arch=compute_{0},code=sm_{0}", sm));
+        gencode.push_back(arch::gencode_value(arch::Target{arch::Kind::Sass, sm}));
     }
     auto with = [](std::vector<std::string> a, const std::vector<std::string>& b) {
         a.insert(a.end(), b.begin(), b.end());
@@ -95,14 +96,20 @@ Result<Bundle> build_bundle(const BundleOptions& opts, const ToolkitPlan& plan,
         for (const auto& args : bundle_steps(o, group.sms, obj, fatbin)) {
             if (log) *log += quote_argv(group.toolkit->nvcc, args) + "\n";
             // NVCC_PREPEND/APPEND_FLAGS would add targets or options the pin does not allow.
-            auto run = run_process(group.toolkit->nvcc, args,
-                                   {.working_dir = dir.string(),
-                                    .unset_env = {"NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS"}});
+            ProcessSpec spec;
+            spec.path = group.toolkit->nvcc;
+            spec.argv = {group.toolkit->nvcc};
+            spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+            spec.env = environment_without({"NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS"});
+            spec.output = ProcessSpec::Output::Merged;
+            spec.null_stdin = true;
+            spec.working_dir = dir.string();
+            auto run = run_process(spec);
             if (!run) return std::move(run).error();
-            if (run->exit_code != 0) {
+            if (!run->succeeded()) {
                 Error e(fmt::format("nvcc (CUDA {}) failed with exit code {}:\n  {}\n{}",
-                                    group.toolkit->version.full(), run->exit_code,
-                                    quote_argv(group.toolkit->nvcc, args), run->output),
+                                    group.toolkit->version.full(), run->status_code(),
+                                    quote_argv(group.toolkit->nvcc, args), run->out),
                         opts.source);
                 e.exit_code = kExitInput;
                 return e;
@@ -116,4 +123,4 @@ Result<Bundle> build_bundle(const BundleOptions& opts, const ToolkitPlan& plan,
     return bundle;
 }
 
-} // namespace forge::tools
+} // namespace forge::bundle

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-namespace forge::tools {
+namespace forge::bundle {
 
 struct BundleBlob {
     std::string toolkit;            // full version of the toolkit that built it: "12.8.93"
@@ -33,4 +33,4 @@ Result<std::string> render_bundle_header(const Bundle& bundle);
 // array that is not defined, sizes or SM counts that disagree, an array no entry uses.
 Result<Bundle> parse_bundle_header(std::string_view text, const std::string& file);
 
-} // namespace forge::tools
+} // namespace forge::bundle

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace forge::frontend {
+namespace forge::toolkit {
 
 // Set in the environment of every nvcc the wrapper runs. A wrapper that starts with it set is
 // already inside a wrapper: it runs the real nvcc untouched; at depth >= kMaxDepth it refuses.
@@ -32,8 +32,9 @@ struct LocateInput {
 };
 
 struct Located {
-    std::filesystem::path nvcc; // resolved real path: exec it by this name (nvcc's _HERE_)
-    std::string how;            // "NVCC_FORGE_REAL_NVCC", "PATH", "marker <file>", ...
+    std::filesystem::path nvcc;  // resolved real path: exec it by this name (nvcc's _HERE_)
+    std::string how;             // "NVCC_FORGE_REAL_NVCC", "PATH", "marker <file>", ...
+    std::filesystem::path found; // the path as found (the PATH entry, the variable's value)
 };
 
 // Same file (after symlinks), by device and inode.
@@ -55,4 +56,10 @@ std::optional<std::filesystem::path> find_on_path(const std::string& name,
                                                   const std::string& path_env,
                                                   const std::filesystem::path& self);
 
-} // namespace forge::frontend
+// For the tools (`resolve` without --cuda, ...): locate_real_nvcc from this process's environment,
+// with the front end's binary (core/paths.h wrapper_exe) as the one never to pick, and no marker
+// (the tools are not started as `nvcc`). Returns the path as found. Errors (exit 2) keyed
+// NVCC_FORGE_REAL_NVCC when that variable names no usable nvcc, else keyed "nvcc".
+Result<std::filesystem::path> find_real_nvcc();
+
+} // namespace forge::toolkit

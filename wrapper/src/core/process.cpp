@@ -1,0 +1,267 @@
+#include "core/process.h"
+
+#include <array>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <spawn.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace forge {
+
+namespace {
+
+constexpr std::array kForwarded = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
+volatile sig_atomic_t g_child_pid = 0;
+
+extern "C" void forward_signal(int sig) {
+    pid_t pid = g_child_pid;
+    if (pid > 0) ::kill(pid, sig);
+}
+
+std::vector<char*> c_strings(const std::vector<std::string>& v) {
+    std::vector<char*> out;
+    out.reserve(v.size() + 1);
+    for (const auto& s : v)
+        out.push_back(const_cast<char*>(s.c_str()));
+    out.push_back(nullptr);
+    return out;
+}
+
+std::string read_fd(int fd) {
+    std::string out;
+    if (fd < 0 || ::lseek(fd, 0, SEEK_SET) < 0) return out;
+    char buf[65536];
+    while (true) {
+        ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        out.append(buf, static_cast<size_t>(n));
+    }
+    return out;
+}
+
+struct Fd {
+    int fd = -1;
+    Fd() = default;
+    Fd(const Fd&) = delete;
+    Fd& operator=(const Fd&) = delete;
+    ~Fd() {
+        if (fd >= 0) ::close(fd);
+    }
+};
+
+struct FileActions {
+    posix_spawn_file_actions_t actions{};
+    FileActions() { posix_spawn_file_actions_init(&actions); }
+    FileActions(const FileActions&) = delete;
+    FileActions& operator=(const FileActions&) = delete;
+    ~FileActions() { posix_spawn_file_actions_destroy(&actions); }
+};
+
+int wait_for(pid_t pid) {
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR) return 0;
+    }
+    return status;
+}
+
+// Spawns with the forwarded signals blocked across the spawn so none slips in before the child's
+// pid is known; the child starts with our original mask and default handlers for them.
+Result<int> spawn_forwarding(const ProcessSpec& spec, posix_spawn_file_actions_t* actions,
+                             char** argv, char** envp) {
+    sigset_t forwarded, previous;
+    sigemptyset(&forwarded);
+    for (int s : kForwarded)
+        sigaddset(&forwarded, s);
+    ::sigprocmask(SIG_BLOCK, &forwarded, &previous);
+
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setsigmask(&attr, &previous);
+    sigset_t defaults;
+    sigemptyset(&defaults);
+    for (int s : kForwarded) {
+        struct sigaction current {};
+        ::sigaction(s, nullptr, &current);
+        // A signal the caller ignores (nohup) stays ignored in the child, as with a plain exec.
+        if (current.sa_handler != SIG_IGN) sigaddset(&defaults, s);
+    }
+    posix_spawnattr_setsigdefault(&attr, &defaults);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+
+    pid_t pid = 0;
+    int rc = ::posix_spawn(&pid, spec.path.c_str(), actions, &attr, argv, envp);
+    posix_spawnattr_destroy(&attr);
+    if (rc != 0) {
+        ::sigprocmask(SIG_SETMASK, &previous, nullptr);
+        Error e{fmt::format("cannot run {}: {}", spec.path, std::strerror(rc)), spec.path};
+        return e;
+    }
+
+    std::array<struct sigaction, kForwarded.size()> saved{};
+    g_child_pid = pid;
+    for (size_t i = 0; i < kForwarded.size(); ++i) {
+        struct sigaction sa {};
+        ::sigaction(kForwarded[i], nullptr, &saved[i]);
+        if (saved[i].sa_handler == SIG_IGN) continue;
+        sa.sa_handler = forward_signal;
+        sigemptyset(&sa.sa_mask);
+        sa.sa_flags = SA_RESTART;
+        ::sigaction(kForwarded[i], &sa, nullptr);
+    }
+    ::sigprocmask(SIG_SETMASK, &previous, nullptr);
+
+    int status = wait_for(pid);
+    ::sigprocmask(SIG_BLOCK, &forwarded, nullptr);
+    g_child_pid = 0;
+    for (size_t i = 0; i < kForwarded.size(); ++i)
+        ::sigaction(kForwarded[i], &saved[i], nullptr);
+    ::sigprocmask(SIG_SETMASK, &previous, nullptr);
+    return status;
+}
+
+Result<int> spawn_plain(const ProcessSpec& spec, posix_spawn_file_actions_t* actions, char** argv,
+                        char** envp) {
+    pid_t pid = 0;
+    int rc = ::posix_spawn(&pid, spec.path.c_str(), actions, nullptr, argv, envp);
+    if (rc != 0) {
+        Error e{fmt::format("cannot run {}: {}", spec.path, std::strerror(rc)), spec.path};
+        return e;
+    }
+    return wait_for(pid);
+}
+
+} // namespace
+
+std::vector<std::string> environment_with(const std::string& name, const std::string& value) {
+    std::vector<std::string> env;
+    const std::string prefix = name + "=";
+    for (char** e = environ; e != nullptr && *e != nullptr; ++e)
+        if (std::strncmp(*e, prefix.c_str(), prefix.size()) != 0) env.emplace_back(*e);
+    env.push_back(prefix + value);
+    return env;
+}
+
+std::vector<std::string> environment_without(const std::vector<std::string>& names) {
+    std::vector<std::string> env;
+    for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+        std::string_view entry(*e);
+        bool drop = false;
+        for (const auto& n : names)
+            drop = drop || (entry.size() > n.size() && entry.compare(0, n.size(), n) == 0 &&
+                            entry[n.size()] == '=');
+        if (!drop) env.emplace_back(entry);
+    }
+    return env;
+}
+
+bool write_all(int fd, const std::string& data) {
+    size_t done = 0;
+    while (done < data.size()) {
+        ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return false;
+        done += static_cast<size_t>(n);
+    }
+    return true;
+}
+
+Result<ProcessOutcome> run_process(const ProcessSpec& spec) {
+    using Output = ProcessSpec::Output;
+    Fd out_fd, err_fd;
+    FileActions fa;
+    auto* actions = &fa.actions;
+    if (spec.output != Output::Inherit) {
+        out_fd.fd = ::memfd_create("nvcc-forge-stdout", MFD_CLOEXEC);
+        if (spec.output == Output::Capture)
+            err_fd.fd = ::memfd_create("nvcc-forge-stderr", MFD_CLOEXEC);
+        if (out_fd.fd < 0 || (spec.output == Output::Capture && err_fd.fd < 0))
+            return make_error(
+                fmt::format("cannot create a capture file: {}", std::strerror(errno)));
+        posix_spawn_file_actions_adddup2(actions, out_fd.fd, STDOUT_FILENO);
+        if (spec.output == Output::Capture)
+            posix_spawn_file_actions_adddup2(actions, err_fd.fd, STDERR_FILENO);
+        else if (spec.output == Output::Merged)
+            posix_spawn_file_actions_adddup2(actions, out_fd.fd, STDERR_FILENO);
+        else
+            posix_spawn_file_actions_addopen(actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+    }
+    if (spec.null_stdin)
+        posix_spawn_file_actions_addopen(actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    if (!spec.working_dir.empty())
+        posix_spawn_file_actions_addchdir_np(actions, spec.working_dir.c_str());
+
+    auto argv = c_strings(spec.argv);
+    std::vector<char*> envp;
+    if (spec.env) envp = c_strings(*spec.env);
+    char** env = spec.env ? envp.data() : environ;
+    auto status = spec.forward_signals ? spawn_forwarding(spec, actions, argv.data(), env)
+                                       : spawn_plain(spec, actions, argv.data(), env);
+    if (!status) return std::move(status).error();
+
+    ProcessOutcome outcome;
+    if (WIFSIGNALED(*status))
+        outcome.signal = WTERMSIG(*status);
+    else if (WIFEXITED(*status))
+        outcome.exit_code = WEXITSTATUS(*status);
+    outcome.out = read_fd(out_fd.fd);
+    outcome.err = read_fd(err_fd.fd);
+    return outcome;
+}
+
+Result<std::string> run_capture(const std::vector<std::string>& argv) {
+    if (argv.empty()) return Error{"nothing to run"};
+    ProcessSpec spec;
+    spec.path = argv[0];
+    spec.argv = argv;
+    spec.output = ProcessSpec::Output::StdoutOnly;
+    spec.null_stdin = true;
+    auto run = run_process(spec);
+    if (!run) return std::move(run).error();
+    if (!run->succeeded())
+        return Error{fmt::format("'{} {}' failed (status {})", argv[0],
+                                 argv.size() > 1 ? argv[1] : "",
+                                 run->signal != 0 ? run->signal : run->exit_code << 8),
+                     argv[0]};
+    return std::move(run->out);
+}
+
+Error exec_process(const ProcessSpec& spec) {
+    auto argv = c_strings(spec.argv);
+    std::vector<char*> envp;
+    if (spec.env) envp = c_strings(*spec.env);
+    ::execve(spec.path.c_str(), argv.data(), spec.env ? envp.data() : environ);
+    return Error{fmt::format("cannot run {}: {}", spec.path, std::strerror(errno)), spec.path};
+}
+
+int propagate(const ProcessOutcome& outcome) {
+    if (outcome.signal == 0) return outcome.exit_code;
+    std::fflush(stdout);
+    std::fflush(stderr);
+    // The child already dumped core if it was going to; a second core from the wrapper would only
+    // overwrite it.
+    struct rlimit no_core {
+        0, 0
+    };
+    ::setrlimit(RLIMIT_CORE, &no_core);
+    ::signal(outcome.signal, SIG_DFL);
+    sigset_t just;
+    sigemptyset(&just);
+    sigaddset(&just, outcome.signal);
+    ::sigprocmask(SIG_UNBLOCK, &just, nullptr);
+    ::raise(outcome.signal);
+    return 128 + outcome.signal; // a signal that does not terminate (cannot happen for a kill)
+}
+
+} // namespace forge

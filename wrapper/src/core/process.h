@@ -1,0 +1,70 @@
+// Starting a program: posix_spawn, never a shell, so argv reaches it exactly as given (paths with
+// spaces or shell characters are never reinterpreted). The one runner every module uses: the
+// front end for the real nvcc (signals forwarded, its fate handed back), the toolkit probe and
+// discovery, and cuobjdump.
+#pragma once
+
+#include "core/result.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace forge {
+
+struct ProcessSpec {
+    enum class Output {
+        Inherit,    // our stdout/stderr
+        Capture,    // stdout and stderr each into its own in-memory file (no pipe to deadlock on)
+        Merged,     // both into one file, interleaved as a user would see them (into `out`)
+        StdoutOnly, // stdout captured, stderr discarded
+    };
+    std::string path;              // executable, by path (no PATH search)
+    std::vector<std::string> argv; // argv[0] included
+    // "NAME=value"; nullopt: this process's environment.
+    std::optional<std::vector<std::string>> env;
+    Output output = Output::Inherit;
+    bool null_stdin = false; // stdin from /dev/null instead of ours
+    std::string working_dir; // "" = ours
+    // SIGINT/SIGTERM/SIGHUP/SIGQUIT reaching us are passed on to the child while it runs: the
+    // front end stands in for nvcc, so Ctrl-C must reach the compiler, not just the wrapper.
+    bool forward_signals = false;
+};
+
+struct ProcessOutcome {
+    int exit_code = 0; // valid when signal == 0
+    int signal = 0;    // the signal that killed the child, 0 if it exited
+    std::string out;   // captured stdout (Merged: stdout and stderr)
+    std::string err;   // captured stderr (Capture only)
+
+    [[nodiscard]] bool succeeded() const { return signal == 0 && exit_code == 0; }
+    // The shell's view: exit code, or 128 + signal.
+    [[nodiscard]] int status_code() const { return signal != 0 ? 128 + signal : exit_code; }
+};
+
+// The current environment with `name` set to `value` (replacing an existing entry).
+std::vector<std::string> environment_with(const std::string& name, const std::string& value);
+// The current environment without the named variables.
+std::vector<std::string> environment_without(const std::vector<std::string>& names);
+
+// Spawns, waits (forwarding signals when asked) and reaps. An error only when the child could not
+// be started (the message names the file and errno); a non-zero exit is an outcome, the caller
+// decides.
+Result<ProcessOutcome> run_process(const ProcessSpec& spec);
+
+// run_process with stdout captured and stderr discarded, stdin from /dev/null; an error when the
+// program cannot start or does not exit 0. For asking a tool a question (`nvcc --version`).
+Result<std::string> run_capture(const std::vector<std::string>& argv);
+
+// Replaces this process with the program (execve). Returns only on failure.
+Error exec_process(const ProcessSpec& spec);
+
+// Ends this process the way the child ended: the same exit code, or the same signal re-raised with
+// its default disposition (no core file of our own). Returns the code to exit with if the signal
+// did not end the process.
+int propagate(const ProcessOutcome& outcome);
+
+// Writes all of `data` to `fd` (retrying short writes and EINTR).
+bool write_all(int fd, const std::string& data);
+
+} // namespace forge

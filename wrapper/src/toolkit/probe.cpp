@@ -1,0 +1,176 @@
+#include "toolkit/probe.h"
+
+#include "core/process.h"
+
+#include <cctype>
+#include <fmt/format.h>
+#include <regex>
+
+namespace forge::toolkit {
+
+namespace {
+
+// nvcc answers on stdout; its stderr (a driver warning) is not part of the answer.
+Result<std::string> ask(const std::string& exe, const std::string& arg) {
+    ProcessSpec spec;
+    spec.path = exe;
+    spec.argv = {exe};
+    if (!arg.empty()) spec.argv.push_back(arg);
+    spec.output = ProcessSpec::Output::StdoutOnly;
+    spec.null_stdin = true;
+    auto run = run_process(spec);
+    if (!run)
+        return Error{fmt::format("cannot run '{} {}': {}", exe, arg, run.error().message), exe};
+    if (!run->succeeded())
+        return Error{fmt::format("'{} {}' exited with {}", exe, arg, run->status_code()), exe};
+    return std::move(run->out);
+}
+
+} // namespace
+
+std::string CudaVersion::release() const {
+    return fmt::format("{}.{}", major, minor);
+}
+
+std::string CudaVersion::full() const {
+    return patch < 0 ? release() : fmt::format("{}.{}.{}", major, minor, patch);
+}
+
+Result<CudaVersion> parse_nvcc_version(std::string_view version_output) {
+    const std::string text(version_output);
+    std::smatch m;
+    // "release 13.0, V13.0.88": the V-string carries the patch; the release alone is the fallback.
+    static const std::regex full_re(R"(release\s+(\d+)\.(\d+)\s*,\s*V(\d+)\.(\d+)\.(\d+))");
+    if (std::regex_search(text, m, full_re)) {
+        CudaVersion v{std::stoi(m[3]), std::stoi(m[4]), std::stoi(m[5])};
+        if (v.major != std::stoi(m[1]) || v.minor != std::stoi(m[2]))
+            return Error{fmt::format("nvcc --version disagrees with itself: release {}.{} but V{}",
+                                     m[1].str(), m[2].str(), v.full())};
+        return v;
+    }
+    static const std::regex release_re(R"(release\s+(\d+)\.(\d+))");
+    if (std::regex_search(text, m, release_re))
+        return CudaVersion{std::stoi(m[1]), std::stoi(m[2])};
+    return Error{"not an nvcc --version output (no 'release X.Y, VX.Y.Z')"};
+}
+
+Result<CudaVersion> parse_version_text(std::string_view text) {
+    static const std::regex re(R"((\d+)\.(\d+)(?:\.(\d+))?)");
+    std::match_results<std::string_view::const_iterator> m;
+    if (!std::regex_match(text.begin(), text.end(), m, re)) {
+        Error e(fmt::format("'{}' is not a CUDA version (X.Y or X.Y.Z)", text));
+        e.key = std::string(text);
+        return e;
+    }
+    return CudaVersion{std::stoi(m[1].str()), std::stoi(m[2].str()),
+                       m[3].matched ? std::stoi(m[3].str()) : 0};
+}
+
+int default_sm_for(int major) {
+    return major >= 13 ? 75 : 52;
+}
+
+Result<std::set<arch::Target>> parse_target_list(std::string_view text) {
+    std::set<arch::Target> out;
+    std::size_t i = 0;
+    while (i < text.size()) {
+        while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i])))
+            ++i;
+        std::size_t start = i;
+        while (i < text.size() && !std::isspace(static_cast<unsigned char>(text[i])))
+            ++i;
+        if (start == i) break;
+        auto word = text.substr(start, i - start);
+        auto t = arch::parse_target(word);
+        if (!t) {
+            Error e{fmt::format("unexpected '{}' in nvcc --list-gpu-code output", word)};
+            e.key = std::string(word);
+            return e;
+        }
+        out.insert(*t);
+    }
+    if (out.empty()) return Error{"nvcc --list-gpu-code listed no targets"};
+    return out;
+}
+
+Result<std::set<arch::Target>> parse_help_gpu_codes(std::string_view text) {
+    // The --gpu-code entry, up to the next option entry (a line starting with "--"). Its list is
+    // the same as --gpu-architecture's in every nvcc checked (docs/nvcc-command-line.md).
+    auto at = text.find("\n--gpu-code ");
+    if (at == std::string_view::npos) return Error{"no --gpu-code entry in nvcc --help output"};
+    auto end = text.find("\n--", at + 1);
+    auto entry = text.substr(at, end == std::string_view::npos ? text.size() - at : end - at);
+    auto allowed = entry.find("Allowed values for this option:");
+    if (allowed == std::string_view::npos)
+        return Error{"no 'Allowed values' for --gpu-code in nvcc --help output"};
+    std::set<arch::Target> out;
+    static const std::regex item(R"('((?:sm|compute|lto)_[0-9]+[af]?)')");
+    auto list = entry.substr(allowed);
+    for (std::regex_iterator<std::string_view::const_iterator> it(list.begin(), list.end(), item),
+         stop;
+         it != stop; ++it) {
+        auto t = arch::parse_target((*it)[1].str());
+        if (t) out.insert(*t);
+    }
+    if (out.empty()) return Error{"empty 'Allowed values' list for --gpu-code in nvcc --help"};
+    return out;
+}
+
+Result<ToolkitCaps> probe_toolkit(const std::string& nvcc_path) {
+    ToolkitCaps caps;
+    caps.nvcc = nvcc_path;
+    auto version = ask(nvcc_path, "--version");
+    if (!version) return std::move(version).error();
+    // A copy of the wrapper named nvcc answers too; it is not a toolkit.
+    if (version->find("nvcc-forge") != std::string::npos)
+        return Error{"this is nvcc-forge, not a CUDA toolkit", nvcc_path};
+    auto v = parse_nvcc_version(*version);
+    if (!v) return std::move(v).error().in_file(nvcc_path);
+    caps.version = *v;
+    caps.default_sm = default_sm_for(caps.version.major);
+
+    auto listed = ask(nvcc_path, "--list-gpu-code");
+    if (!listed) return std::move(listed).error();
+    auto plain = parse_target_list(*listed);
+    if (!plain) return std::move(plain).error().in_file(nvcc_path);
+    for (const auto& t : *plain) {
+        caps.emittable.insert(t);
+        if (t.kind == arch::Kind::Sass)
+            caps.emittable.insert(arch::Target{arch::Kind::Ptx, t.sm, t.suffix});
+    }
+
+    if (auto help = ask(nvcc_path, "--help"))
+        if (auto all = parse_help_gpu_codes(*help)) caps.emittable.insert(all->begin(), all->end());
+    return caps;
+}
+
+std::optional<int> parse_device_query(std::string_view text) {
+    std::optional<int> lowest;
+    int value = 0;
+    bool in_number = false;
+    for (std::size_t i = 0; i <= text.size(); ++i) {
+        const bool digit = i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]));
+        if (digit) {
+            value = in_number ? value * 10 + (text[i] - '0') : text[i] - '0';
+            in_number = true;
+            if (value > 10000) return std::nullopt;
+        } else if (in_number) {
+            if (!lowest || value < *lowest) lowest = value;
+            in_number = false;
+        } else if (i < text.size() && text[i] != ',' &&
+                   !std::isspace(static_cast<unsigned char>(text[i]))) {
+            return std::nullopt; // an error message, not a list of CCs
+        }
+    }
+    return lowest;
+}
+
+std::optional<int> query_native_sm(const std::string& nvcc_path) {
+    auto slash = nvcc_path.find_last_of('/');
+    std::string dir = slash == std::string::npos ? "." : nvcc_path.substr(0, slash);
+    auto out = ask(dir + "/__nvcc_device_query", "");
+    if (!out) return std::nullopt;
+    return parse_device_query(*out);
+}
+
+} // namespace forge::toolkit
