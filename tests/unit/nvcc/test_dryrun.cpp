@@ -7,9 +7,9 @@
 // /usr/local/cuda/bin/nvcc).
 #include "caps_fixture.h"
 #include "nvcc/cmdline.h"
-#include "nvcc/probe.h"
+#include "core/process.h"
+#include "toolkit/probe.h"
 
-#include <boost/process.hpp>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -21,10 +21,12 @@
 namespace forge::nvcc {
 namespace {
 
-namespace bp = boost::process;
 namespace fs = std::filesystem;
 using arch::Kind;
 using arch::Target;
+using toolkit::probe_toolkit;
+using toolkit::query_native_sm;
+using toolkit::ToolkitCaps;
 using Argv = std::vector<std::string>;
 
 std::string nvcc_path() {
@@ -87,23 +89,25 @@ class Dryrun : public ::testing::Test {
 
     static Plan dryrun(const Argv& argv, const std::string& pre = "", const std::string& app = "") {
         Plan p;
-        auto env = boost::this_process::environment();
-        bp::environment child_env = env;
-        child_env.erase("NVCC_PREPEND_FLAGS");
-        child_env.erase("NVCC_APPEND_FLAGS");
-        if (!pre.empty()) child_env["NVCC_PREPEND_FLAGS"] = pre;
-        if (!app.empty()) child_env["NVCC_APPEND_FLAGS"] = app;
+        std::vector<std::string> child_env =
+            environment_without({"NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS"});
+        if (!pre.empty()) child_env.push_back("NVCC_PREPEND_FLAGS=" + pre);
+        if (!app.empty()) child_env.push_back("NVCC_APPEND_FLAGS=" + app);
         Argv args = argv; // -dryrun first: a trailing value-taking option must not eat it
         args.insert(args.begin(), "-dryrun");
-        bp::ipstream out;
-        std::error_code ec;
-        bp::child c(bp::exe = nvcc_path(), bp::args = args, bp::start_dir = dir_.string(),
-                    bp::env = child_env, (bp::std_out & bp::std_err) > out, bp::std_in < bp::null,
-                    ec);
-        EXPECT_FALSE(ec) << ec.message();
-        p.output.assign(std::istreambuf_iterator<char>(out), {});
-        c.wait(ec);
-        p.rc = c.exit_code();
+        args.insert(args.begin(), nvcc_path());
+        ProcessSpec spec{.path = nvcc_path(),
+                         .argv = args,
+                         .env = child_env,
+                         .output = ProcessSpec::Output::Merged,
+                         .null_stdin = true,
+                         .working_dir = dir_.string()};
+        auto ran = run_process(spec);
+        EXPECT_TRUE(ran.ok()) << (ran.ok() ? "" : ran.error().to_string());
+        if (ran.ok()) {
+            p.output = ran->out;
+            p.rc = ran->status_code();
+        }
         static const std::regex elf(R"(--image3=kind=elf,sm=([0-9]+[af]?))");
         static const std::regex ptx(R"(--image3=kind=ptx,sm=([0-9]+[af]?))");
         static const std::regex nvvm(R"(--image3=kind=nvvm,sm=([0-9]+[af]?))");
@@ -145,8 +149,8 @@ TEST_F(Dryrun, ProbeMatchesTheToolkit) {
         std::chrono::steady_clock::now() - t0);
     ASSERT_TRUE(caps.ok());
     EXPECT_LT(ms.count(), 2000);
-    EXPECT_GE(caps->major, 11);
-    EXPECT_EQ(caps->default_sm, caps->major >= 13 ? 75 : 52);
+    EXPECT_GE(caps->version.major, 11);
+    EXPECT_EQ(caps->default_sm, caps->version.major >= 13 ? 75 : 52);
     // The default the probe derives is what nvcc really does with no target flag.
     Plan plan = dryrun(kCompile);
     EXPECT_TRUE(plan.images.contains(Target{Kind::Sass, caps->default_sm, arch::Suffix::None}));
@@ -158,7 +162,7 @@ TEST_F(Dryrun, ProbeMatchesTheToolkit) {
         EXPECT_EQ(p.rc, 0) << t.name() << p.output;
     }
     // The unit tests' captured nvcc 13.0 output is what this toolkit says, if it is 13.0.
-    if (caps->major == 13 && caps->minor == 0) {
+    if (caps->version.major == 13 && caps->version.minor == 0) {
         EXPECT_EQ(names(caps->emittable), names(testing::caps13().emittable));
         EXPECT_EQ(caps->default_sm, testing::caps13().default_sm);
     }
