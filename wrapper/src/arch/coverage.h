@@ -1,5 +1,5 @@
 // What an arch list really buys: for every GPU, native (a cubin runs it), jit (only a PTX tail
-// reaches it) or dead. The rules (docs/fatbin-format.md and docs/real-world.md have the evidence):
+// reaches it) or dead. The rules (the evidence for each is in docs/real-world.md):
 //  - plain or family (f) cubin sm_X.y: CC X.z for z >= y (same major);
 //  - arch-specific (a) cubin: exactly its CC;
 //  - Tegra CCs run only their own cubin, and a Tegra cubin runs only its SoC: an sm_80 cubin gives
