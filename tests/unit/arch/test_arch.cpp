@@ -103,8 +103,10 @@ namespace {
 Gpu gpu(int sm, bool tegra = false) {
     return Gpu{sm, {}, tegra, {}};
 }
+// arch/ takes the Tegra CCs as data (policy/gpus.yml in the tools); these are that file's.
+const TegraSet kTegra({gpu(53, true), gpu(62, true), gpu(72, true), gpu(87, true), gpu(101, true)});
 Tier tier_of(std::string_view list, int sm, bool tegra = false) {
-    auto rows = coverage(parse_ok(list).targets(), {gpu(sm, tegra)});
+    auto rows = coverage(parse_ok(list).targets(), {gpu(sm, tegra)}, kTegra);
     return rows.at(0).tier;
 }
 } // namespace
@@ -138,6 +140,22 @@ TEST(Coverage, TegraNeedsItsOwnCubin) {
     EXPECT_EQ(tier_of("8.7", 89), Tier::Dead); // an Orin cubin is not a desktop 8.x cubin
     auto rows = coverage(parse_ok("8.0 8.6").targets(), {gpu(87, true)});
     EXPECT_NE(rows[0].why.find("Tegra"), std::string::npos);
+}
+
+TEST(Coverage, TegraCubinsComeFromTheGivenSet) {
+    const auto orin = parse_ok("8.7").targets();
+    const Gpu ada = gpu(89);
+    EXPECT_FALSE(sass_runs_on(orin.at(0), ada, kTegra));
+    EXPECT_TRUE(sass_runs_on(orin.at(0), ada, TegraSet{})); // not a SoC cubin: a plain 8.x one
+    // The set is read off the table: only the entries marked tegra count.
+    const TegraSet from_table({gpu(87, true), gpu(89), gpu(72, true)});
+    EXPECT_TRUE(from_table.contains(87));
+    EXPECT_TRUE(from_table.contains(72));
+    EXPECT_FALSE(from_table.contains(89));
+    EXPECT_FALSE(TegraSet{}.contains(87));
+    // coverage() without a set uses its own table's flags.
+    EXPECT_EQ(coverage(orin, {gpu(87, true), gpu(89)}).at(1).tier, Tier::Dead);
+    EXPECT_EQ(coverage(orin, {gpu(87, false), gpu(89)}).at(1).tier, Tier::Native);
 }
 
 TEST(Coverage, MajorGapNeedsSecondPtx) {

@@ -19,13 +19,21 @@ std::string_view tier_string(Tier t) {
     return "dead";
 }
 
-bool sass_runs_on(const Target& cubin, const Gpu& gpu) {
+TegraSet::TegraSet(const std::vector<Gpu>& gpus) {
+    for (const auto& g : gpus)
+        if (g.tegra) sms_.push_back(g.sm);
+}
+
+bool TegraSet::contains(int sm) const {
+    return std::find(sms_.begin(), sms_.end(), sm) != sms_.end();
+}
+
+bool sass_runs_on(const Target& cubin, const Gpu& gpu, const TegraSet& tegra) {
     if (cubin.kind != Kind::Sass) return false;
     if (cubin.sm == gpu.sm) return true;
     if (gpu.tegra || cubin.suffix == Suffix::Specific) return false;
     // A Tegra cubin is built for that SoC; it is not a desktop cubin of the major.
-    if (cubin.sm == 53 || cubin.sm == 62 || cubin.sm == 72 || cubin.sm == 87 || cubin.sm == 101)
-        return false;
+    if (tegra.contains(cubin.sm)) return false;
     return sm_major(cubin.sm) == sm_major(gpu.sm) && sm_minor(gpu.sm) >= sm_minor(cubin.sm);
 }
 
@@ -44,11 +52,16 @@ bool ptx_jits_on(const Target& ptx, const Gpu& gpu) {
 
 std::vector<CoverageRow> coverage(const std::vector<Target>& targets,
                                   const std::vector<Gpu>& gpus) {
+    return coverage(targets, gpus, TegraSet(gpus));
+}
+
+std::vector<CoverageRow> coverage(const std::vector<Target>& targets, const std::vector<Gpu>& gpus,
+                                  const TegraSet& tegra) {
     std::vector<CoverageRow> rows;
     for (const auto& gpu : gpus) {
         CoverageRow row{gpu, Tier::Dead, {}, {}};
         for (const auto& t : targets)
-            if (sass_runs_on(t, gpu)) row.via.push_back(t.name());
+            if (sass_runs_on(t, gpu, tegra)) row.via.push_back(t.name());
         if (!row.via.empty()) {
             row.tier = Tier::Native;
             row.why = fmt::format("runs the {} cubin", fmt::join(row.via, ", "));

@@ -2,8 +2,9 @@
 // reaches it) or dead. The rules (docs/arch-rules.md, "What a cubin or a PTX image reaches"):
 //  - plain or family (f) cubin sm_X.y: CC X.z for z >= y (same major);
 //  - arch-specific (a) cubin: exactly its CC;
-//  - Tegra CCs (5.3, 6.2, 7.2, 8.7, 10.1) run only their own cubin: an sm_80 cubin gives "no kernel
-//    image" on Orin 8.7 (flash-attention #1146, jax #22723): same-major is a desktop rule only;
+//  - Tegra CCs run only their own cubin, and a Tegra cubin runs only its SoC: an sm_80 cubin gives
+//    "no kernel image" on Orin 8.7 (flash-attention #1146, jax #22723). Which CCs are Tegra is
+//    data, policy/gpus.yml's `tegra: true`, handed in as a TegraSet;
 //  - PTX compute_X JITs onto every CC >= X; compute_Xa only onto X; compute_Xf only onto later
 //    minors of X's major.
 #pragma once
@@ -25,7 +26,20 @@ struct Gpu {
     std::string note;                  // why the entry is special, shown in coverage output
 };
 
-bool sass_runs_on(const Target& cubin, const Gpu& gpu);
+// The CCs of integrated (Jetson/DRIVE) parts. arch/ keeps no list of them: the set is read off a
+// GPU table (policy/gpus.yml, loaded by policy::load_gpus), so adding a SoC is one line of data.
+class TegraSet {
+  public:
+    TegraSet() = default;
+    explicit TegraSet(const std::vector<Gpu>& gpus); // the entries marked tegra
+    [[nodiscard]] bool contains(int sm) const;
+
+  private:
+    std::vector<int> sms_;
+};
+
+// `tegra` decides whether `cubin` was built for a SoC (then it runs on that CC only).
+bool sass_runs_on(const Target& cubin, const Gpu& gpu, const TegraSet& tegra);
 bool ptx_jits_on(const Target& ptx, const Gpu& gpu);
 
 struct CoverageRow {
@@ -35,7 +49,10 @@ struct CoverageRow {
     std::string why;              // one sentence: why this tier (always set)
 };
 
+// One row per entry of `gpus`, in order. The Tegra set is `gpus`' own unless given.
 std::vector<CoverageRow> coverage(const std::vector<Target>& targets, const std::vector<Gpu>& gpus);
+std::vector<CoverageRow> coverage(const std::vector<Target>& targets, const std::vector<Gpu>& gpus,
+                                  const TegraSet& tegra);
 
 // The second PTX (docs/arch-rules.md, "PTX once per major"): a major with no cubin between the
 // lowest and the highest cubin major is caught only by a PTX below it; one finding per bare gap.

@@ -5,7 +5,7 @@
 #include "cli/command.h"
 #include "cli/policy_options.h"
 #include "policy/policy_file.h"
-#include "tools/audit.h"
+#include "provenance/audit.h"
 
 #include <chrono>
 #include <fmt/format.h>
@@ -77,17 +77,17 @@ int run_audit(int argc, char** argv) {
         return kExitInput;
     }
 
-    auto files = tools::collect_audit_files(paths);
+    auto files = provenance::collect_audit_files(paths);
     if (!files) return report_error("audit", files.error());
-    std::optional<tools::Ledger> ledger;
+    std::optional<provenance::Ledger> ledger;
     if (vm.count("ledger")) {
-        auto l = tools::load_ledger(vm["ledger"].as<std::string>());
+        auto l = provenance::load_ledger(vm["ledger"].as<std::string>());
         if (!l) return report_error("audit", l.error());
         ledger = std::move(*l);
     }
     auto res = resolve_from_options(vm);
     if (!res) return report_error("audit", res.error());
-    tools::AuditPolicy policy;
+    provenance::AuditPolicy policy;
     policy.list = res->list;
     policy.source = res->source;
     policy.build_epoch = res->build_epoch;
@@ -104,17 +104,18 @@ int run_audit(int argc, char** argv) {
         policy.policy_sha256 = p->sha256;
     }
 
-    tools::AuditProgress progress;
+    provenance::AuditProgress progress;
     if (::isatty(STDERR_FILENO)) progress = ProgressBar{};
-    auto results = tools::audit_files(*files, ledger ? &*ledger : nullptr, policy, jobs, progress);
+    auto results =
+        provenance::audit_files(*files, ledger ? &*ledger : nullptr, policy, jobs, progress);
     if (files->empty()) fmt::print(stderr, "nvcc-forge audit: no wheel or shared object found\n");
 
     if (format == "json")
-        std::cout << tools::audit_to_json(results, policy).dump(2) << "\n";
+        std::cout << provenance::audit_to_json(results, policy).dump(2) << "\n";
     else
-        std::cout << tools::audit_to_text(results, policy);
+        std::cout << provenance::audit_to_text(results, policy);
     bool all_ok = std::all_of(results.begin(), results.end(),
-                              [](const auto& r) { return r.status == tools::kAuditOk; });
+                              [](const auto& r) { return r.status == provenance::kAuditOk; });
     return all_ok ? kExitOk : kExitPolicy;
 }
 

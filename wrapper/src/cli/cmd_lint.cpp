@@ -1,12 +1,12 @@
 // nvcc-forge lint SRC_DIR (--arch-list LIST | resolve options) [--format text|json]
 //   [--lint-ignore ENTRY]...
 // Arch-gated device code the list does not declare, and build scripts that decide archs
-// themselves (tools/lint.h has the rules and the lint_ignore format).
+// themselves (lint/lint.h has the rules and the lint_ignore format).
 // Exit 0 clean (or every finding ignored), 1 findings, 2 unusable input.
 #include "cli/command.h"
 #include "cli/policy_options.h"
-#include "tools/lint.h"
-#include "tools/lint_report.h"
+#include "lint/lint.h"
+#include "lint/report.h"
 
 #include <boost/program_options.hpp>
 #include <fmt/format.h>
@@ -34,7 +34,7 @@ int run_lint(int argc, char** argv) {
     if (!store_command_line(argc, argv, desc, &pos, vm, "lint")) return kExitInput;
     if (vm.count("help")) {
         std::cout << desc << "\nRules:";
-        for (auto id : tools::lint_rule_ids())
+        for (auto id : lint::lint_rule_ids())
             std::cout << ' ' << id;
         std::cout
             << "\nlint_ignore entries (package file verify.lint_ignore, --lint-ignore): GLOB or "
@@ -59,16 +59,16 @@ int run_lint(int argc, char** argv) {
         return resolution.error().exit_code;
     }
 
-    tools::LintOptions opts;
+    lint::LintOptions opts;
     opts.list = resolution->list;
-    // The GPUs a gate is checked against: --gpus or the bundled policy/gpus.yml (tegra flags
-    // included); the lint's built-in table of real CCs only when no file is given or bundled.
-    if (auto gpus = gpus_from_options(vm)) {
-        opts.gpus = std::move(*gpus);
-    } else if (vm.count("gpus")) {
+    // The GPUs a gate is checked against, Tegra flags included: --gpus or the bundled
+    // policy/gpus.yml.
+    auto gpus = gpus_from_options(vm);
+    if (!gpus) {
         fmt::print(stderr, "nvcc-forge lint: {}\n", gpus.error().to_string());
         return kExitInput;
     }
+    opts.gpus = std::move(*gpus);
     opts.ignore = resolution->lint_ignore;
     opts.ignore.insert(opts.ignore.end(), extra_ignores.begin(), extra_ignores.end());
     opts.ignore_origin = resolution->package.empty()
@@ -76,19 +76,19 @@ int run_lint(int argc, char** argv) {
                              : fmt::format("packages/{}/arch_override.yml lint_ignore / "
                                            "--lint-ignore",
                                            resolution->package);
-    auto report = tools::lint_tree(src, opts);
+    auto report = lint::lint_tree(src, opts);
     if (!report) {
         fmt::print(stderr, "nvcc-forge lint: {}\n", report.error().to_string());
         return kExitInput;
     }
     if (format == "json") {
-        std::cout << tools::lint_to_json(*report).dump(2) << "\n";
+        std::cout << lint::lint_to_json(*report).dump(2) << "\n";
         for (const auto& s : report->skipped)
             fmt::print(stderr, "nvcc-forge lint: skipped {}\n", s);
         for (const auto& u : report->unused_ignores)
             fmt::print(stderr, "nvcc-forge lint: lint_ignore entry '{}' matched no finding\n", u);
     } else {
-        std::cout << tools::lint_to_text(*report, opts.list, resolution->source);
+        std::cout << lint::lint_to_text(*report, opts.list, resolution->source);
     }
     if (report->unreadable) return kExitInput;
     return report->active_count() > 0 ? kExitPolicy : kExitOk;

@@ -5,7 +5,7 @@
 #include "cli/command.h"
 #include "cli/policy_options.h"
 #include "policy/policy_file.h"
-#include "tools/stamp.h"
+#include "provenance/stamp.h"
 
 #include <filesystem>
 #include <fmt/format.h>
@@ -63,12 +63,12 @@ int run_stamp(int argc, char** argv) {
         res->policy_sha256 = policy->sha256;
         res->build_epoch = policy->build_epoch;
     }
-    auto stamped = tools::stamp_wheel(wheel, *res, tools::process_env());
+    auto stamped = provenance::stamp_wheel(wheel, *res, provenance::process_env());
     if (!stamped) return report_error("stamp", stamped.error());
     if (vm.count("ledger")) {
-        auto appended =
-            tools::append_ledger(vm["ledger"].as<std::string>(),
-                                 std::filesystem::path(wheel).filename().string(), stamped->record);
+        auto appended = provenance::append_ledger(vm["ledger"].as<std::string>(),
+                                                  std::filesystem::path(wheel).filename().string(),
+                                                  stamped->record);
         if (!appended) return report_error("stamp", appended.error());
     }
     if (format == "json") {

@@ -1,11 +1,13 @@
 #include "frontend/config.h"
 
+#include "core/glob.h"
+
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <fnmatch.h>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -165,22 +167,10 @@ Result<toolkit::ToolkitCaps> caps_from_json(const std::string& text) {
 }
 
 bool matches_source_glob(const std::string& source, const std::vector<std::string>& globs) {
-    std::string name = fs::path(source).filename().string();
-    for (const auto& g : globs) {
-        bool whole = g.find('/') != std::string::npos;
-        if (whole) {
-            // "hopper/*.cu" matches "../hopper/x.cu" and "/abs/hopper/x.cu" too: compare the tail.
-            if (::fnmatch(g.c_str(), source.c_str(), 0) == 0) return true;
-            std::string_view s = source;
-            for (size_t pos = s.find('/'); pos != std::string_view::npos;
-                 pos = s.find('/', pos + 1))
-                if (::fnmatch(g.c_str(), std::string(s.substr(pos + 1)).c_str(), 0) == 0)
-                    return true;
-        } else if (::fnmatch(g.c_str(), name.c_str(), 0) == 0) {
-            return true;
-        }
-    }
-    return false;
+    // A source is written relative to the build's directory, not to the package root the globs
+    // are written against: "hopper/*.cu" must match "../hopper/x.cu" too.
+    return std::any_of(globs.begin(), globs.end(),
+                       [&](const std::string& g) { return glob_match_unrooted(g, source); });
 }
 
 } // namespace forge::frontend

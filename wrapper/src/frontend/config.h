@@ -70,8 +70,9 @@ Result<std::optional<EffectivePolicy>> effective_policy(const FrontendEnv& env,
                                                         const toolkit::ToolkitCaps& caps,
                                                         const std::filesystem::path& nvcc);
 
-// Does `source` (as written on the command line) match one of the globs? A glob without '/'
-// is matched against the file name, one with '/' against the whole path.
+// Does `source` (as written on the command line) match one of the globs? The dialect is
+// core/glob.h's, matched unrooted: a glob without '/' names a file (or directory) at any depth,
+// one with '/' matches the path from any component on.
 bool matches_source_glob(const std::string& source, const std::vector<std::string>& globs);
 
 } // namespace forge::frontend

@@ -52,8 +52,9 @@ bool torch_runs(const TorchBuild& build, int sm, const std::vector<arch::Gpu>& g
     arch::Gpu gpu{sm, {}, false, {}};
     for (const auto& g : gpus)
         if (g.sm == sm) gpu = g;
+    const arch::TegraSet tegra(gpus);
     return std::any_of(build.targets.begin(), build.targets.end(), [&](const arch::Target& t) {
-        return arch::sass_runs_on(t, gpu) || arch::ptx_jits_on(t, gpu);
+        return arch::sass_runs_on(t, gpu, tegra) || arch::ptx_jits_on(t, gpu);
     });
 }
 

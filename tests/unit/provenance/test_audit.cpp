@@ -1,7 +1,7 @@
 // audit: each status from crafted extensions, provenance records, the ledger, the file sweep,
 // and the JSON keys. Real nvcc-built files run through the CLI in tests/integration/provenance.
-#include "tools/audit.h"
-#include "tools/stamp.h"
+#include "provenance/audit.h"
+#include "provenance/stamp.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 
 namespace fs = std::filesystem;
 using namespace forge;
-using namespace forge::tools;
+using namespace forge::provenance;
 
 namespace {
 

@@ -1,8 +1,8 @@
-#include "tools/lint_report.h"
+#include "lint/report.h"
 
 #include <fmt/format.h>
 
-namespace forge::tools {
+namespace forge::lint {
 
 std::string lint_to_text(const LintReport& report, const arch::ArchList& list,
                          std::string_view list_source) {
@@ -44,4 +44,4 @@ nlohmann::json lint_to_json(const LintReport& report) {
     return arr;
 }
 
-} // namespace forge::tools
+} // namespace forge::lint

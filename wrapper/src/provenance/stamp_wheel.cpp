@@ -4,7 +4,7 @@
 // every untouched member's compressed bytes as they are (no recompression, order kept), then the
 // copy is flushed and renamed over the original, so a crash leaves the old wheel or the new one,
 // never half of one.
-#include "tools/stamp.h"
+#include "provenance/stamp.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -17,7 +17,7 @@
 #include <unistd.h>
 #include <zip.h>
 
-namespace forge::tools {
+namespace forge::provenance {
 namespace {
 
 constexpr zip_uint64_t kMaxTextMember = 64ull << 20; // RECORD / _build_info.json
@@ -378,4 +378,4 @@ Result<StampResult> stamp_wheel(const std::string& wheel_path, const policy::Res
     return result;
 }
 
-} // namespace forge::tools
+} // namespace forge::provenance

@@ -1,7 +1,8 @@
 // The lint never crashes and never reports outside its input: random mixes of the tokens that
 // steer its lexers and rules (quotes, comments, raw strings, brackets, directives, gates).
-#include "tools/lint.h"
-#include "tools/lint_lex.h"
+#include "helpers.h"
+#include "lint/lex.h"
+#include "lint/lint.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +10,8 @@
 #include <random>
 
 using namespace forge;
-using namespace forge::tools;
+using namespace forge::lint;
+using forge::lint::test::test_gpus;
 
 namespace {
 
@@ -129,7 +131,7 @@ TEST(LintRobust, RandomInputsNeverCrashOrEscapeTheText) {
         }
         MacroTable macros;
         macros.collect(blanked, "r.cu");
-        check_findings(lint_source_text("r.cu", text, *list, macros), text);
+        check_findings(lint_source_text("r.cu", text, *list, macros, test_gpus()), text);
         for (std::string_view path : {"setup.py", "CMakeLists.txt", "build.sh"})
             check_findings(lint_build_text(path, text, *list), text);
     }

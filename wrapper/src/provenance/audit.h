@@ -1,4 +1,4 @@
-// The fleet audit (ADR-0013 item 3): for each wheel or shared object, what it carries vs what it
+// The fleet audit (docs/policy.md): for each wheel or shared object, what it carries vs what it
 // was built to carry (its stamp, else its ledger entry) vs the current policy. Provenance is what
 // separates "the wheel is wrong" from "the config moved since"; a file without provenance is
 // compared with the current policy and marked inferred, never presented as fact.
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-namespace forge::tools {
+namespace forge::provenance {
 
 // The statuses, exactly as printed and written to JSON.
 inline constexpr std::string_view kAuditOk = "ok";
@@ -107,4 +107,4 @@ nlohmann::json audit_to_json(const std::vector<AuditResult>& results, const Audi
 std::string audit_to_text(const std::vector<AuditResult>& results, const AuditPolicy& policy);
 std::map<std::string, size_t> audit_counts(const std::vector<AuditResult>& results);
 
-} // namespace forge::tools
+} // namespace forge::provenance

@@ -1,7 +1,7 @@
 // The fleet audit: classification, the ledger, the directory sweep and the worker pool.
-#include "tools/audit.h"
+#include "provenance/audit.h"
 
-#include "tools/stamp.h"
+#include "provenance/stamp.h"
 #include "verify/gate.h"
 
 #include <algorithm>
@@ -13,7 +13,7 @@
 #include <set>
 #include <thread>
 
-namespace forge::tools {
+namespace forge::provenance {
 namespace {
 
 bool ends_with(std::string_view s, std::string_view suffix) {
@@ -304,4 +304,4 @@ std::vector<AuditResult> audit_files(const std::vector<std::string>& files, cons
     return results;
 }
 
-} // namespace forge::tools
+} // namespace forge::provenance

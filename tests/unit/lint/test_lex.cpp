@@ -1,11 +1,11 @@
-// The lint's lexers (tools/lint_lex.h): what counts as code.
-#include "tools/lint_lex.h"
+// The lint's lexers (lint/lex.h): what counts as code.
+#include "lint/lex.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
-using namespace forge::tools;
+using namespace forge::lint;
 
 namespace {
 

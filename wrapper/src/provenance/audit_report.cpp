@@ -1,9 +1,9 @@
 // Rendering audit results: one JSON object per file, and a summary table for a CI log.
-#include "tools/audit.h"
+#include "provenance/audit.h"
 
 #include <fmt/format.h>
 
-namespace forge::tools {
+namespace forge::provenance {
 namespace {
 
 nlohmann::json policy_json(const AuditPolicy& p) {
@@ -90,4 +90,4 @@ std::string audit_to_text(const std::vector<AuditResult>& results, const AuditPo
     return out;
 }
 
-} // namespace forge::tools
+} // namespace forge::provenance

@@ -1,8 +1,8 @@
 // lint_tree on fixture trees written after the real patterns (tests/fixtures/lint/): the
 // flash-attention ladder, the SageAttention whitelist, the pointnet2_ops override, NATTEN-style
 // arch-specific CMake targets, a clean tree; plus lint_ignore, the walk and its errors.
-#include "tools/lint.h"
-#include "tools/lint_report.h"
+#include "lint/lint.h"
+#include "lint/report.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 
 namespace fs = std::filesystem;
 using namespace forge;
-using namespace forge::tools;
+using namespace forge::lint;
 
 namespace {
 
@@ -37,7 +37,8 @@ std::vector<Hit> hits(const LintReport& r, bool include_ignored = true) {
     return out;
 }
 
-LintReport lint(const fs::path& root, std::string_view list, std::vector<std::string> ignore = {}) {
+LintReport lint_at(const fs::path& root, std::string_view list,
+                   std::vector<std::string> ignore = {}) {
     LintOptions o;
     o.list = L(list);
     o.ignore = std::move(ignore);
@@ -75,7 +76,7 @@ constexpr std::string_view kAdaGate = "#if __CUDA_ARCH__ >= 890\n#endif\n";
 } // namespace
 
 TEST(LintTree, FlashAttentionLadder) {
-    auto r = lint(kFixtures / "ladder", kPolicyNoAda);
+    auto r = lint_at(kFixtures / "ladder", kPolicyNoAda);
     std::vector<Hit> expected = {
         {"setup.py", 10, "script-own-arch-knob", ""}, {"setup.py", 15, "script-emits-gencode", ""},
         {"setup.py", 16, "script-emits-gencode", ""}, {"setup.py", 18, "script-emits-gencode", ""},
@@ -91,7 +92,7 @@ TEST(LintTree, FlashAttentionLadder) {
 }
 
 TEST(LintTree, SageAttentionWhitelistWithoutAda) {
-    auto r = lint(kFixtures / "whitelist", kPolicyNoAda);
+    auto r = lint_at(kFixtures / "whitelist", kPolicyNoAda);
     std::vector<Hit> expected = {
         {"csrc/qattn/attn_sm80.cu", 4, "arch-gate",
          "8.9"}, // ARCH_SM89 <= __CUDA_ARCH__ (header macro)
@@ -114,14 +115,14 @@ TEST(LintTree, SageAttentionWhitelistWithoutAda) {
 }
 
 TEST(LintTree, DeclaringTheArchsSilencesTheArchFindings) {
-    auto r = lint(kFixtures / "whitelist", "8.0 8.6 8.9 9.0a 10.0 12.0+PTX");
+    auto r = lint_at(kFixtures / "whitelist", "8.0 8.6 8.9 9.0a 10.0 12.0+PTX");
     // What is left is the script deciding for itself, which no list fixes.
     EXPECT_EQ(hits(r), (std::vector<Hit>{{"setup.py", 16, "script-reads-arch-list", ""},
                                          {"setup.py", 38, "script-emits-gencode", ""}}));
 }
 
 TEST(LintTree, Pointnet2OverrideOfTheArchList) {
-    auto r = lint(kFixtures / "override", "7.5 8.0 8.6 9.0 10.0 12.0+PTX");
+    auto r = lint_at(kFixtures / "override", "7.5 8.0 8.6 9.0 10.0 12.0+PTX");
     EXPECT_EQ(hits(r), (std::vector<Hit>{{"setup.py", 16, "explicit-target", "3.7"},
                                          {"setup.py", 16, "explicit-target", "5.0"},
                                          {"setup.py", 16, "explicit-target", "6.0"},
@@ -135,7 +136,7 @@ TEST(LintTree, Pointnet2OverrideOfTheArchList) {
 }
 
 TEST(LintTree, ArchSpecificCMakeTargets) {
-    auto r = lint(kFixtures / "cmake_specific", "8.0 9.0 10.0 12.0+PTX");
+    auto r = lint_at(kFixtures / "cmake_specific", "8.0 9.0 10.0 12.0+PTX");
     EXPECT_EQ(hits(r),
               (std::vector<Hit>{{"CMakeLists.txt", 7, "explicit-target", "9.0a"},
                                 {"CMakeLists.txt", 7, "script-sets-cuda-architectures", ""},
@@ -146,22 +147,23 @@ TEST(LintTree, ArchSpecificCMakeTargets) {
                                 {"CMakeLists.txt", 13, "explicit-target", "9.0a"},
                                 {"CMakeLists.txt", 13, "script-writes-arch-list", ""},
                                 {"csrc/hopper/fna_sm90.cu", 3, "arch-feature", "9.0a"}}));
-    auto declared = lint(kFixtures / "cmake_specific", "8.0 9.0a 10.0 12.0+PTX");
+    auto declared = lint_at(kFixtures / "cmake_specific", "8.0 9.0a 10.0 12.0+PTX");
     for (const auto& f : declared.findings)
         EXPECT_TRUE(f.rule.starts_with("script-")) << f.rule;
     EXPECT_EQ(declared.findings.size(), 5u);
 }
 
 TEST(LintTree, CleanTree) {
-    auto r = lint(kFixtures / "clean", "8.0 8.6 9.0+PTX");
+    auto r = lint_at(kFixtures / "clean", "8.0 8.6 9.0+PTX");
     EXPECT_TRUE(r.findings.empty()) << lint_to_text(r, L("8.0"));
     EXPECT_EQ(r.files_scanned, 3);
     EXPECT_EQ(r.active_count(), 0u);
 }
 
 TEST(LintTree, LintIgnoreSilencesVisibly) {
-    auto r = lint(kFixtures / "whitelist", kPolicyNoAda,
-                  {"csrc/qattn/*.cu:fp8-type", "csrc/**:arch-gate", "setup.py", "third_party/**"});
+    auto r =
+        lint_at(kFixtures / "whitelist", kPolicyNoAda,
+                {"csrc/qattn/*.cu:fp8-type", "csrc/**:arch-gate", "setup.py", "third_party/**"});
     ASSERT_EQ(r.findings.size(), 9u); // still all reported
     EXPECT_EQ(r.active_count(), 1u);
     EXPECT_EQ(r.ignored_count(), 8u);
@@ -249,11 +251,11 @@ TEST(LintTree, SingleFileAndDeterministicOrder) {
     t.write("z.cu", kAdaGate);
     t.write("a/b.cu", kAdaGate);
     t.write("a/a.cu", std::string("\n") + std::string(kAdaGate));
-    auto r = lint(t.path(), "8.0 8.6");
+    auto r = lint_at(t.path(), "8.0 8.6");
     EXPECT_EQ(hits(r), (std::vector<Hit>{{"a/a.cu", 2, "arch-gate", "8.9"},
                                          {"a/b.cu", 1, "arch-gate", "8.9"},
                                          {"z.cu", 1, "arch-gate", "8.9"}}));
-    auto one = lint(t.path() / "z.cu", "8.0 8.6");
+    auto one = lint_at(t.path() / "z.cu", "8.0 8.6");
     EXPECT_EQ(hits(one), (std::vector<Hit>{{"z.cu", 1, "arch-gate", "8.9"}}));
 }
 
@@ -263,7 +265,7 @@ TEST(LintTree, UnreadableFileMakesTheScanIncomplete) {
     t.write("a.cu", kAdaGate);
     t.write("b.cu", kAdaGate);
     fs::permissions(t.path() / "b.cu", fs::perms::none);
-    auto r = lint(t.path(), "8.0 8.6");
+    auto r = lint_at(t.path(), "8.0 8.6");
     EXPECT_TRUE(r.unreadable);
     EXPECT_EQ(hits(r), (std::vector<Hit>{{"a.cu", 1, "arch-gate", "8.9"}}));
     ASSERT_EQ(r.skipped.size(), 1u);

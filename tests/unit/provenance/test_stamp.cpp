@@ -1,7 +1,7 @@
 // stamp: the record, RECORD lines, the wheel rewrite (members byte for byte, RECORD, re-stamp),
 // the ledger, and bad input.
 #include "policy/sha256.h"
-#include "tools/stamp.h"
+#include "provenance/stamp.h"
 
 #include <gtest/gtest.h>
 
@@ -15,7 +15,7 @@
 
 namespace fs = std::filesystem;
 using namespace forge;
-using namespace forge::tools;
+using namespace forge::provenance;
 
 namespace {
 

@@ -1,12 +1,12 @@
 // Rendering a lint report: text for people, JSON for CI (a list of findings).
 #pragma once
 
-#include "tools/lint.h"
+#include "lint/lint.h"
 
 #include <nlohmann/json.hpp>
 #include <string>
 
-namespace forge::tools {
+namespace forge::lint {
 
 // One line per finding:
 //   csrc/q.cu:12: arch-gate: __CUDA_ARCH__ >= 890 (needs 8.9; list has 8.0 8.6 9.0+PTX) — why
@@ -21,4 +21,4 @@ std::string lint_to_text(const LintReport& report, const arch::ArchList& list,
 //   "ignored_by" (null when active)}, ...]
 nlohmann::json lint_to_json(const LintReport& report);
 
-} // namespace forge::tools
+} // namespace forge::lint

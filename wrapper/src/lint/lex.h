@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-namespace forge::tools {
+namespace forge::lint {
 
 // C, C++ and CUDA: comments (// with line continuations, /* */) and the contents of string and
 // character literals (escapes, raw strings R"d(...)d", u8/u/U/L prefixes) become spaces. Digit
@@ -38,4 +38,4 @@ ScriptText lex_script(std::string_view text, ScriptDialect dialect);
 // 1-based line of byte `offset` in `text`.
 int line_of(std::string_view text, std::size_t offset);
 
-} // namespace forge::tools
+} // namespace forge::lint

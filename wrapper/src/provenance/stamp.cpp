@@ -1,5 +1,5 @@
 // The stamp record, RECORD lines and the ledger; the wheel rewrite is in stamp_wheel.cpp.
-#include "tools/stamp.h"
+#include "provenance/stamp.h"
 
 #include "policy/sha256.h"
 
@@ -13,7 +13,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-namespace forge::tools {
+namespace forge::provenance {
 
 EnvLookup process_env() {
     return [](std::string_view name) -> std::optional<std::string> {
@@ -282,4 +282,4 @@ Status append_ledger(const std::string& ledger_path, std::string_view wheel_file
     return ok_status();
 }
 
-} // namespace forge::tools
+} // namespace forge::provenance

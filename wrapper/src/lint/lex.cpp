@@ -1,8 +1,8 @@
-#include "tools/lint_lex.h"
+#include "lint/lex.h"
 
 #include <algorithm>
 
-namespace forge::tools {
+namespace forge::lint {
 namespace {
 
 bool is_ident_start(char c) {
@@ -344,4 +344,4 @@ int line_of(std::string_view text, std::size_t offset) {
                    std::count(text.begin(), text.begin() + static_cast<long>(offset), '\n'));
 }
 
-} // namespace forge::tools
+} // namespace forge::lint

@@ -1,4 +1,4 @@
-// Provenance (ADR-0013 item 3): `nvcc-forge stamp` writes what a build asked for into the wheel
+// Provenance (docs/policy.md): `nvcc-forge stamp` writes what a build asked for into the wheel
 // (<package>/_build_info.json, RECORD updated) and into a ledger (JSON lines keyed by wheel
 // filename), so an audit can later tell "the wheel never matched its own ask" from "the policy
 // moved since". Stamping records; it never judges the wheel (that is verify's job).
@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-namespace forge::tools {
+namespace forge::provenance {
 
 inline constexpr int kBuildInfoSchema = 1;
 inline constexpr std::string_view kBuildInfoName = "_build_info.json";
@@ -102,4 +102,4 @@ Result<std::optional<StampFound>> read_stamp(const std::string& wheel_path);
 Status append_ledger(const std::string& ledger_path, std::string_view wheel_filename,
                      const nlohmann::json& record);
 
-} // namespace forge::tools
+} // namespace forge::provenance
