@@ -64,18 +64,13 @@ int run_audit(int argc, char** argv) {
                    kUsage, os.str());
         return kExitOk;
     }
-    if (paths.empty()) {
-        fmt::print(stderr, "nvcc-forge audit: no PATH given\nusage: {}\n", kUsage);
-        return kExitInput;
-    }
-    if (format != "text" && format != "json") {
-        fmt::print(stderr, "nvcc-forge audit: --format must be text or json, not '{}'\n", format);
-        return kExitInput;
-    }
-    if (vm.count("jobs") && jobs < 1) {
-        fmt::print(stderr, "nvcc-forge audit: --jobs must be at least 1, not {}\n", jobs);
-        return kExitInput;
-    }
+    if (paths.empty())
+        return report_error("audit", Error(fmt::format("no PATH given\nusage: {}", kUsage)));
+    if (format != "text" && format != "json")
+        return report_error("audit",
+                            Error(fmt::format("--format must be text or json, not '{}'", format)));
+    if (vm.count("jobs") && jobs < 1)
+        return report_error("audit", Error(fmt::format("--jobs must be at least 1, not {}", jobs)));
 
     auto files = provenance::collect_audit_files(paths);
     if (!files) return report_error("audit", files.error());

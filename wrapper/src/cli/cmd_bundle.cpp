@@ -87,10 +87,7 @@ int run_bundle(int argc, char** argv) {
         std::cout << desc << "\nExit: 0 ok, 2 unusable input (missing toolkit, failed compile).\n";
         return kExitOk;
     }
-    auto fail = [](const Error& e) {
-        fmt::print(stderr, "nvcc-forge bundle: {}\n", e.to_string());
-        return e.exit_code;
-    };
+    auto fail = [](const Error& e) { return report_error("bundle", e); };
     if (source.empty()) return fail(Error("no SRC.cu given"));
     if (symbol.empty()) return fail(Error("--symbol NAME is required"));
     if (!bundle::is_c_identifier(symbol)) {

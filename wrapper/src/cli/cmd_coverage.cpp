@@ -57,24 +57,20 @@ int run_coverage(int argc, char** argv) {
         vm.count("format") ? vm["format"].as<std::string>() : (matrix ? "html" : "text");
     if (matrix) {
         if (format != "html" && format != "json") {
-            fmt::print(stderr, "nvcc-forge coverage: --matrix renders html or json, not '{}'\n",
-                       format);
-            return kExitInput;
+            return report_error(
+                "coverage", Error(fmt::format("--matrix renders html or json, not '{}'", format)));
         }
         if (vm.count("arch-list")) {
-            fmt::print(
-                stderr,
-                "nvcc-forge coverage: --matrix covers the policy cells; it takes no --arch-list\n");
-            return kExitInput;
+            return report_error("coverage",
+                                Error("--matrix covers the policy cells; it takes no --arch-list"));
         }
         return run_matrix(vm, format);
     }
     if (format != "text" && format != "json" && format != "markdown") {
-        fmt::print(stderr,
-                   "nvcc-forge coverage: unknown --format '{}' (text, json, markdown; html needs "
-                   "--matrix)\n",
-                   format);
-        return kExitInput;
+        return report_error(
+            "coverage",
+            Error(fmt::format("unknown --format '{}' (text, json, markdown; html needs --matrix)",
+                              format)));
     }
     auto res = resolve_from_options(vm);
     if (!res) return report_error("coverage", res.error());

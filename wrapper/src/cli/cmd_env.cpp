@@ -38,27 +38,20 @@ int cmd_env(int argc, char** argv) {
     std::string out;
     if (vm.count("mode")) {
         const auto mode = vm["mode"].as<std::string>();
-        if (auto m = frontend::parse_mode(mode, "--mode"); !m) {
-            fmt::print(stderr, "nvcc-forge env: --mode: {}\n", m.error().message);
-            return kExitInput;
-        }
+        if (auto m = frontend::parse_mode(mode, "--mode"); !m)
+            return report_error("env", Error("--mode: " + m.error().message));
     }
     if (vm.count("shim")) {
         std::error_code ec;
         auto dir = std::filesystem::absolute(vm["shim"].as<std::string>(), ec);
-        if (!frontend::is_shim(dir)) {
-            fmt::print(stderr,
-                       "nvcc-forge env: {} is not a shim root; create it with nvcc-forge shim "
-                       "--cuda-home <cuda> --out {}\n",
-                       dir.string(), dir.string());
-            return kExitInput;
-        }
+        if (!frontend::is_shim(dir))
+            return report_error("env",
+                                Error(fmt::format("{} is not a shim root; create it with "
+                                                  "nvcc-forge shim --cuda-home <cuda> --out {}",
+                                                  dir.string(), dir.string())));
     }
     auto res = resolve_from_options(vm);
-    if (!res) {
-        fmt::print(stderr, "nvcc-forge env: {}\n", res.error().to_string());
-        return res.error().exit_code;
-    }
+    if (!res) return report_error("env", res.error());
     const std::string list = res->list.to_string();
     out += export_line("NVCC_FORGE_ARCH_LIST", list);
     if (auto torch = res->list.to_torch(); torch.ok()) {

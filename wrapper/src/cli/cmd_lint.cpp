@@ -45,29 +45,19 @@ int run_lint(int argc, char** argv) {
                "Exit: 0 clean, 1 findings, 2 unusable input.\n";
         return kExitOk;
     }
-    if (src.empty()) {
-        fmt::print(stderr, "nvcc-forge lint: no SRC_DIR given\n");
-        return kExitInput;
-    }
-    if (format != "text" && format != "json") {
-        fmt::print(stderr, "nvcc-forge lint: --format must be text or json, not '{}'\n", format);
-        return kExitInput;
-    }
+    if (src.empty()) return report_error("lint", Error("no SRC_DIR given"));
+    if (format != "text" && format != "json")
+        return report_error("lint",
+                            Error(fmt::format("--format must be text or json, not '{}'", format)));
     auto resolution = resolve_from_options(vm);
-    if (!resolution) {
-        fmt::print(stderr, "nvcc-forge lint: {}\n", resolution.error().to_string());
-        return resolution.error().exit_code;
-    }
+    if (!resolution) return report_error("lint", resolution.error());
 
     lint::LintOptions opts;
     opts.list = resolution->list;
     // The GPUs a gate is checked against, Tegra flags included: --gpus or the bundled
     // policy/gpus.yml.
     auto gpus = gpus_from_options(vm);
-    if (!gpus) {
-        fmt::print(stderr, "nvcc-forge lint: {}\n", gpus.error().to_string());
-        return kExitInput;
-    }
+    if (!gpus) return report_error("lint", gpus.error());
     opts.gpus = std::move(*gpus);
     opts.ignore = resolution->lint_ignore;
     opts.ignore.insert(opts.ignore.end(), extra_ignores.begin(), extra_ignores.end());
@@ -77,10 +67,7 @@ int run_lint(int argc, char** argv) {
                                            "--lint-ignore",
                                            resolution->package);
     auto report = lint::lint_tree(src, opts);
-    if (!report) {
-        fmt::print(stderr, "nvcc-forge lint: {}\n", report.error().to_string());
-        return kExitInput;
-    }
+    if (!report) return report_error("lint", report.error());
     if (format == "json") {
         std::cout << lint::lint_to_json(*report).dump(2) << "\n";
         for (const auto& s : report->skipped)

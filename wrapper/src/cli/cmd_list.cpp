@@ -3,6 +3,7 @@
 // One row per fatbin entry (every section, every fatbin). Exit 0, or 2 when any file is
 // unreadable (the others are still listed) or when `both` finds a difference.
 #include "binary/cuobjdump.h"
+#include "binary/entry_json.h"
 #include "binary/reader.h"
 #include "cli/command.h"
 #include "cli/policy_options.h"
@@ -13,63 +14,11 @@
 #include <iostream>
 #include <optional>
 #include <string_view>
-#include <type_traits>
 
 namespace po = boost::program_options;
 
 namespace forge::cli {
 namespace {
-
-// JSON is written by hand: nlohmann's DOM costs more than reading the whole file on libraries
-// with thousands of entries, and `list` is meant to take milliseconds.
-std::string json_string(std::string_view s) {
-    std::string out = "\"";
-    for (char c : s) {
-        switch (c) {
-        case '"':
-            out += "\\\"";
-            break;
-        case '\\':
-            out += "\\\\";
-            break;
-        case '\n':
-            out += "\\n";
-            break;
-        case '\t':
-            out += "\\t";
-            break;
-        case '\r':
-            out += "\\r";
-            break;
-        default:
-            if (static_cast<unsigned char>(c) < 0x20)
-                out += fmt::format("\\u{:04x}", static_cast<int>(c));
-            else
-                out += c;
-        }
-    }
-    return out + "\"";
-}
-
-template <class T> std::string json_optional(const std::optional<T>& v) {
-    if (!v) return "null";
-    if constexpr (std::is_same_v<T, std::string>)
-        return json_string(*v);
-    else
-        return fmt::format("{}", *v);
-}
-
-std::string to_json(const binary::Entry& e) {
-    return fmt::format(
-        "  {{\"file\": {}, \"member\": {}, \"section\": {}, \"fatbin\": {}, \"fatbin_offset\": {}, "
-        "\"offset\": {}, \"kind\": \"{}\", \"arch\": \"{}\", \"compression\": \"{}\", \"size\": "
-        "{}, "
-        "\"uncompressed_size\": {}, \"stub\": {}, \"kernels\": {}, \"toolkit\": {}}}",
-        json_string(e.file), json_optional(e.member), json_string(e.section), e.fatbin_index,
-        e.fatbin_offset, e.entry_offset, arch::kind_string(e.target.kind), e.target.name(),
-        binary::compression_string(e.compression), e.payload_size, e.uncompressed_size,
-        e.stub ? "true" : "false", json_optional(e.kernels), json_optional(e.toolkit));
-}
 
 void print_table(const std::vector<binary::Entry>& rows, bool toolkit) {
     std::vector<std::vector<std::string>> cells;
@@ -132,30 +81,21 @@ int run_list(int argc, char** argv) {
                      "--backend both).\n";
         return kExitOk;
     }
-    if (files.empty()) {
-        fmt::print(stderr, "nvcc-forge list: no FILE given\n");
-        return kExitInput;
-    }
-    if (format != "text" && format != "json") {
-        fmt::print(stderr, "nvcc-forge list: --format must be text or json, not '{}'\n", format);
-        return kExitInput;
-    }
-    if (backend != "native" && backend != "cuobjdump" && backend != "both") {
-        fmt::print(stderr,
-                   "nvcc-forge list: --backend must be native, cuobjdump or both, not '{}'\n",
-                   backend);
-        return kExitInput;
-    }
+    if (files.empty()) return report_error("list", Error("no FILE given"));
+    if (format != "text" && format != "json")
+        return report_error("list",
+                            Error(fmt::format("--format must be text or json, not '{}'", format)));
+    if (backend != "native" && backend != "cuobjdump" && backend != "both")
+        return report_error(
+            "list",
+            Error(fmt::format("--backend must be native, cuobjdump or both, not '{}'", backend)));
     const bool toolkit = vm["toolkit"].as<bool>();
     const bool all = vm["all"].as<bool>();
     std::string cuobjdump;
     if (backend != "native") {
         auto found = binary::locate_cuobjdump(
             cuobjdump_path.empty() ? std::nullopt : std::optional<std::string>(cuobjdump_path));
-        if (!found) {
-            fmt::print(stderr, "nvcc-forge list: {}\n", found.error().to_string());
-            return kExitInput;
-        }
+        if (!found) return report_error("list", found.error());
         cuobjdump = *found;
     }
 
@@ -169,30 +109,27 @@ int run_list(int argc, char** argv) {
         if (backend == "cuobjdump") {
             auto r = binary::read_entries_cuobjdump(cuobjdump, f, all);
             if (!r) {
-                fmt::print(stderr, "nvcc-forge list: {}\n", r.error().to_string());
-                rc = kExitInput;
+                rc = report_error("list", r.error());
                 continue;
             }
             entries = std::move(*r);
         } else {
             auto r = binary::read_entries(f, opts);
             if (!r) {
-                fmt::print(stderr, "nvcc-forge list: {}\n", r.error().to_string());
-                rc = kExitInput;
+                rc = report_error("list", r.error());
                 continue;
             }
             entries = std::move(*r);
             if (backend == "both") {
                 auto other = binary::read_entries_cuobjdump(cuobjdump, f, all);
                 if (!other) {
-                    fmt::print(stderr, "nvcc-forge list: {}\n", other.error().to_string());
-                    rc = kExitInput;
+                    rc = report_error("list", other.error());
                 } else {
                     auto diffs = binary::compare_with_cuobjdump(entries, *other, all);
                     for (const auto& d : diffs)
-                        fmt::print(stderr, "nvcc-forge list: {}: differs from cuobjdump{}: {}\n", f,
-                                   all ? " -all" : "", d);
-                    if (!diffs.empty()) rc = kExitInput;
+                        rc = report_error("list",
+                                          Error(fmt::format("{}: differs from cuobjdump{}: {}", f,
+                                                            all ? " -all" : "", d)));
                 }
             }
         }
@@ -202,12 +139,7 @@ int run_list(int argc, char** argv) {
     }
 
     if (format == "json") {
-        std::string out = "[";
-        for (std::size_t i = 0; i < rows.size(); ++i) {
-            out += i ? ",\n" : "\n";
-            out += to_json(rows[i]);
-        }
-        out += rows.empty() ? "]\n" : "\n]\n";
+        const std::string out = binary::entries_json(rows);
         std::fwrite(out.data(), 1, out.size(), stdout);
     } else {
         if (!rows.empty()) print_table(rows, toolkit);

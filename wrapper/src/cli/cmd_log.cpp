@@ -37,21 +37,13 @@ int cmd_log(int argc, char** argv) {
         fmt::print("{}", fmt::format("{}", fmt::streamed(desc)));
         return kExitOk;
     }
-    if (!vm.count("file")) {
-        fmt::print(stderr, "nvcc-forge log summarize: FILE is required\n");
-        return kExitInput;
-    }
+    if (!vm.count("file")) return report_error("log summarize", Error("FILE is required"));
     const auto format = vm["format"].as<std::string>();
-    if (format != "text" && format != "json") {
-        fmt::print(stderr, "nvcc-forge log summarize: --format must be text or json, not '{}'\n",
-                   format);
-        return kExitInput;
-    }
+    if (format != "text" && format != "json")
+        return report_error("log summarize",
+                            Error(fmt::format("--format must be text or json, not '{}'", format)));
     auto summary = frontend::summarize_log(vm["file"].as<std::string>());
-    if (!summary) {
-        fmt::print(stderr, "nvcc-forge log summarize: {}\n", summary.error().to_string());
-        return kExitInput;
-    }
+    if (!summary) return report_error("log summarize", summary.error());
     fmt::print("{}", format == "json" ? frontend::summary_json(*summary)
                                       : frontend::summary_text(*summary));
     if (vm.count("fail-on-drop") && summary->records_with_drops > 0) return kExitPolicy;

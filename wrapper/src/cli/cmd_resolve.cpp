@@ -25,12 +25,10 @@ int run_resolve(int argc, char** argv) {
             "[--package NAME] [--policy FILE] [--packages-dir DIR] [--format F]"))
         return *rc;
     std::string format = vm["format"].as<std::string>();
-    if (format != "torch" && format != "gencode" && format != "cmake" && format != "json") {
-        fmt::print(stderr,
-                   "nvcc-forge resolve: unknown --format '{}' (torch, gencode, cmake, json)\n",
-                   format);
-        return kExitInput;
-    }
+    if (format != "torch" && format != "gencode" && format != "cmake" && format != "json")
+        return report_error(
+            "resolve",
+            Error(fmt::format("unknown --format '{}' (torch, gencode, cmake, json)", format)));
     auto res = resolve_from_options(vm);
     if (!res) return report_error("resolve", res.error());
     if (format == "json") {

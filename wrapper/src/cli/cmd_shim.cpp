@@ -1,6 +1,7 @@
 // nvcc-forge shim --cuda-home /usr/local/cuda --out DIR: a shadow CUDA root whose bin/nvcc is the
 // wrapper (for CUDA_HOME=DIR builds: torch.utils.cpp_extension, CMake's CUDAToolkit).
 #include "cli/command.h"
+#include "cli/policy_options.h"
 #include "core/paths.h"
 #include "core/result.h"
 #include "frontend/shim.h"
@@ -26,18 +27,15 @@ int cmd_shim(int argc, char** argv) {
         po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
         po::notify(vm);
     } catch (const po::error& e) {
-        fmt::print(stderr, "nvcc-forge shim: {}\n{}", e.what(),
-                   fmt::format("{}", fmt::streamed(desc)));
-        return kExitInput;
+        const int rc = report_error("shim", Error(e.what()));
+        fmt::print(stderr, "{}", fmt::format("{}", fmt::streamed(desc)));
+        return rc;
     }
     if (vm.count("help")) {
         fmt::print("{}", fmt::format("{}", fmt::streamed(desc)));
         return kExitOk;
     }
-    if (!vm.count("out")) {
-        fmt::print(stderr, "nvcc-forge shim: --out DIR is required\n");
-        return kExitInput;
-    }
+    if (!vm.count("out")) return report_error("shim", Error("--out DIR is required"));
     frontend::ShimPlan plan;
     if (vm.count("cuda-home"))
         plan.cuda_home = vm["cuda-home"].as<std::string>();
@@ -47,10 +45,7 @@ int cmd_shim(int argc, char** argv) {
         plan.cuda_home = "/usr/local/cuda";
     plan.out = vm["out"].as<std::string>();
     plan.wrapper = wrapper_exe();
-    if (auto st = frontend::make_shim(plan); !st) {
-        fmt::print(stderr, "nvcc-forge shim: {}\n", st.error().to_string());
-        return kExitInput;
-    }
+    if (auto st = frontend::make_shim(plan); !st) return report_error("shim", st.error());
     std::error_code ec;
     fmt::print("{}\n", std::filesystem::absolute(plan.out, ec).string());
     return kExitOk;

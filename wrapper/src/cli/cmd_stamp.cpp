@@ -38,20 +38,16 @@ int run_stamp(int argc, char** argv) {
         fmt::print("{}\nexit codes: 0 stamped, 2 unusable input or usage\n", os.str());
         return kExitOk;
     }
-    if (wheels.size() != 1) {
-        fmt::print(stderr, "nvcc-forge stamp: give exactly one WHEEL ({} given)\nusage: {}\n",
-                   wheels.size(), kUsage);
-        return kExitInput;
-    }
-    if (format != "text" && format != "json") {
-        fmt::print(stderr, "nvcc-forge stamp: --format must be text or json, not '{}'\n", format);
-        return kExitInput;
-    }
+    if (wheels.size() != 1)
+        return report_error("stamp",
+                            Error(fmt::format("give exactly one WHEEL ({} given)\nusage: {}",
+                                              wheels.size(), kUsage)));
+    if (format != "text" && format != "json")
+        return report_error("stamp",
+                            Error(fmt::format("--format must be text or json, not '{}'", format)));
     const std::string& wheel = wheels.front();
-    if (!std::filesystem::is_regular_file(wheel)) {
-        fmt::print(stderr, "nvcc-forge stamp: {}: no such wheel\n", wheel);
-        return kExitInput;
-    }
+    if (!std::filesystem::is_regular_file(wheel))
+        return report_error("stamp", Error(fmt::format("{}: no such wheel", wheel)));
     auto res = resolve_from_options(vm);
     if (!res) return report_error("stamp", res.error());
     // --arch-list skips the resolver, but an explicit --policy still names the policy the build

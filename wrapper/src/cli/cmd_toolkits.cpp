@@ -31,11 +31,9 @@ int run_toolkits(int argc, char** argv) {
                "and pip-installed nvidia/cu*/bin/nvcc and nvidia/cuda_nvcc/bin/nvcc.\n";
         return kExitOk;
     }
-    if (format != "text" && format != "json") {
-        fmt::print(stderr, "nvcc-forge toolkits: --format must be text or json, not '{}'\n",
-                   format);
-        return kExitInput;
-    }
+    if (format != "text" && format != "json")
+        return report_error("toolkits",
+                            Error(fmt::format("--format must be text or json, not '{}'", format)));
     auto report = toolkit::discover_toolkits(toolkit::DiscoveryInputs::from_process());
     if (vm["verbose"].as<bool>())
         for (const auto& s : report.skipped)

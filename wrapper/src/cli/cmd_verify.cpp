@@ -51,33 +51,20 @@ int run_verify(int argc, char** argv) {
         std::cout << desc << "\nExit: 0 pass, 1 fail, 2 unreadable input.\n";
         return kExitOk;
     }
-    if (files.empty()) {
-        fmt::print(stderr, "nvcc-forge verify: no FILE given\n");
-        return kExitInput;
-    }
-    if (format != "text" && format != "json") {
-        fmt::print(stderr, "nvcc-forge verify: --format must be text or json, not '{}'\n", format);
-        return kExitInput;
-    }
-    if (backend != "native") {
-        fmt::print(stderr, "nvcc-forge verify: --backend must be native\n");
-        return kExitInput;
-    }
+    if (files.empty()) return report_error("verify", Error("no FILE given"));
+    if (format != "text" && format != "json")
+        return report_error("verify",
+                            Error(fmt::format("--format must be text or json, not '{}'", format)));
+    if (backend != "native") return report_error("verify", Error("--backend must be native"));
 
     auto resolution = resolve_from_options(vm);
-    if (!resolution) {
-        fmt::print(stderr, "nvcc-forge verify: {}\n", resolution.error().to_string());
-        return resolution.error().exit_code;
-    }
+    if (!resolution) return report_error("verify", resolution.error());
     verify::Options opts;
     opts.source = backend;
     opts.allow_extra = vm["allow-extra"].as<bool>();
     opts.allow_pure_python = vm["allow-pure-python"].as<bool>() || resolution->allow_pure_python;
     auto waivers = parse_waivers(allow_missing);
-    if (!waivers) {
-        fmt::print(stderr, "nvcc-forge verify: {}\n", waivers.error().to_string());
-        return kExitInput;
-    }
+    if (!waivers) return report_error("verify", waivers.error());
     opts.waivers = std::move(*waivers);
     for (const auto& t : resolution->allow_missing)
         opts.waivers.push_back(
@@ -87,10 +74,7 @@ int run_verify(int argc, char** argv) {
                                   resolution->package)});
     for (const auto& spec : max_toolkit) {
         auto m = verify::parse_max_toolkit(spec);
-        if (!m) {
-            fmt::print(stderr, "nvcc-forge verify: {}\n", m.error().to_string());
-            return kExitInput;
-        }
+        if (!m) return report_error("verify", m.error());
         opts.max_toolkit.push_back(*m);
     }
 
@@ -101,7 +85,7 @@ int run_verify(int argc, char** argv) {
     for (const auto& f : files) {
         Result<std::vector<binary::Extension>> exts = binary::read_extensions(f, ro);
         if (!exts) {
-            fmt::print(stderr, "nvcc-forge verify: {}\n", exts.error().to_string());
+            report_error("verify", exts.error());
             unreadable = true;
             continue;
         }

@@ -34,10 +34,7 @@ int run_verify_bundle(int argc, char** argv) {
         std::cout << desc << "\nExit: 0 pass, 1 mismatch, 2 unusable input.\n";
         return kExitOk;
     }
-    auto fail = [](const Error& e) {
-        fmt::print(stderr, "nvcc-forge verify-bundle: {}\n", e.to_string());
-        return e.exit_code;
-    };
+    auto fail = [](const Error& e) { return report_error("verify-bundle", e); };
     if (header_path.empty()) return fail(Error("no HEADER.h given"));
     if (layout_path.empty()) return fail(Error("--layout LAYOUT.yml is required"));
     std::ifstream in(header_path, std::ios::binary);

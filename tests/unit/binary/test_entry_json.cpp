@@ -1,0 +1,61 @@
+// binary::entries_json, the `list --format json` writer: its exact bytes (one entry per line,
+// nulls for unread fields) and the string escapes.
+#include "binary/entry_json.h"
+
+#include <gtest/gtest.h>
+
+namespace forge::binary {
+namespace {
+
+Entry sample() {
+    Entry e;
+    e.file = "lib/_C.so";
+    e.section = ".nv_fatbin";
+    e.fatbin_offset = 16;
+    e.entry_offset = 80;
+    e.fatbin_index = 1;
+    e.target = *arch::parse_target("sm_90a");
+    e.compression = Compression::Zstd;
+    e.payload_size = 4096;
+    e.uncompressed_size = 9000;
+    return e;
+}
+
+TEST(EntryJson, EscapesQuotesBackslashesAndControlBytes) {
+    EXPECT_EQ(json_string("plain"), "\"plain\"");
+    EXPECT_EQ(json_string("a\"b\\c"), "\"a\\\"b\\\\c\"");
+    EXPECT_EQ(json_string("\n\t\r"), "\"\\n\\t\\r\"");
+    EXPECT_EQ(json_string(std::string("\x01\x1f", 2)), "\"\\u0001\\u001f\"");
+    EXPECT_EQ(json_string("caf\xc3\xa9"), "\"caf\xc3\xa9\""); // UTF-8 passes through
+}
+
+TEST(EntryJson, OneEntryWithUnreadFieldsAsNull) {
+    EXPECT_EQ(entry_json(sample()),
+              "  {\"file\": \"lib/_C.so\", \"member\": null, \"section\": \".nv_fatbin\", "
+              "\"fatbin\": 1, \"fatbin_offset\": 16, \"offset\": 80, \"kind\": \"sass\", "
+              "\"arch\": \"sm_90a\", \"compression\": \"zstd\", \"size\": 4096, "
+              "\"uncompressed_size\": 9000, \"stub\": false, \"kernels\": null, \"toolkit\": "
+              "null}");
+}
+
+TEST(EntryJson, InspectedFieldsAndMember) {
+    Entry e = sample();
+    e.member = "pkg/_C.so";
+    e.stub = true;
+    e.kernels = 3;
+    e.toolkit = "13.0";
+    const std::string j = entry_json(e);
+    EXPECT_NE(j.find("\"member\": \"pkg/_C.so\""), std::string::npos) << j;
+    EXPECT_NE(j.find("\"stub\": true, \"kernels\": 3, \"toolkit\": \"13.0\"}"), std::string::npos)
+        << j;
+}
+
+TEST(EntryJson, ArrayLayout) {
+    EXPECT_EQ(entries_json({}), "[]\n");
+    const std::string one = entry_json(sample());
+    EXPECT_EQ(entries_json({sample()}), "[\n" + one + "\n]\n");
+    EXPECT_EQ(entries_json({sample(), sample()}), "[\n" + one + ",\n" + one + "\n]\n");
+}
+
+} // namespace
+} // namespace forge::binary
