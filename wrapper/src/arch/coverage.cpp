@@ -84,7 +84,7 @@ std::vector<CoverageRow> coverage(const std::vector<Target>& targets, const std:
                 std::any_of(targets.begin(), targets.end(), [&](const Target& t) {
                     return t.kind == Kind::Sass && sm_major(t.sm) == sm_major(gpu.sm);
                 });
-            // Printed by `coverage`, so worded as before: "ADR-0012's tier list" is the earlier
+            // Printed by `coverage`, so worded as before: the "tier list" it names is the earlier
             // reading that counted Tegra CCs as same-major native (docs/arch-rules.md).
             if (same_major_cubin)
                 row.why += fmt::format("; Tegra CC {} does not run desktop sm_{}x cubins (needs "

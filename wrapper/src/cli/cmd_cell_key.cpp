@@ -1,6 +1,7 @@
 // nvcc-forge cell-key: a stable key of a build cell (sha256 over cuda/torch/python/platform/
 // package, the resolved list and build_epoch); a build_epoch bump changes every key, so an arch
-// policy change rebuilds wheels instead of serving old-arch ones forever (ADR-0013).
+// policy change rebuilds wheels instead of serving old-arch ones forever (docs/arch-rules.md,
+// "Provenance and build_epoch").
 #include "cli/command.h"
 #include "cli/policy_options.h"
 

@@ -1,6 +1,7 @@
 // The resolve options shared by every subcommand that needs "the policy" (resolve, coverage,
 // verify, lint, stamp, audit, env, cell-key): --arch-list LIST, or --cuda/--torch/--platform/
-// --python/--package/--policy/--packages-dir. INTERFACE CONTRACT, implemented by the policy owner.
+// --python/--package/--policy/--packages-dir. INTERFACE CONTRACT: every command reads the policy
+// through it.
 #pragma once
 
 #include "core/result.h"

@@ -57,8 +57,8 @@ std::string cc_list(const std::vector<const arch::CoverageRow*>& rows) {
     return parts.empty() ? std::string("none") : fmt::format("{}", fmt::join(parts, " "));
 }
 
-// Printed by `coverage` (a test asserts its start), so worded as before: "ADR-0012's second PTX"
-// is the PTX below a major gap (docs/arch-rules.md, "PTX once per major").
+// Printed by `coverage` (a test asserts its start), so worded as before: the "second PTX" it
+// names is the PTX below a major gap (docs/arch-rules.md, "PTX once per major").
 std::string gap_sentence(const arch::GapFinding& g) {
     if (g.has_ptx_net)
         return fmt::format("major {} has no cubin; {} PTX below it is the JIT net", g.major, g.net);
@@ -276,7 +276,7 @@ std::vector<MatrixCell> policy_matrix(const PolicyData& policy, const PackageOve
             torches = it->second.releases;
         for (const auto& torch : torches)
             add_cell(cuda, torch, {"linux_aarch64"});
-        // Printed note, worded as in resolve.cpp: "ADR-0012's table" is the PyTorch snapshot
+        // Printed note, worded as in resolve.cpp: the "table" it names is the PyTorch snapshot
         // torch_runnable was read from (policy/arch_policy.yml).
         if (!policy.torch_runnable_aarch64.count(cuda) && cells.back().resolution)
             cells.back().resolution->notes.push_back(

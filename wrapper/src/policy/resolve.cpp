@@ -213,7 +213,7 @@ Result<Resolution> resolve_loaded(const ResolveRequest& req, const PolicyData& p
         const char* table_name = aarch64 ? "torch_runnable_aarch64" : "torch_runnable";
         auto it = table.find(cuda);
         if (it == table.end() && aarch64) {
-            // Printed note (resolve output), worded as before: "the ADR-0012 table" is the PyTorch
+            // Printed note (resolve output), worded as before: the "table" it names is the PyTorch
             // snapshot torch_runnable was read from (policy/arch_policy.yml).
             res.notes.push_back(
                 fmt::format("torch clamp not applied: no torch_runnable_aarch64[{}] row (the "

@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""The code's own layout, checked: a module includes only the modules its forge_module() DEPS
+name (and what those depend on), docs/DEVELOPING.md's module map has exactly the modules the build
+declares, and no comment cites a document that a clone does not have."""
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
+import forge_test as ft  # noqa: E402
+
+# Front ends over the library: what each may include besides the modules' own closure.
+FRONT_ENDS = {"entry": {"frontend"}, "cli": None}  # None: every module
+
+
+def declared_modules(t):
+    """{module: set(direct deps)} from the forge_module() calls of wrapper/CMakeLists.txt."""
+    text = ft.read(t.src("wrapper", "CMakeLists.txt"))
+    mods = {}
+    for m in re.finditer(r"^forge_module\((\w+)([^)]*)\)", text, re.M):
+        name, rest = m.group(1), m.group(2)
+        deps = re.search(r"DEPS\s+([\w\s]+?)(?:\s+LIBS\b|$)", rest.strip())
+        mods[name] = set(deps.group(1).split()) if deps else set()
+    if not mods:
+        ft.fail("no forge_module() call found in wrapper/CMakeLists.txt")
+    return mods
+
+
+def closure(mods, name):
+    seen, todo = set(), list(mods.get(name, ()))
+    while todo:
+        d = todo.pop()
+        if d not in seen:
+            seen.add(d)
+            todo.extend(mods.get(d, ()))
+    return seen
+
+
+def includes(path):
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for n, line in enumerate(f, 1):
+            m = re.match(r'\s*#\s*include\s+"([\w]+)/', line)
+            if m:
+                yield n, m.group(1)
+
+
+def violations(src_root, mods):
+    """(file:line, module, included module) for each include the DEPS do not allow."""
+    out = []
+    dirs = sorted(d for d in os.listdir(src_root) if os.path.isdir(os.path.join(src_root, d)))
+    for d in dirs:
+        if d in FRONT_ENDS:
+            extra = FRONT_ENDS[d]
+            allowed = set(mods) if extra is None else set().union(*(closure(mods, e) | {e} for e in extra))
+        elif d in mods:
+            allowed = closure(mods, d)
+        else:
+            out.append((d, d, "(a source folder no forge_module() declares)"))
+            continue
+        allowed = allowed | {d}
+        for name in sorted(os.listdir(os.path.join(src_root, d))):
+            if not name.endswith((".h", ".cpp")):
+                continue
+            path = os.path.join(src_root, d, name)
+            for n, inc in includes(path):
+                if inc in mods or inc in FRONT_ENDS:
+                    if inc not in allowed:
+                        out.append((f"{d}/{name}:{n}", d, inc))
+    return out
+
+
+@ft.case("layout.module_includes")
+def module_includes(t):
+    mods = declared_modules(t)
+    for name, deps in mods.items():
+        ft.check(deps <= set(mods), f"forge_module({name}) depends on undeclared {sorted(deps - set(mods))}")
+        ft.check(name not in closure(mods, name), f"module {name} depends on itself (a cycle)")
+    bad = violations(t.src("wrapper", "src"), mods)
+    ft.check(not bad, "includes outside the DEPS:\n" + "\n".join(f"  {w}: {m} includes {i}/" for w, m, i in bad))
+    # The check itself must see a violation: a scratch tree whose arch/ includes policy/.
+    scratch = t.path("src")
+    ft.write(os.path.join(scratch, "arch", "x.cpp"), '#include "policy/resolve.h"\n')
+    ft.write(os.path.join(scratch, "core", "y.h"), '#include "core/result.h"\n')
+    got = violations(scratch, {"core": set(), "arch": {"core"}, "policy": {"arch"}})
+    ft.check_eq(got, [("arch/x.cpp:1", "arch", "policy")], "scratch violations")
+
+
+@ft.case("layout.module_map")
+def module_map(t):
+    mods = set(declared_modules(t))
+    text = ft.read(t.src("docs", "DEVELOPING.md"))
+    section = text.split("## Module map", 1)
+    ft.check(len(section) == 2, "docs/DEVELOPING.md has no '## Module map' section")
+    body = section[1].split("\n## ", 1)[0]
+    rows = set(re.findall(r"^\| `(\w+)/` \|", body, re.M))
+    ft.check_eq(sorted(rows), sorted(mods), "modules in the map vs forge_module() calls")
+
+
+CITATION = re.compile(r"shared/(notes|seeds)|\bADR[- ]?\d{2,}|\bthe seeds?\b", re.I)
+
+
+def comment_text(path, line):
+    s = line.strip()
+    if path.endswith((".h", ".cpp")):
+        if s.startswith("//") or s.startswith("*") or s.startswith("/*"):
+            return s
+        i = s.find("// ")
+        return s[i:] if i >= 0 else ""
+    if path.endswith((".yml", ".yaml", ".cmake", ".txt", ".py", ".sh")) or os.path.basename(path) == "CMakeLists.txt":
+        return s if s.startswith("#") else ""
+    return ""
+
+
+def citations(roots):
+    out = []
+    for root in roots:
+        for dirpath, _, files in os.walk(root):
+            if "fixtures" in dirpath.split(os.sep):
+                continue
+            for name in files:
+                path = os.path.join(dirpath, name)
+                try:
+                    lines = open(path, encoding="utf-8").read().splitlines()
+                except (UnicodeDecodeError, OSError):
+                    continue
+                for n, line in enumerate(lines, 1):
+                    c = comment_text(path, line)
+                    if c and CITATION.search(c):
+                        out.append(f"{os.path.relpath(path, t_src_root)}:{n}: {c[:100]}")
+    return out
+
+
+t_src_root = ""
+
+
+@ft.case("layout.comments_cite_the_repo")
+def comments_cite_the_repo(t):
+    global t_src_root
+    t_src_root = t.src()
+    roots = [t.src(d) for d in ("wrapper", "cmake", "policy", "packages", "tests", ".ci")]
+    found = citations(roots)
+    ft.check(not found, "comments citing documents outside the repo (write the fact into docs/):\n"
+             + "\n".join("  " + f for f in found))
+    # every docs/*.md a comment points at exists
+    missing = []
+    for root in roots:
+        for dirpath, _, files in os.walk(root):
+            for name in files:
+                path = os.path.join(dirpath, name)
+                try:
+                    text = open(path, encoding="utf-8").read()
+                except (UnicodeDecodeError, OSError):
+                    continue
+                for m in re.finditer(r"docs/([\w.-]+\.md)", text):
+                    if not os.path.exists(t.src("docs", m.group(1))):
+                        missing.append(f"{os.path.relpath(path, t.src())}: docs/{m.group(1)}")
+    ft.check(not missing, "links to docs that do not exist:\n" + "\n".join("  " + m for m in sorted(set(missing))))
+    # the scan itself must find a citation
+    probe = t.path("probe")
+    ft.write(os.path.join(probe, "a.cpp"), "int x; // see ../shared/notes/fatbin-format.md\n")
+    ft.write(os.path.join(probe, "b.yml"), "# ADR-0012 says so\nreason: ok\n")
+    t_src_root = t.work
+    ft.check_eq(len(citations([probe])), 2, "citations found in the probe tree")
+
+
+sys.exit(ft.main())
