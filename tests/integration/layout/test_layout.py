@@ -163,4 +163,29 @@ def comments_cite_the_repo(t):
     ft.check_eq(len(citations([probe])), 2, "citations found in the probe tree")
 
 
+REPO_PATH = re.compile(r"(?<![\w/.-])((?:wrapper|tests|policy|packages|bench|\.ci)/[A-Za-z0-9_./-]+\.(?:h|cpp|py|yml|sh|md|cu))")
+
+
+def stale_paths(root, docs):
+    out = []
+    for doc in docs:
+        text = ft.read(os.path.join(root, doc))
+        for m in REPO_PATH.finditer(text):
+            if not os.path.exists(os.path.join(root, m.group(1))):
+                out.append(f"{doc}: {m.group(1)}")
+    return sorted(set(out))
+
+
+@ft.case("layout.docs_name_real_files")
+def docs_name_real_files(t):
+    docs = ["README.md", "packages/README.md"] + [
+        os.path.join("docs", n) for n in sorted(os.listdir(t.src("docs"))) if n.endswith(".md")]
+    bad = stale_paths(t.src(), docs)
+    ft.check(not bad, "docs name files the repo does not have:\n" + "\n".join("  " + b for b in bad))
+    probe = t.path("probe")
+    ft.write(os.path.join(probe, "d.md"), "see `wrapper/src/nowhere/x.h` and `tests/CMakeLists.txt`\n")
+    ft.write(os.path.join(probe, "tests", "CMakeLists.txt"), "\n")
+    ft.check_eq(stale_paths(probe, ["d.md"]), ["d.md: wrapper/src/nowhere/x.h"], "stale paths in the probe")
+
+
 sys.exit(ft.main())
