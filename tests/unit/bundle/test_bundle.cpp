@@ -237,6 +237,26 @@ TEST(BundleLayoutTest, ParsesInOrderAndRejectsWithLines) {
     }
 }
 
+TEST(BundleLayoutTest, IsReadWithTheStrictYamlRules) {
+    // a key given twice would otherwise be read as its first value, silently
+    auto dup = parse_bundle_layout("blobs:\n  - toolkit: \"12.8\"\n    toolkit: \"13.0\"\n"
+                                   "    sms: [90]\n",
+                                   "layout.yml");
+    ASSERT_FALSE(dup.ok());
+    EXPECT_EQ(dup.error().line.value_or(-1), 3) << dup.error().to_string();
+    EXPECT_NE(dup.error().message.find("duplicate key"), std::string::npos) << dup.error().message;
+    auto unknown =
+        parse_bundle_layout("blobs:\n  - {toolkit: \"12.8\", sms: [90], sm: 1}\n", "layout.yml");
+    ASSERT_FALSE(unknown.ok());
+    EXPECT_EQ(unknown.error().key, "sm");
+    EXPECT_NE(unknown.error().message.find("allowed: toolkit, sms"), std::string::npos)
+        << unknown.error().message;
+    auto top =
+        parse_bundle_layout("blobs:\n  - {toolkit: \"12.8\", sms: [90]}\nextra: 1\n", "layout.yml");
+    ASSERT_FALSE(top.ok());
+    EXPECT_EQ(top.error().line.value_or(-1), 3) << top.error().to_string();
+}
+
 TEST(VerifyBundleTest, HonestBundlePasses) {
     auto check = verify_bundle(sample_bundle(), layout_of(kGoodLayout), "h.h",
                                fake_reader(honest_contents()));

@@ -80,6 +80,7 @@ TEST(SmToolkitPolicyTest, UnquotedAtLeastIsAYamlErrorWithLine) {
     auto p = parse_sm_toolkit("90: \"==12.8\"\n110: >=13.0\n", "pol.yml");
     ASSERT_FALSE(p.ok());
     EXPECT_EQ(p.error().line, 2) << p.error().to_string();
+    EXPECT_NE(p.error().message.find("quote specs"), std::string::npos) << p.error().message;
 }
 
 TEST(SmToolkitPolicyTest, DuplicateAndNonNumericKeysAreErrors) {

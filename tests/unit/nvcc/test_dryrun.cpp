@@ -6,8 +6,8 @@
 // tests/integration/nvcc/test_nvcc.py. Skipped without nvcc (FORGE_REAL_NVCC, else
 // /usr/local/cuda/bin/nvcc).
 #include "caps_fixture.h"
-#include "nvcc/cmdline.h"
 #include "core/process.h"
+#include "nvcc/cmdline.h"
 #include "toolkit/probe.h"
 
 #include <chrono>
@@ -187,16 +187,51 @@ TEST_F(Dryrun, PassthroughCallsParse) {
 // Whenever nvcc accepts one of the random lines (the same pool, bases and seed as the Python
 // case), the model reads it.
 TEST_F(Dryrun, RandomLinesParse) {
-    const Argv pool = {"-c", "-dc", "k.cu", "k.cu", "-o", "k.o", "-arch=sm_80", "-arch", "sm_90a",
-                       "compute_90", "-arch=all-major", "-code=sm_90", "-code", "sm_90,compute_90",
-                       "-gencode", "arch=compute_80,code=[sm_80,compute_80]",
-                       "arch=compute_100f,code=sm_103", "-gencode=arch=compute_90a,code=sm_90a",
-                       "--generate-code=arch=compute_120,code=compute_120", "-dlto", "-Xptxas", "-v",
-                       "-t", "2", "-lineinfo", "-x", "cu", "h.cpp", "-dlink", "a.o", "-rdc=true",
-                       "-arch=lto_90", "--gpu-code", "lto_80", "-arch=sm_100f", "-Xnvlink",
-                       "-arch=compute_80", "-fatbin", "-ptx", "-E"};
-    const std::vector<Argv> bases = {words("-c k.cu -o k.o"), words("-dc k.cu -o k.o"),
-                                     words("-dlink a.o -o d.o"), words("k.cu -o app"), {}};
+    const Argv pool = {"-c",
+                       "-dc",
+                       "k.cu",
+                       "k.cu",
+                       "-o",
+                       "k.o",
+                       "-arch=sm_80",
+                       "-arch",
+                       "sm_90a",
+                       "compute_90",
+                       "-arch=all-major",
+                       "-code=sm_90",
+                       "-code",
+                       "sm_90,compute_90",
+                       "-gencode",
+                       "arch=compute_80,code=[sm_80,compute_80]",
+                       "arch=compute_100f,code=sm_103",
+                       "-gencode=arch=compute_90a,code=sm_90a",
+                       "--generate-code=arch=compute_120,code=compute_120",
+                       "-dlto",
+                       "-Xptxas",
+                       "-v",
+                       "-t",
+                       "2",
+                       "-lineinfo",
+                       "-x",
+                       "cu",
+                       "h.cpp",
+                       "-dlink",
+                       "a.o",
+                       "-rdc=true",
+                       "-arch=lto_90",
+                       "--gpu-code",
+                       "lto_80",
+                       "-arch=sm_100f",
+                       "-Xnvlink",
+                       "-arch=compute_80",
+                       "-fatbin",
+                       "-ptx",
+                       "-E"};
+    const std::vector<Argv> bases = {words("-c k.cu -o k.o"),
+                                     words("-dc k.cu -o k.o"),
+                                     words("-dlink a.o -o d.o"),
+                                     words("k.cu -o app"),
+                                     {}};
     std::mt19937 rng(2026);
     int accepted = 0;
     for (int round = 0; round < 250; ++round) {

@@ -1,5 +1,7 @@
 #include "bundle/pin.h"
 
+#include "policy/yaml_util.h"
+
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
@@ -53,13 +55,13 @@ std::optional<int> parse_sm_key(const std::string& s) {
 } // namespace
 
 Result<SmToolkitPolicy> parse_sm_toolkit(std::string_view yaml_text, const std::string& file) {
-    YAML::Node root;
-    try {
-        root = YAML::Load(std::string(yaml_text));
-    } catch (const YAML::Exception& ex) {
-        return at_line(fmt::format("invalid YAML: {} (quote specs: \">=13.0\")", ex.msg), file,
-                       ex.mark.line + 1);
+    auto loaded = policy::yamlx::load_text(yaml_text, file);
+    if (!loaded) {
+        Error e = loaded.error();
+        e.message += " (quote specs: \">=13.0\")"; // an unquoted >=13.0 is YAML syntax
+        return e;
     }
+    const YAML::Node root = *loaded;
     if (!root.IsMap() || root.size() == 0)
         return at_line("expected a map of SM to toolkit spec, e.g. 90: \"==12.8\"", file,
                        root.IsDefined() && !root.IsNull() ? root.Mark().line + 1 : 1);

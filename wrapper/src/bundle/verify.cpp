@@ -1,5 +1,7 @@
 #include "bundle/verify.h"
 
+#include "policy/yaml_util.h"
+
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
@@ -13,12 +15,10 @@ namespace forge::bundle {
 
 namespace {
 
+// Errors name the node's line (none for a synthesised node) and the key path (blobs[1].sms).
 Error layout_error(std::string msg, const std::string& file, const YAML::Node& at,
                    std::string key = {}) {
-    Error e(std::move(msg), file);
-    e.line = at.Mark().line + 1;
-    e.key = std::move(key);
-    return e;
+    return policy::yamlx::error_at(file, at, std::move(key), std::move(msg));
 }
 
 std::string release_of(std::string_view version) { // "12.8.93" -> "12.8"
@@ -38,20 +38,13 @@ std::string sm_names(const std::vector<int>& sms) {
 } // namespace
 
 Result<BundleLayout> parse_bundle_layout(std::string_view yaml_text, const std::string& file) {
-    YAML::Node root;
-    try {
-        root = YAML::Load(std::string(yaml_text));
-    } catch (const YAML::Exception& ex) {
-        Error e(fmt::format("invalid YAML: {}", ex.msg), file);
-        e.line = ex.mark.line + 1;
-        return e;
-    }
+    auto loaded = policy::yamlx::load_text(yaml_text, file);
+    if (!loaded) return loaded.error();
+    const YAML::Node root = *loaded;
     if (!root.IsMap() || !root["blobs"])
         return layout_error("expected a map with `blobs:`", file, root, "blobs");
-    for (const auto& kv : root)
-        if (kv.first.Scalar() != "blobs")
-            return layout_error(fmt::format("unknown key '{}'", kv.first.Scalar()), file, kv.first,
-                                kv.first.Scalar());
+    if (auto keys = policy::yamlx::check_map(file, root, "the bundle layout", {"blobs"}); !keys)
+        return keys.error();
     const YAML::Node blobs = root["blobs"];
     if (!blobs.IsSequence() || blobs.size() == 0)
         return layout_error("`blobs:` must be a non-empty list of {toolkit, sms}", file, blobs,
@@ -63,10 +56,8 @@ Result<BundleLayout> parse_bundle_layout(std::string_view yaml_text, const std::
         const std::string where = fmt::format("blobs[{}]", i);
         if (!b.IsMap())
             return layout_error(where + " must be a map {toolkit, sms}", file, b, where);
-        for (const auto& kv : b)
-            if (kv.first.Scalar() != "toolkit" && kv.first.Scalar() != "sms")
-                return layout_error(fmt::format("unknown key '{}'", kv.first.Scalar()), file,
-                                    kv.first, where + "." + kv.first.Scalar());
+        if (auto keys = policy::yamlx::check_map(file, b, where, {"toolkit", "sms"}); !keys)
+            return keys.error();
         LayoutBlob lb;
         lb.line = b.Mark().line + 1;
         const YAML::Node tk = b["toolkit"];
