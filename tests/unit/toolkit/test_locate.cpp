@@ -1,5 +1,6 @@
 // find_real_nvcc: the tools' view of locate_real_nvcc (the front end's rules are tested in
 // tests/unit/frontend/test_locate_shim.cpp).
+#include "fake_nvcc.h"
 #include "toolkit/locate.h"
 
 #include <cstdlib>
@@ -13,9 +14,7 @@ using namespace forge::toolkit;
 
 namespace {
 
-std::string fixtures() {
-    return std::string(FORGE_TEST_FIXTURES) + "/toolkit";
-}
+using toolkit_test::fake_nvcc;
 
 struct EnvGuard {
     std::string name;
@@ -31,25 +30,6 @@ struct EnvGuard {
             ::unsetenv(name.c_str());
     }
 };
-
-// A stand-in nvcc that prints captured real output (13.0 --version / --help / --list-gpu-code).
-std::filesystem::path fake_nvcc(const std::string& version_dir, bool with_help) {
-    auto dir =
-        std::filesystem::temp_directory_path() / ("forge_fake_nvcc_" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir);
-    auto path = dir / "nvcc";
-    std::ofstream out(path);
-    std::string fx = fixtures() + "/" + version_dir;
-    out << "#!/bin/sh\ncase \"$1\" in\n"
-        << "  --version) cat '" << fx << "/version.txt' ;;\n"
-        << "  --help) " << (with_help ? "cat '" + fx + "/help.txt'" : "echo 'no help here'")
-        << " ;;\n"
-        << "  --list-gpu-code) cat '" << fx << "/list-gpu-code.txt' ;;\n"
-        << "  *) exit 1 ;;\nesac\n";
-    out.close();
-    std::filesystem::permissions(path, std::filesystem::perms::owner_all);
-    return path;
-}
 
 } // namespace
 

@@ -1,6 +1,7 @@
 // The probe: nvcc's --version / --list-gpu-code / --help parsed from captured output, and a
 // stand-in nvcc (a shell script replaying that output) probed end to end.
 #include "core/process.h"
+#include "fake_nvcc.h"
 #include "toolkit/probe.h"
 
 #include <cstdlib>
@@ -16,8 +17,9 @@ using namespace forge::toolkit;
 namespace {
 
 std::string fixtures() {
-    return std::string(FORGE_TEST_FIXTURES) + "/toolkit";
+    return toolkit_test::toolkit_fixtures();
 }
+using toolkit_test::fake_nvcc;
 
 arch::Target T(std::string_view name) {
     auto t = arch::parse_target(name);
@@ -30,25 +32,6 @@ std::string read(const std::string& path) {
     std::ostringstream ss;
     ss << in.rdbuf();
     return ss.str();
-}
-
-// A stand-in nvcc that prints captured real output (13.0 --version / --help / --list-gpu-code).
-std::filesystem::path fake_nvcc(const std::string& version_dir, bool with_help) {
-    auto dir =
-        std::filesystem::temp_directory_path() / ("forge_fake_nvcc_" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir);
-    auto path = dir / "nvcc";
-    std::ofstream out(path);
-    std::string fx = fixtures() + "/" + version_dir;
-    out << "#!/bin/sh\ncase \"$1\" in\n"
-        << "  --version) cat '" << fx << "/version.txt' ;;\n"
-        << "  --help) " << (with_help ? "cat '" + fx + "/help.txt'" : "echo 'no help here'")
-        << " ;;\n"
-        << "  --list-gpu-code) cat '" << fx << "/list-gpu-code.txt' ;;\n"
-        << "  *) exit 1 ;;\nesac\n";
-    out.close();
-    std::filesystem::permissions(path, std::filesystem::perms::owner_all);
-    return path;
 }
 
 } // namespace
