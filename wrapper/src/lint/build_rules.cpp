@@ -285,6 +285,16 @@ void scan_python_env(Finder& f, std::string_view code, const ScriptText& st,
     }
 }
 
+// A build script's use of TORCH_CUDA_ARCH_LIST: writing it overrides the list the build was given,
+// reading it means the script decides the targets itself.
+void note_arch_list_use(Finder& f, std::size_t start, std::string_view line, bool write,
+                        bool read) {
+    if (write)
+        f.add(start, "script-writes-arch-list", squeeze(line), "", std::string(kWhyWrites));
+    else if (read)
+        f.add(start, "script-reads-arch-list", squeeze(line), "", std::string(kWhyReads));
+}
+
 void scan_cmake_env(Finder& f, std::string_view code, const LineIndex& lines) {
     std::size_t pos = 0;
     while ((pos = code.find(kArchListVar, pos)) != std::string_view::npos) {
@@ -303,10 +313,7 @@ void scan_cmake_env(Finder& f, std::string_view code, const LineIndex& lines) {
         bool read = env ? head.ends_with("$") || cmd.ends_with("DEFINED")
                         : before.ends_with("${") || cmd.ends_with("DEFINED") ||
                               lcmd.ends_with("if(") || lcmd.ends_with("list(");
-        if (write)
-            f.add(start, "script-writes-arch-list", squeeze(line), "", std::string(kWhyWrites));
-        else if (read)
-            f.add(start, "script-reads-arch-list", squeeze(line), "", std::string(kWhyReads));
+        note_arch_list_use(f, start, line, write, read);
     }
     // $ENV{FLASH_ATTN_CUDA_ARCHS}
     pos = 0;
@@ -336,10 +343,7 @@ void scan_shell_env(Finder& f, std::string_view code, const LineIndex& lines) {
         bool assign =
             a.starts_with("=") || a.starts_with(":=") || a.starts_with("?=") || a.starts_with("+=");
         bool write = !read && (assign || skip_ws_back(before).ends_with("unset"));
-        if (write)
-            f.add(start, "script-writes-arch-list", squeeze(line), "", std::string(kWhyWrites));
-        else if (read)
-            f.add(start, "script-reads-arch-list", squeeze(line), "", std::string(kWhyReads));
+        note_arch_list_use(f, start, line, write, read);
     }
     pos = 0;
     while ((pos = code.find('$', pos)) != std::string_view::npos) {
