@@ -17,6 +17,8 @@ looks for ``nvcc-forge`` on ``PATH`` or in ``NvccForge_EXECUTABLE``).
   enable_language(CUDA)
   add_library(myext MODULE kernels.cu)
   forge_assert_fatbin(myext)                       # POST_BUILD: nvcc-forge verify
+  add_subdirectory(third_party/vendored)           # or FetchContent_MakeAvailable(...)
+  forge_assert_fatbin(vendored_lib)                # or forge_assert_fatbin(ALL) for every one
 
 Variables
 ^^^^^^^^^
@@ -49,11 +51,28 @@ Commands
     forge_assert_fatbin(<target> [ARCH_LIST <list>] [PACKAGE <pkg>] [ALLOW_MISSING <sm_X>...]
                         [ALLOW_PURE_PYTHON] [ALLOW_EXTRA] [MAX_TOOLKIT <SM=X.Y>...])
 
-  Adds a ``POST_BUILD`` step running ``nvcc-forge verify`` on ``$<TARGET_FILE:target>``: a
-  target whose fatbin does not equal the list fails the build, with the verify table in the build
-  log. Without ``ARCH_LIST`` or ``PACKAGE`` it checks against the list ``forge_arch_resolve``
+  Runs ``nvcc-forge verify`` on ``$<TARGET_FILE:target>`` once the target is built: a target
+  whose fatbin does not equal the list fails the build, with the verify table in the build log.
+  Without ``ARCH_LIST`` or ``PACKAGE`` it checks against the list ``forge_arch_resolve``
   produced -- never against the target's own ``CUDA_ARCHITECTURES``, which would move both sides of
   the comparison: a target that narrows its own list must fail, not pass.
+
+  ``<target>`` is a static, shared or module library or an executable of this build (an ``ALIAS``
+  names its target), created anywhere. One created in the calling directory gets a ``POST_BUILD``
+  step, so ``cmake --build --target <target>`` is gated too. One from another directory -- a
+  vendored ``add_subdirectory``, ``FetchContent``, which hard-code their own lists more often than
+  not -- gets a target ``forge_verify_<target>`` in ``ALL`` that depends on it (CMake allows
+  ``POST_BUILD`` only in the target's own directory); it reruns when the binary or the list
+  changes. A target is gated once.
+
+  ``forge_assert_fatbin(ALL [<options>])`` gates, with the same options, every shared library,
+  module and executable of the build that compiles CUDA (a source whose language is CUDA) or links
+  a static or object library of the build that does, as their device code ends up in its binary.
+  It runs at the end of the top-level ``CMakeLists.txt`` (``cmake_language(DEFER)``), so it may be
+  called before the ``add_subdirectory`` or ``FetchContent_MakeAvailable`` that create the
+  targets; a target gated by name keeps its own options. Targets that ``ALL`` does not build
+  (``EXCLUDE_FROM_ALL``, or in such a directory) and static libraries (gated through what links
+  them) are left out. The configure log lists the gated targets.
 
 .. command:: forge_use_wrapper
 
@@ -67,6 +86,14 @@ Commands
   compares against is the list recorded by ``forge_arch_resolve``. CMake does not run compiler
   launchers on the device-link step; ``-rdc`` projects that need injection there should set
   ``CMAKE_CUDA_COMPILER`` to an nvcc-forge shim instead (``nvcc-forge shim``).
+
+  Subprojects that set their own ``CMAKE_CUDA_COMPILER_LAUNCHER``, or a target's
+  ``CUDA_COMPILER_LAUNCHER``, would bypass the variable: at the end of the top-level
+  ``CMakeLists.txt`` every target of the build that compiles CUDA gets nvcc-forge in front of its
+  own launcher, which is kept after it; the configure log names those targets. What it cannot
+  reach is named in a warning: an ``ExternalProject`` is a build of its own (hand it the launcher
+  in its ``CMAKE_ARGS``). Compiles outside CMake's targets (``add_custom_command`` running nvcc)
+  and targets created later (another deferred call) are not seen.
 #]=======================================================================]
 
 include_guard(GLOBAL)
@@ -221,12 +248,9 @@ function(_forge_gate target verify args)
     return()
   endif()
   # add_custom_command(TARGET) is refused outside the target's own directory, so a target from
-  # add_subdirectory or FetchContent gets a gate target in ALL. Its stamp is named after the
-  # command, so a changed list reruns verify with the Makefile generators too (they do not track
-  # a command's text), and is written only when verify passed.
-  string(SHA1 key "${command}")
-  string(SUBSTRING "${key}" 0 12 key)
-  set(stamp "${CMAKE_CURRENT_BINARY_DIR}/forge_verify_${target}-${key}-$<CONFIG>.stamp")
+  # add_subdirectory or FetchContent gets a gate target in ALL. Its stamp is written only when
+  # verify passed; both generators rerun a custom command whose text changed (a new list).
+  set(stamp "${CMAKE_CURRENT_BINARY_DIR}/forge_verify_${target}$<CONFIG>.stamp")
   add_custom_command(OUTPUT "${stamp}"
     COMMAND ${command}
     COMMAND ${CMAKE_COMMAND} -E touch "${stamp}"
@@ -330,6 +354,9 @@ function(_forge_gate_all)
   if(gated)
     list(JOIN gated ", " names)
     message(STATUS "forge_assert_fatbin(ALL): gating ${names}")
+  elseif(gated_before)
+    list(JOIN gated_before ", " names)
+    message(STATUS "forge_assert_fatbin(ALL): nothing more to gate (by name: ${names})")
   else()
     message(WARNING "forge_assert_fatbin(ALL): no shared library, module or executable with CUDA "
                     "sources in this build: nothing is gated")
@@ -385,7 +412,12 @@ function(_forge_launcher_compose out existing)
     list(GET existing 0 first)
     if(at EQUAL 0 OR first STREQUAL CMAKE_COMMAND)
       math(EXPR at "${at} + 1")
-      list(SUBLIST existing ${at} -1 existing)
+      list(LENGTH existing n)
+      if(at LESS n)
+        list(SUBLIST existing ${at} -1 existing)
+      else()
+        set(existing "")
+      endif()
     else()
       list(REMOVE_ITEM existing "${exe}")
     endif()

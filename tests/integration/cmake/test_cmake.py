@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """ForgeArch end to end: tests/integration/cmake/project configured and built with the real nvcc,
 with both generators, in each scenario the project's CASE selects (pass, narrow, observe, inject),
-and once through find_package(NvccForge) from an installed tree."""
+and once through find_package(NvccForge) from an installed tree; tests/fixtures/cmake/subprojects
+(targets from add_subdirectory and FetchContent with their own lists and launchers) gated by name,
+by ALL, and routed through the wrapper."""
 import os
 import sys
 
@@ -12,8 +14,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 GENERATORS = ("Ninja", "Unix Makefiles")
 
 
-def build(t, gen, case, mode):
-    """Configures and builds the project for `case`; returns (build rc, log text, build dir)."""
+def build(t, gen, case, mode, project=os.path.join(HERE, "project"), defs=(), build_args=()):
+    """Configures and builds `project` for `case`; returns (build rc, log text, build dir, fail)."""
     bdir = t.work
     log_path = os.path.join(bdir, "log")
     log = []
@@ -21,9 +23,9 @@ def build(t, gen, case, mode):
     def fail(msg):
         ft.fail(f"{msg}\n---- build log\n" + "".join(log))
 
-    cfg = ["-S", os.path.join(HERE, "project"), "-B", os.path.join(bdir, "b"), "-G", gen, f"-DCASE={case}",
+    cfg = ["-S", project, "-B", os.path.join(bdir, "b"), "-G", gen, f"-DCASE={case}",
            f"-DFORGE_SOURCE_DIR={t.source}", f"-DFORGE_PACKAGES_DIR={t.fixtures('cmake', 'packages')}",
-           "-DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc"]
+           "-DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc", *defs]
     if mode == "find_package":
         prefix = os.path.join(bdir, "prefix")
         r = t.run(["cmake", "--install", t.build, "--prefix", prefix])
@@ -44,7 +46,7 @@ def build(t, gen, case, mode):
     if r.rc != 0:
         ft.write(log_path, "".join(log))
         fail("configure")
-    r = t.run(["cmake", "--build", os.path.join(bdir, "b")], timeout=280)
+    r = t.run(["cmake", "--build", os.path.join(bdir, "b"), *build_args], timeout=280)
     log.append(r.out + r.err)
     ft.write(log_path, "".join(log))
     return r.rc, "".join(log), os.path.join(bdir, "b"), fail
@@ -84,6 +86,92 @@ for _gen in GENERATORS:
         ft.add_case(f"cmake.{_case}.{_gen.replace(' ', '_')}",
                     lambda t, g=_gen, c=_case: check_case(t, g, c))
 ft.add_case("cmake.find_package", lambda t: check_case(t, "Ninja", "pass", "find_package"))
+
+# The lists the fixture's subprojects hard-code (80;90: SASS and PTX for both) widen
+# forge_cmake_sample's "8.0 9.0+PTX" by compute_80 and equal forge_cmake_subprojects'.
+WIDENED, AGREES = "forge_cmake_sample", "forge_cmake_subprojects"
+
+
+def build_subprojects(t, case, package, gen="Ninja"):
+    # -k 0: Ninja keeps going after the first failed gate, so every gate's table is in the log.
+    return build(t, gen, case, "path", project=t.fixtures("cmake", "subprojects"),
+                 defs=[f"-DFORGE_PACKAGE={package}"], build_args=["--", "-k", "0"] if gen == "Ninja" else [])
+
+
+def verdicts(log):
+    """{binary basename: PASS|FAIL} from the verify tables in a build log."""
+    out = {}
+    for line in log.splitlines():
+        word, _, path = line.partition("  ")
+        if word in ("PASS", "FAIL") and path.startswith("/"):
+            out[os.path.basename(path.strip())] = word
+    return out
+
+
+@ft.case("cmake.subprojects.explicit")
+def subprojects_explicit(t):
+    """forge_assert_fatbin(<target>) on targets made in other directories (add_subdirectory, an
+    ALIAS from FetchContent): each gate fails the build with its table."""
+    rc, log, _, fail = build_subprojects(t, "explicit", WIDENED)
+    if rc == 0:
+        fail("the subprojects widen the list: the gates must fail the build")
+    if verdicts(log) != {"vendored_app": "FAIL", "libfetched_kernels.so": "FAIL"}:
+        fail(f"want a FAIL table for each subproject target, got {verdicts(log)}")
+    if "not in the list: compute_80" not in log:
+        fail("verify table does not name the extra compute_80")
+
+
+@ft.case("cmake.subprojects.all")
+def subprojects_all(t):
+    """forge_assert_fatbin(ALL) called before the subprojects exist gates every built library and
+    executable with device code (one through a static library), not host-only or EXCLUDE_FROM_ALL
+    ones."""
+    rc, log, _, fail = build_subprojects(t, "all", WIDENED)
+    if "forge_assert_fatbin(ALL): gating top_app, vendored_app, fetched_kernels\n" not in log:
+        fail("configure log does not list exactly the gated targets")
+    if rc == 0:
+        fail("the subprojects widen the list: the gates must fail the build")
+    want = {"top_app": "PASS", "vendored_app": "FAIL", "libfetched_kernels.so": "FAIL"}
+    if verdicts(log) != want:
+        fail(f"want verify tables {want}, got {verdicts(log)}")
+
+
+@ft.case("cmake.subprojects.agree")
+def subprojects_agree(t):
+    """The gates pass when the list agrees (Makefile generator); a changed list reruns them."""
+    rc, log, b, fail = build_subprojects(t, "all", AGREES, gen="Unix Makefiles")
+    if rc != 0:
+        fail("the subprojects build the policy's list: the build must pass")
+    want = {"top_app": "PASS", "vendored_app": "PASS", "libfetched_kernels.so": "PASS"}
+    if verdicts(log) != want:
+        fail(f"want verify tables {want}, got {verdicts(log)}")
+    r = t.run(["cmake", f"-DFORGE_PACKAGE={WIDENED}", b], timeout=280)
+    if r.rc != 0:
+        fail(f"reconfigure\n{r!r}")
+    r = t.run(["cmake", "--build", b, "--", "-k"], timeout=280)
+    again = r.out + r.err
+    if r.rc == 0 or verdicts(again).get("vendored_app") != "FAIL":
+        fail(f"a narrower list must rerun the gate of an unchanged binary and fail it\n{again}")
+
+
+@ft.case("cmake.subprojects.wrapper")
+def subprojects_wrapper(t):
+    """forge_use_wrapper reaches targets whose project set its own launcher (the variable, the
+    target property), keeps that launcher after nvcc-forge, and names what it cannot reach."""
+    rc, log, b, fail = build_subprojects(t, "wrapper", WIDENED)
+    if rc != 0:
+        fail("observe mode does not change the build: it must pass")
+    for target in ("vendored_app", "fetched_kernels"):
+        if f"{target} ('" not in log:
+            fail(f"configure log does not say {target}'s own launcher was kept")
+    if "could not reach: external_cuda (ExternalProject" not in log:
+        fail("configure log does not name the ExternalProject as not reached")
+    logged = {os.path.basename(s) for r in ft.jsonl(os.path.join(b, "forge-compile.jsonl")) for s in r["sources"]}
+    if logged != {"app.cu", "kernels.cu"}:
+        fail(f"want both subprojects' compiles in the wrapper's log, got {logged}")
+    calls = ft.read(os.path.join(b, "project-launcher.log")).splitlines()
+    if len(calls) != 2 or any(os.path.basename(c.split(" ")[0]) != "nvcc" for c in calls):
+        fail(f"the project's launcher must run after nvcc-forge, handed the real nvcc: {calls}")
 
 if __name__ == "__main__":
     sys.exit(ft.main())
