@@ -162,7 +162,7 @@ def subprojects_wrapper(t):
     if rc != 0:
         fail("observe mode does not change the build: it must pass")
     for target in ("vendored_app", "fetched_kernels"):
-        if f"{target} ('" not in log:
+        if f"{target} (its launcher '" not in log:
             fail(f"configure log does not say {target}'s own launcher was kept")
     if "could not reach: external_cuda (ExternalProject" not in log:
         fail("configure log does not name the ExternalProject as not reached")
