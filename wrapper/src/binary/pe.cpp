@@ -138,11 +138,15 @@ bool is_coff_import_member(const Bytes& b) {
            b.u16(kBigVersion) == 0;
 }
 
+bool starts_like_coff_object(const Bytes& b) {
+    if (is_bigobj(b)) return true;
+    return b.has(0, kFileHeaderSize) && known_machine(b.u16(kMachine)) &&
+           b.u16(kSizeOfOptionalHeader) == 0;
+}
+
 bool looks_like_coff_object(const Bytes& b) {
     if (is_bigobj(b)) return true;
-    if (!b.has(0, kFileHeaderSize) || !known_machine(b.u16(kMachine)) ||
-        b.u16(kSizeOfOptionalHeader) != 0)
-        return false;
+    if (!starts_like_coff_object(b)) return false;
     const std::uint64_t table = std::uint64_t{b.u16(kNumberOfSections)} * kSectionHeaderSize;
     const std::uint64_t symtab = b.u32(kPointerToSymbolTable);
     return b.has(kFileHeaderSize, table) && symtab <= b.size();

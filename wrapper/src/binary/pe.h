@@ -105,6 +105,10 @@ bool has_pe_magic(const Bytes& b);
 // A COFF object by content (no magic exists): a machine this reader knows, no optional header,
 // and a section table inside the buffer; or the /bigobj header with its class id.
 bool looks_like_coff_object(const Bytes& b);
+// The looser test the dispatch uses once a file or archive member is in hand: a COFF header
+// with a known machine and no optional header, or the /bigobj header, whatever follows. A
+// truncated or broken object is then reported, not skipped.
+bool starts_like_coff_object(const Bytes& b);
 // The short import-library member (IMPORT_OBJECT_HEADER: Sig1 0, Sig2 0xffff, Version 0) that
 // MSVC .lib files hold for every DLL export: no code, nothing to read.
 bool is_coff_import_member(const Bytes& b);

@@ -80,7 +80,7 @@ class Reader {
             return where.error(b.abs(0), "a Mach-O file (a macOS host binary): Mach-O is not a "
                                          "host format this reader reads (ELF and PE/COFF are)");
         if (is_coff_import_member(b)) return ok_status(); // an MSVC .lib's DLL import stub
-        if (looks_like_coff_object(b)) return read_coff_object(b, where, into);
+        if (starts_like_coff_object(b)) return read_coff_object(b, where, into);
         if (b.has(0, 4) && b.u16(pe::kBigSig1) == 0 && b.u16(pe::kBigSig2) == 0xffff)
             return where.error(b.abs(0), "an anonymous COFF object (MSVC /GL link-time code or "
                                          "CLR): not a COFF object this reader can read");
