@@ -49,4 +49,8 @@ fi
 if [ -f "$root/tests/integration/policy/install_nvcc_tables.sh" ]; then
   bash "$root/tests/integration/policy/install_nvcc_tables.sh" "$tools_dir/nvcc-tables" >/dev/null
 fi
+# The Windows/Linux wheel pair of one NVIDIA release (about 140 MB, cached): the PE reader's
+# truth test (binary.pe.curand_truth) compares their device code entry for entry.
+bash "$root/tests/integration/binary/fetch_pe_truth.sh" "$tools_dir/pe-truth" \
+  || echo "install-deps: cannot fetch the PE truth wheels; binary.pe.curand_truth will skip" >&2
 echo "install-deps: ok"

@@ -12,14 +12,14 @@ WORK="${FUZZ_WORK:-/tmp/nvcc-forge-fuzz}"
 CXX="${CXX_FUZZ:-clang++-14}"
 mkdir -p "$WORK/bin"
 
-SRC=("$ROOT"/wrapper/src/binary/{reader,elf,fatbin,ar,zip,cubin,mapped_file}.cpp
-     "$ROOT"/wrapper/src/arch/arch.cpp "$ROOT"/wrapper/src/arch/coverage.cpp
+SRC=("$ROOT"/wrapper/src/binary/{reader,elf,pe,fatbin,ar,zip,cubin,mapped_file}.cpp
+     "$ROOT"/wrapper/src/arch/{arch,coverage,gencode}.cpp
      "$ROOT"/wrapper/src/core/result.cpp)
 FLAGS=(-std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
        -fno-sanitize-recover=undefined -I"$ROOT/wrapper/src" -DFORGE_VERSION=\"fuzz\")
 LIBS=(-lfmt -llz4 -lzstd -lzip -lz)
 
-for target in fuzz_fatbin fuzz_wheel; do
+for target in ${FUZZ_TARGETS:-fuzz_fatbin fuzz_wheel fuzz_pe}; do
   if [[ ! -x "$WORK/bin/$target" || "$HERE/$target.cpp" -nt "$WORK/bin/$target" || -n "${FUZZ_REBUILD:-}" ]]; then
     echo "== building $target"
     "$CXX" "${FLAGS[@]}" "$HERE/$target.cpp" "${SRC[@]}" "${LIBS[@]}" -o "$WORK/bin/$target"
@@ -27,7 +27,7 @@ for target in fuzz_fatbin fuzz_wheel; do
 done
 
 status=0
-for target in fuzz_fatbin fuzz_wheel; do
+for target in ${FUZZ_TARGETS:-fuzz_fatbin fuzz_wheel fuzz_pe}; do
   corpus="$WORK/corpus-$target"
   artifacts="$WORK/artifacts-$target/"
   mkdir -p "$corpus" "$artifacts"

@@ -92,7 +92,8 @@ Result<std::vector<ArMember>> parse_ar(const Bytes& b, const Where& where) {
                                                                      "outside the name table",
                                                                      trimmed));
             std::string_view n = long_names.substr(static_cast<std::size_t>(*idx));
-            auto stop = n.find('\n');
+            // GNU ends a long name with "/\n", MSVC's .lib with a NUL.
+            auto stop = n.find_first_of(std::string_view("\n\0", 2));
             if (stop == std::string_view::npos)
                 return where.error(b.abs(header_offset), "unterminated ar long name");
             n = n.substr(0, stop);

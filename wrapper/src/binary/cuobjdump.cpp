@@ -162,6 +162,12 @@ Result<std::vector<Entry>> read_entries_cuobjdump(const std::string& cuobjdump,
         if (in.read(magic, 4) && std::string_view(magic, 4) == std::string_view("PK\x03\x04", 4))
             return Error{
                 "the cuobjdump backend cannot read zip files (wheels): use --backend native", path};
+        // cuobjdump on Linux reads no PE/COFF: it reports a DLL full of fatbins as having "no
+        // device code", which would read as a difference from the native listing.
+        if (std::string_view(magic, 2) == "MZ")
+            return Error{"the cuobjdump backend cannot read PE files (Windows .dll, .pyd, .exe) "
+                         "here: cuobjdump on Linux reads ELF only; use --backend native",
+                         path};
     }
     std::vector<std::string> args{"--list-elf", "--list-ptx"};
     if (all_fatbins) args.emplace_back("--all-fatbin");

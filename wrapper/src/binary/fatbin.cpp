@@ -146,7 +146,8 @@ Result<Fatbin> parse_fatbin_at(const Bytes& r, std::uint64_t off, const Where& w
     return fb;
 }
 
-Result<std::vector<Fatbin>> parse_fatbins(const Bytes& r, const Where& where) {
+Result<std::vector<Fatbin>> parse_fatbins(const Bytes& r, const Where& where,
+                                          std::uint64_t pad_align) {
     std::vector<Fatbin> out;
     std::uint64_t off = 0;
     while (off < r.size()) {
@@ -161,8 +162,10 @@ Result<std::vector<Fatbin>> parse_fatbins(const Bytes& r, const Where& where) {
         }
         // The linker aligns each input section to 8: zero padding up to the boundary is fine,
         // and so is a zero tail; other bytes mean the stream is not what we think it is.
-        const std::uint64_t pad_end = std::min<std::uint64_t>(align_up8(off + 1), r.size());
-        if (off % 8 != 0 && r.all_zero(off, pad_end - off)) {
+        const std::uint64_t align = pad_align < 8 ? 8 : pad_align;
+        const std::uint64_t up = off / align * align + align; // off < size: cannot wrap
+        const std::uint64_t pad_end = std::min<std::uint64_t>(up, r.size());
+        if (off % align != 0 && r.all_zero(off, pad_end - off)) {
             off = pad_end;
             continue;
         }

@@ -81,8 +81,10 @@ struct Fatbin {
 };
 
 // Every fatbin in a section (or a whole standalone .fatbin file), end to end; zero padding to
-// the next 8-byte boundary and trailing zero bytes are tolerated, anything else is an error.
-Result<std::vector<Fatbin>> parse_fatbins(const Bytes& region, const Where& where);
+// the next `pad_align`-byte boundary (8 for ELF linkers, 16 for link.exe's PE sections) and
+// trailing zero bytes are tolerated, anything else is an error.
+Result<std::vector<Fatbin>> parse_fatbins(const Bytes& region, const Where& where,
+                                          std::uint64_t pad_align = 8);
 
 // One fatbin at `off` of `region` (strict).
 Result<Fatbin> parse_fatbin_at(const Bytes& region, std::uint64_t off, const Where& where);

@@ -1,4 +1,5 @@
-// Dispatch by content: zip -> members, ar -> members, fatbin, cubin, host ELF -> fatbin sections.
+// Dispatch by content: zip -> members, ar -> members, fatbin, cubin, host ELF or PE/COFF ->
+// fatbin sections; Mach-O is named as a host format not read.
 #include "binary/reader.h"
 
 #include "binary/ar.h"
@@ -6,6 +7,7 @@
 #include "binary/elf.h"
 #include "binary/fatbin.h"
 #include "binary/mapped_file.h"
+#include "binary/pe.h"
 #include "binary/zip.h"
 
 #include <algorithm>
@@ -35,13 +37,28 @@ namespace {
 // name some toolchains use.
 constexpr std::string_view kFatbinSections[] = {".nv_fatbin", "__nv_relfatbin", "__nv_fatbin"};
 
+// The same in PE/COFF (docs/fatbin-format.md, "PE/COFF (Windows)"): objects keep the full
+// names through the COFF string table; link.exe cuts an image's section names to eight bytes.
+constexpr std::string_view kPeFatbinSections[] = {".nv_fatbin", ".nv_fatb", "__nv_relfatbin",
+                                                  "__nv_rel"};
+// link.exe starts each object's contribution to a section at a 16-byte boundary (the objects'
+// IMAGE_SCN_ALIGN_16BYTES): curand64_10.dll has 8 zero bytes between some of its fatbins.
+constexpr std::uint64_t kPeFatbinAlign = 16;
+constexpr std::string_view kPeRelfatbinSections[] = {"__nv_relfatbin", "__nv_rel"};
+constexpr std::string_view kPeControlSections[] = {".nvFatBinSegment", ".nvFatBi"};
+
+template <std::size_t N> bool named(std::string_view name, const std::string_view (&names)[N]) {
+    return std::find(std::begin(names), std::end(names), name) != std::end(names);
+}
+
 bool has_fatbin_magic(const Bytes& b) {
     return b.has(0, 4) && b.u32(0) == kFatbinMagic;
 }
 
 bool interesting(const Bytes& head) {
     return has_elf_magic(head) || has_ar_magic(head) || has_thin_ar_magic(head) ||
-           has_fatbin_magic(head) || has_zip_magic(head);
+           has_fatbin_magic(head) || has_zip_magic(head) || has_pe_magic(head) ||
+           has_macho_magic(head) || looks_like_coff_object(head);
 }
 
 class Reader {
@@ -58,9 +75,18 @@ class Reader {
         if (has_ar_magic(b) || has_thin_ar_magic(b)) return read_ar(b, where, depth, into);
         if (has_fatbin_magic(b)) return read_standalone_fatbin(b, where, into);
         if (has_elf_magic(b)) return read_elf(b, where, into);
+        if (has_pe_magic(b)) return read_pe_image(b, where, into);
+        if (has_macho_magic(b))
+            return where.error(b.abs(0), "a Mach-O file (a macOS host binary): Mach-O is not a "
+                                         "host format this reader reads (ELF and PE/COFF are)");
+        if (is_coff_import_member(b)) return ok_status(); // an MSVC .lib's DLL import stub
+        if (starts_like_coff_object(b)) return read_coff_object(b, where, into);
+        if (b.has(0, 4) && b.u16(pe::kBigSig1) == 0 && b.u16(pe::kBigSig2) == 0xffff)
+            return where.error(b.abs(0), "an anonymous COFF object (MSVC /GL link-time code or "
+                                         "CLR): not a COFF object this reader can read");
         if (depth == 0)
-            return where.error(b.abs(0),
-                               "not a recognised binary: no ELF, ar, zip or fatbin magic");
+            return where.error(b.abs(0), "not a recognised binary: no ELF, PE, COFF, ar, zip or "
+                                         "fatbin magic");
         return ok_status(); // a wheel's .py files, an archive's odd members
     }
 
@@ -130,6 +156,68 @@ class Reader {
             FORGE_TRY_STATUS(add_fatbins(*fatbins, std::string(s.name), where, ext, stubs, true));
         }
         return ok_status();
+    }
+
+    Status read_pe_image(const Bytes& b, const Where& where, std::optional<std::size_t> into) {
+        auto pe = parse_pe(b, where);
+        if (!pe) return std::move(pe).error();
+        return read_pe_sections(*pe, where, into);
+    }
+
+    Status read_coff_object(const Bytes& b, const Where& where, std::optional<std::size_t> into) {
+        auto obj = parse_coff_object(b, where);
+        if (!obj) return std::move(obj).error();
+        return read_pe_sections(*obj, where, into);
+    }
+
+    // As read_elf: every fatbin section, with nvlink's stubs marked in images without
+    // relocatable fatbins.
+    Status read_pe_sections(const Pe& pe, const Where& where, std::optional<std::size_t> into) {
+        const std::size_t ext = extension_for(where, into);
+        bool has_relfatbin = false;
+        for (const auto& s : pe.sections)
+            has_relfatbin = has_relfatbin || named(s.name, kPeRelfatbinSections);
+        const std::set<std::uint64_t> device_link =
+            has_relfatbin ? std::set<std::uint64_t>{} : device_link_fatbins(pe, where);
+        for (const auto& s : pe.sections) {
+            if (!named(s.name, kPeFatbinSections)) continue;
+            auto data = pe.section_bytes(s, where);
+            if (!data) return std::move(data).error();
+            auto fatbins = parse_fatbins(*data, where, kPeFatbinAlign);
+            if (!fatbins) return std::move(fatbins).error();
+            std::set<std::uint64_t> stubs;
+            for (const auto& fb : *fatbins)
+                if (device_link.count(fb.offset)) stubs.insert(fb.offset);
+            FORGE_TRY_STATUS(add_fatbins(*fatbins, s.name, where, ext, stubs, true));
+        }
+        return ok_status();
+    }
+
+    // The PE form of the ELF hint below: in a PE32+ image a wrapper record's data pointer is a
+    // virtual address, ImageBase + the RVA of the fatbin. Objects and PE32 images give none.
+    static std::set<std::uint64_t> device_link_fatbins(const Pe& pe, const Where& where) {
+        std::set<std::uint64_t> out;
+        if (!pe.image || pe.optional_magic != kPeOptMagic64) return out;
+        namespace wr = wrapper_record;
+        for (const auto& seg : pe.sections) {
+            if (!named(seg.name, kPeControlSections)) continue;
+            auto bytes = pe.section_bytes(seg, where);
+            if (!bytes) continue; // only a hint: a bad control section changes no entry
+            for (std::uint64_t off = 0; bytes->has(off, wr::kSize); off += wr::kSize) {
+                if (bytes->u32(off + wr::kMagic) != kWrapperMagic ||
+                    bytes->u32(off + wr::kVersion) != kWrapperVersionLinked)
+                    continue;
+                const std::uint64_t va = bytes->u64(off + wr::kData);
+                if (va < pe.image_base) continue;
+                const std::uint64_t rva = va - pe.image_base;
+                for (const auto& s : pe.sections)
+                    if (rva >= s.virtual_address && rva - s.virtual_address < s.raw_size &&
+                        rva - s.virtual_address < s.virtual_size)
+                        out.insert(
+                            pe.bytes.abs(std::uint64_t{s.raw_offset} + (rva - s.virtual_address)));
+            }
+        }
+        return out;
     }
 
     // Offsets (in the reported buffer) of the fatbins that version-2 wrappers point at, in a

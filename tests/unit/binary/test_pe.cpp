@@ -1,0 +1,142 @@
+// The PE/COFF reader: headers and section names of the hand-made fixtures (make_pe.py, around
+// real nvcc fatbins), and the hostile corpus (bench/fuzz/make_pe_corpus.py) failing cleanly.
+#include "binary/pe.h"
+#include "support.h"
+
+#include <algorithm>
+#include <set>
+
+namespace forge::binary::test {
+namespace {
+
+const Where kWhere{"mem.dll", std::nullopt};
+
+std::filesystem::path pe_corpus() {
+    return std::filesystem::path(FORGE_TEST_SOURCE_DIR) / ".." / "bench" / "fuzz" / "corpus" / "pe";
+}
+
+std::vector<std::string> section_names(const Pe& pe) {
+    std::vector<std::string> out;
+    for (const auto& s : pe.sections)
+        out.push_back(s.name);
+    return out;
+}
+
+TEST(BinaryPeCorpus, SeedsReadAndHostileFilesFailWithAnOffset) {
+    ASSERT_TRUE(std::filesystem::is_directory(pe_corpus())) << pe_corpus();
+    int seeds = 0, hostile = 0;
+    for (const auto& d : std::filesystem::directory_iterator(pe_corpus())) {
+        const std::string name = d.path().filename().string();
+        const auto bytes = slurp(d.path().string());
+        for (bool inspect : {false, true}) {
+            ReadOptions opts;
+            opts.inspect_payloads = inspect;
+            auto r = read_memory(bytes, opts);
+            if (name.starts_with("pe-seed-")) {
+                ASSERT_TRUE(r.ok()) << name << ": " << r.error().to_string();
+                EXPECT_FALSE(r->empty()) << name << " lists no entry";
+            } else {
+                ASSERT_FALSE(r.ok()) << name << " read as " << r->size() << " entries";
+                EXPECT_TRUE(r.error().offset) << name << ": " << r.error().to_string();
+            }
+        }
+        (name.starts_with("pe-seed-") ? seeds : hostile)++;
+    }
+    EXPECT_GE(seeds, 5);
+    EXPECT_GE(hostile, 15);
+}
+
+TEST(BinaryPe, HostileHeadersNameTheField) {
+    const auto good = slurp((pe_corpus() / "pe-seed-amd64.dll").string());
+    ASSERT_GT(good.size(), 0x200u);
+    Bytes b{good.data(), good.size(), 0};
+    auto pe = parse_pe(b, kWhere);
+    ASSERT_TRUE(pe.ok()) << pe.error().to_string();
+    EXPECT_EQ(pe->machine, kPeMachineAmd64);
+    EXPECT_EQ(pe->optional_magic, kPeOptMagic64);
+
+    auto lfanew = good;
+    lfanew[pe::kDosLfanew + 3] = 0x7f; // e_lfanew far past the end
+    auto r = parse_pe(Bytes{lfanew.data(), lfanew.size(), 0}, kWhere);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().offset, pe::kDosLfanew);
+
+    auto truncated = good;
+    truncated.resize(pe::kDosHeaderSize - 1);
+    r = parse_pe(Bytes{truncated.data(), truncated.size(), 0}, kWhere);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().offset, 0u);
+    EXPECT_NE(r.error().message.find("truncated DOS header"), std::string::npos);
+
+    // Not an image: the object parser refuses a COFF header with an optional header.
+    const std::uint64_t coff = b.u32(pe::kDosLfanew) + pe::kSignatureSize;
+    auto as_obj = parse_coff_object(b.from(coff), kWhere);
+    ASSERT_FALSE(as_obj.ok());
+    EXPECT_EQ(as_obj.error().offset, coff + pe::kSizeOfOptionalHeader);
+}
+
+TEST(BinaryPe, ContentNotNameDecides) {
+    const auto macho = std::vector<std::uint8_t>{0xcf, 0xfa, 0xed, 0xfe, 7, 0, 0, 1, 3, 0, 0, 0};
+    EXPECT_TRUE(has_macho_magic(Bytes{macho.data(), macho.size(), 0}));
+    auto r = read_memory(macho);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().message.find("Mach-O"), std::string::npos);
+    // A Java class file shares the universal-binary magic; its version word tells them apart.
+    const auto java = std::vector<std::uint8_t>{0xca, 0xfe, 0xba, 0xbe, 0, 0, 0, 0x34};
+    EXPECT_FALSE(has_macho_magic(Bytes{java.data(), java.size(), 0}));
+    const auto fat = std::vector<std::uint8_t>{0xca, 0xfe, 0xba, 0xbe, 0, 0, 0, 2};
+    EXPECT_TRUE(has_macho_magic(Bytes{fat.data(), fat.size(), 0}));
+}
+
+TEST(BinaryPeFixtures, MachinesFormsAndLongNames) {
+    FORGE_NEED_FIXTURES(dir);
+    const std::string pe_dir = dir + "/pe/";
+    struct Want {
+        std::string file;
+        bool image;
+        std::uint16_t machine;
+        std::uint16_t optional_magic;
+        std::vector<std::string> names;
+    };
+    const std::vector<Want> wants = {
+        {"amd64.dll", true, kPeMachineAmd64, kPeOptMagic64, {".text", ".nv_fatb", ".nvFatBi"}},
+        {"arm64.dll", true, kPeMachineArm64, kPeOptMagic64, {".nv_fatb"}},
+        {"pe32.dll", true, kPeMachineI386, kPeOptMagic32, {".nv_fatb"}},
+        {"longnames.dll", true, kPeMachineAmd64, kPeOptMagic64, {".nv_fatbin", ".nvFatBinSegment"}},
+        {"rdc.obj", false, kPeMachineAmd64, 0, {".text$mn", "__nv_relfatbin", ".nvFatBinSegment"}},
+        {"exec.obj", false, kPeMachineArm64, 0, {".nv_fatbin"}},
+        {"big.obj", false, kPeMachineAmd64, 0, {"__nv_relfatbin"}},
+    };
+    for (const auto& w : wants) {
+        const auto bytes = slurp(pe_dir + w.file);
+        ASSERT_FALSE(bytes.empty()) << w.file;
+        const Bytes b{bytes.data(), bytes.size(), 0};
+        EXPECT_EQ(has_pe_magic(b), w.image) << w.file;
+        EXPECT_EQ(looks_like_coff_object(b), !w.image) << w.file;
+        auto pe = w.image ? parse_pe(b, kWhere) : parse_coff_object(b, kWhere);
+        ASSERT_TRUE(pe.ok()) << w.file << ": " << pe.error().to_string();
+        EXPECT_EQ(pe->machine, w.machine) << w.file;
+        EXPECT_EQ(pe->optional_magic, w.optional_magic) << w.file;
+        EXPECT_EQ(pe->bigobj, w.file == "big.obj");
+        EXPECT_EQ(section_names(*pe), w.names) << w.file;
+    }
+    const auto pe32 = slurp(pe_dir + "pe32.dll");
+    auto p = parse_pe(Bytes{pe32.data(), pe32.size(), 0}, kWhere);
+    ASSERT_TRUE(p.ok());
+    EXPECT_EQ(p->image_base, 0x10000000u);
+}
+
+TEST(BinaryPeFixtures, MsvcLibMembersByLongName) {
+    FORGE_NEED_FIXTURES(dir);
+    auto exts = read_extensions(dir + "/pe/kernels.lib");
+    ASSERT_TRUE(exts.ok()) << exts.error().to_string();
+    ASSERT_EQ(exts->size(), 1u); // one archive, one extension, as for a Linux .a
+    std::set<std::string> members;
+    for (const auto& e : exts->front().entries)
+        members.insert(e.member.value_or("-"));
+    EXPECT_EQ(members,
+              (std::set<std::string>{"out/x64/release/rdc_with_a_long_name.obj", "exec.obj"}));
+}
+
+} // namespace
+} // namespace forge::binary::test
