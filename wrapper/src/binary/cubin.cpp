@@ -130,7 +130,7 @@ template <class Fn> void walk_notes(const Bytes& sec, Fn&& fn) {
 constexpr std::uint64_t kLz4MaxRatio = 255;
 constexpr std::uint64_t kLz4Slack = 64; // the last literals of a tiny block
 constexpr std::uint64_t kZstdMinBlock = 4;
-constexpr std::uint64_t kZstdMaxBlockOutput = 128 * 1024;
+constexpr std::uint64_t kZstdMaxBlockOutput = std::uint64_t{128} << 10;
 
 std::uint64_t most_decompressed(std::uint64_t compressed, Compression c) {
     switch (c) {
