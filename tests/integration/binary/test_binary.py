@@ -4,7 +4,9 @@ values, the text table, --toolkit, exit codes, and the cuobjdump backends. Skipp
 nvcc is absent for the fixtures, or cuobjdump for its cases."""
 import json
 import os
+import struct
 import sys
+import zlib
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
 import forge_test as ft  # noqa: E402
@@ -301,6 +303,120 @@ def case_pe_curand_truth(t):
     check(w == l, f"DLL and .so differ: only DLL {w - l}, only .so {l - w}")
     check(len(win) == 153 and len(lin) == 153, f"{len(win)} DLL entries, {len(lin)} .so entries")
     check(len({r["fatbin"] for r in win}) == 11, "11 fatbins in the DLL")
+
+
+# ---- hostile files, built here (no nvcc needed) -----------------------------------------------
+# The layouts are those of docs/fatbin-format.md; each file is a few bytes that claim much more.
+
+def fatbin_entry(kind=2, arch=80, flags=0x11, payload=b"", compressed=0, uncompressed=0):
+    head = struct.pack("<HHIQIIHHIIIQQQ", kind, 0x0101, 0x40, len(payload), compressed, 0, 0, 8,
+                       arch, 0, 0, flags, 0, uncompressed)
+    return head + payload
+
+
+def fatbin(*entries):
+    body = b"".join(entries)
+    return struct.pack("<IHHQ", 0xBA55ED50, 1, 0x10, len(body)) + body
+
+
+def limited(t, *args, mib=1024):
+    """nvcc-forge under an address-space limit: an allocation on a file's word dies of
+    bad_alloc (SIGABRT) there instead of swapping the machine."""
+    return t.run(["sh", "-c", f'ulimit -v {mib * 1024} && exec "$@"', "sh", t.forge_exe, *args],
+                 timeout=120)
+
+
+def lying_zip(path, name, data, declared):
+    """A zip whose one deflated member inflates to `data` but declares `declared` bytes."""
+    comp = zlib.compressobj(9, zlib.DEFLATED, -15)
+    raw = comp.compress(data) + comp.flush()
+    crc = zlib.crc32(data)
+    n = name.encode()
+    local = struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, 8, 0, 0, crc, len(raw), declared,
+                        len(n), 0) + n + raw
+    central = struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, 8, 0, 0, crc, len(raw),
+                          declared, len(n), 0, 0, 0, 0, 0, 0) + n
+    end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, 1, 1, len(central), len(local), 0)
+    with open(path, "wb") as f:
+        f.write(local + central + end)
+    return path
+
+
+@ft.case("binary.hostile.declared_sizes_bounded_memory")
+def case_declared_sizes(t):
+    """Sizes a file declares are checked against what its bytes can hold before anything is
+    allocated: under a 1 GiB address space these exit 2 with the offset, not SIGABRT."""
+    with ft.Soft() as soft:
+        # 88-byte LZ4 entry declaring 3 GiB; zstd entry of a few dozen bytes declaring 4 GiB.
+        lz4 = ft.write(os.path.join(t.work, "lz4.fatbin"),
+                       fatbin(fatbin_entry(flags=0x2011, payload=b"\x10" * 8, compressed=8,
+                                           uncompressed=3 << 30)))
+        zstd = ft.write(os.path.join(t.work, "zstd.fatbin"),
+                        fatbin(fatbin_entry(flags=0x8011, payload=bytes.fromhex(
+                            "28b52ffd0000" "0100" "00000000" "00000000" "0000000000000000"),
+                            compressed=24, uncompressed=4 << 30)))
+        for f in (lz4, zstd):
+            r = limited(t, "list", "--toolkit", f)
+            soft.check(r.rc == 2 and "at byte" in r.err and "expand to at most" in r.err,
+                       f"list --toolkit {f}: {r!r}")
+            r = limited(t, "verify", f, "--arch-list", "8.0")
+            soft.check(r.rc == 2 and "expand to at most" in r.err, f"verify {f}: {r!r}")
+        # A 130-byte wheel whose member declares 4 GiB (minus a little: no zip64 needed).
+        elf = b"\x7fELF\x02\x01\x01" + bytes(57)
+        wheel = lying_zip(os.path.join(t.work, "bomb-1.0-py3-none-any.whl"), "pkg/_C.so", elf,
+                          0xFFFFFF00)
+        soft.check(os.path.getsize(wheel) < 200, os.path.getsize(wheel))
+        r = limited(t, "list", wheel)
+        soft.check(r.rc == 2 and "pkg/_C.so" in r.err and "more than they can hold" in r.err,
+                   f"list {wheel}: {r!r}")
+
+
+@ft.case("binary.hostile.sparse_section_table")
+def case_sparse_section_table(t):
+    """A sparse 256 MiB ELF (a few KB on disk) whose extended section count claims the 4 Mi zero
+    headers it holds: refused from the header, not decoded into memory (exit 2, e_shnum)."""
+    path = os.path.join(t.work, "sparse.so")
+    n = (256 << 20) // 64 - 1
+    head = (b"\x7fELF\x02\x01\x01" + bytes(9) +
+            struct.pack("<HHIQQQIHHHHHH", 3, 62, 1, 0, 0, 64, 0, 64, 0, 0, 64, 0, 0))
+    with open(path, "wb") as f:
+        f.write(head)
+        f.write(struct.pack("<IIQQQQIIQQ", 0, 0, 0, 0, 0, n, 0, 0, 0, 0))  # section 0: the count
+        f.truncate(64 + 64 * n)
+    r = limited(t, "list", path)
+    check(r.rc == 2 and "sections, over the limit" in r.err and "0x3c" in r.err, repr(r))
+
+
+@ft.case("binary.hostile.fifo_and_special_files")
+def case_fifo(t):
+    """A FIFO is not a regular file: list, verify and audit say so at once (exit 2) instead of
+    waiting in open() for a writer that never comes."""
+    fifo = os.path.join(t.work, "wheel-1.0-py3-none-any.whl")
+    os.mkfifo(fifo)
+    with ft.Soft() as soft:
+        for args in (["list", fifo], ["verify", fifo, "--arch-list", "8.0"],
+                     ["audit", fifo, "--arch-list", "8.0"]):
+            r = t.forge(*args, timeout=60)
+            soft.check(r.rc == 2 and "not a regular file" in r.out + r.err, f"{args}: {r!r}")
+
+
+@ft.case("binary.list.text_escapes_control_characters")
+def case_text_escapes(t):
+    """Names in the text table are escaped (a newline or ESC in a member name cannot forge a row
+    or drive the terminal); JSON keeps the name exact."""
+    fb = fatbin(fatbin_entry(kind=1, arch=80))
+    # A BSD ar member: its name is the first bytes of its data, any bytes at all.
+    name = b"a\nsm_90 FORGED\x1b[31m.fatbin"
+    data = name + fb
+    head = (b"#1/%d" % len(name)).ljust(16) + b"0".ljust(12) + b"0".ljust(6) + b"0".ljust(6) + \
+        b"644".ljust(8) + str(len(data)).encode().ljust(10) + b"`\n"
+    lib = ft.write(os.path.join(t.work, "odd.a"), b"!<arch>\n" + head + data + b"\n" * (len(data) % 2))
+    r = t.forge("list", lib).expect_rc(0)
+    rows = r.out.splitlines()
+    check(len(rows) == 2, f"a forged row: {rows}")
+    check("\x1b" not in r.out and "a\\nsm_90 FORGED\\x1b[31m.fatbin" in r.out, r.out)
+    j = t.forge("list", "--format", "json", lib).expect_rc(0).json()
+    check([e["member"] for e in j] == [name.decode()], j)
 
 
 if __name__ == "__main__":

@@ -272,6 +272,92 @@ def case_stamp_errors(t):
     check(not [f for f in os.listdir(d) if ".stamp-" in f], os.listdir(d))
 
 
+def stamp_of(wheel):
+    with zipfile.ZipFile(wheel) as z:
+        return [n for n in z.namelist() if n.endswith("/_build_info.json")]
+
+
+@ft.case("provenance.cli.stamp_refuses_members_leaving_the_wheel")
+def case_stamp_escaping_members(t):
+    """A wheel whose only extension sits under ../ would get ../_build_info.json: refused (exit 2),
+    the wheel untouched and nothing written outside it."""
+    d = fresh_dir("w")
+    for bad in ("../evil/_C.so", "/abs/_C.so", "pkg/../../_C.so"):
+        wheel = os.path.join(d, "evil-1.0-py3-none-any.whl")
+        with zipfile.ZipFile(wheel, "w") as z:
+            z.writestr(bad, b"\x7fELF")
+            z.writestr("evil-1.0.dist-info/RECORD", "")
+        before = open(wheel, "rb").read()
+        rc, _, err = forge("stamp", wheel, "--arch-list", "8.0")
+        check(rc == 2 and "leaves the wheel" in err and bad in err, f"{bad}: rc {rc}, {err}")
+        check(open(wheel, "rb").read() == before, f"{bad}: the wheel was modified")
+        check(stamp_of(wheel) == [], f"{bad}: stamped")
+
+
+@ft.case("provenance.cli.stamp_through_links")
+def case_stamp_through_links(t):
+    """A symlinked wheel is stamped where it lives (the link stays a link); a hard-linked one keeps
+    its links; owner and mode are kept; a wheel the caller could not write is refused."""
+    d = fresh_dir("w")
+    fake_so = os.path.join(d, "fake.so")
+    open(fake_so, "wb").write(b"\x7fELF not really")
+    real_dir = os.path.join(d, "store")
+    os.makedirs(real_dir)
+    real = make_wheel(real_dir, "linked", fake_so)
+    link = os.path.join(d, os.path.basename(real))
+    os.symlink(real, link)
+    rc, out, err = forge("stamp", link, "--arch-list", "8.0")
+    check(rc == 0, err)
+    check(os.path.islink(link) and os.readlink(link) == real, "the symlink was replaced")
+    check(stamp_of(real) == ["linked/_build_info.json"], "the link's target is not stamped")
+    check(not [f for f in os.listdir(d) + os.listdir(real_dir) if ".stamp-" in f], "temp left")
+    check_record(real)
+
+    hard_dir = os.path.join(d, "hard")
+    os.makedirs(hard_dir)
+    first = make_wheel(hard_dir, "hard", fake_so)
+    second = os.path.join(d, os.path.basename(first))
+    os.link(first, second)
+    os.chmod(first, 0o640)
+    rc, _, err = forge("stamp", second, "--arch-list", "8.0")
+    check(rc == 0, err)
+    check(os.stat(first).st_ino == os.stat(second).st_ino and os.stat(first).st_nlink == 2,
+          "the hard link was broken")
+    check(stamp_of(first) == ["hard/_build_info.json"], "the other name does not see the stamp")
+    check(os.stat(first).st_mode & 0o777 == 0o640, oct(os.stat(first).st_mode))
+    check_record(first)
+
+    if os.geteuid() == 0:
+        # Root stamps a wheel owned by someone else: the owner is kept.
+        owned = make_wheel(fresh_dir("owned"), "owned", fake_so)
+        os.chown(owned, 4242, 4243)
+        rc, _, err = forge("stamp", owned, "--arch-list", "8.0")
+        check(rc == 0, err)
+        st = os.stat(owned)
+        check((st.st_uid, st.st_gid) == (4242, 4243), f"owner changed to {st.st_uid}:{st.st_gid}")
+        check(stamp_of(owned) == ["owned/_build_info.json"], "not stamped")
+
+    # A 0444 wheel in a directory anyone may write: renaming over it would work, writing it
+    # would not. Run as an unprivileged user when this is root (root may write anything).
+    open_dir = fresh_dir("open")
+    os.chmod(open_dir, 0o777)
+    locked = make_wheel(open_dir, "locked", fake_so)
+    os.chmod(locked, 0o444)
+    before = open(locked, "rb").read()
+    owner = os.stat(locked).st_uid
+
+    def as_nobody():
+        os.setgid(65534)
+        os.setuid(65534)
+
+    p = subprocess.run([EXE, "stamp", locked, "--arch-list", "8.0"], capture_output=True,
+                       text=True, env=ENV, cwd=open_dir,
+                       preexec_fn=as_nobody if os.geteuid() == 0 else None)
+    check(p.returncode == 2 and "cannot write" in p.stderr, f"rc {p.returncode}: {p.stderr}")
+    check(open(locked, "rb").read() == before and os.stat(locked).st_uid == owner,
+          "an unwritable wheel was replaced")
+
+
 # ---- audit -------------------------------------------------------------------------------------
 def fleet():
     """One file per status (and no-provenance both ways); returns (dir, ledger, expected)."""
@@ -333,7 +419,7 @@ def fleet():
 
 def audit_json(*args):
     rc, out, err = forge("audit", *args, "--format", "json")
-    check(rc in (0, 1), f"audit exited {rc}: {err}")
+    check(rc in (0, 1, 2), f"audit exited {rc}: {err}")
     return rc, json.loads(out)
 
 
@@ -341,7 +427,7 @@ def audit_json(*args):
 def case_audit_statuses(t):
     d, ledger, current, expected, (match, miss) = fleet()
     rc, rows = audit_json(d, "--ledger", ledger, *current, "--jobs", "2")
-    check(rc == 1, "a fleet with findings must exit 1")
+    check(rc == 2, "a fleet with an unreadable file must exit 2 (unusable input)")
     got = {r["file"]: r for r in rows}
     check(sorted(got) == sorted(expected), f"audited {sorted(got)}, expected {sorted(expected)}")
     for f, status in expected.items():
@@ -366,7 +452,7 @@ def case_audit_statuses(t):
 
     # Text: the summary counts and one line per file that is not ok.
     rc, out, err = forge("audit", d, "--ledger", ledger, *current)
-    check(rc == 1, err)
+    check(rc == 2, err)
     check(err == "", f"no progress bar when stderr is not a terminal: {err!r}")
     counts = {}
     for s in expected.values():
@@ -383,9 +469,16 @@ def case_audit_statuses(t):
         if "ledger" in os.path.basename(r["file"]):
             check(r["status"] == "no-provenance", r)
 
-    # Only ok files: exit 0.
+    # Only ok files: exit 0; findings without an unreadable file: exit 1; an unreadable file
+    # decides exit 2 whatever else is found.
     rc, rows = audit_json(okf, *current)
     check(rc == 0 and [r["status"] for r in rows] == ["ok"], rows)
+    wrong = [f for f, s in expected.items() if s == "wheel-wrong" and "ledger" not in f][0]
+    rc, rows = audit_json(okf, wrong, *current)
+    check(rc == 1 and sorted(r["status"] for r in rows) == ["ok", "wheel-wrong"], rows)
+    corrupt = [f for f, s in expected.items() if s == "unreadable"][0]
+    rc, rows = audit_json(okf, corrupt, *current)
+    check(rc == 2 and sorted(r["status"] for r in rows) == ["ok", "unreadable"], rows)
 
 
 @ft.case("provenance.cli.audit_parallel")
@@ -404,7 +497,7 @@ def case_audit_parallel(t):
     outs = []
     for jobs in ("1", "2", "8"):
         rc, out, err = forge("audit", d, "--ledger", ledger, *current, "--jobs", jobs, "--format", "json")
-        check(rc == 1, err)
+        check(rc == 2, err)
         outs.append(out)
     check(outs[0] == outs[1] == outs[2], "parallel audit differs from serial")
     rows = json.loads(outs[0])

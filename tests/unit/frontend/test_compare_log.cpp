@@ -2,11 +2,13 @@
 #include "frontend/compare.h"
 #include "frontend/compile_log.h"
 
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -216,4 +218,39 @@ TEST(AppendLog, SixtyFourWritersNeverTear) {
         seen.insert({r->cwd, r->output});
     }
     EXPECT_EQ(seen.size(), static_cast<size_t>(kProcs * kLines));
+}
+
+TEST(CompileLog, AFifoIsRefusedWithoutWaitingForAReader) {
+    // NVCC_FORGE_LOG naming a FIFO: opening it for writing used to wait for a reader forever,
+    // after nvcc had finished. The call runs in a child with an alarm, so the old behaviour fails
+    // the test instead of hanging it.
+    auto dir = temp_dir("fifo");
+    const std::string fifo = (dir / "log.fifo").string();
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        ::alarm(20);
+        auto st = append_log_line(fifo, "{}");
+        const bool refused =
+            !st.ok() && st.error().message.find("not a regular file") != std::string::npos;
+        const bool no_reader = !st.ok() && st.error().message.find("cannot open") == 0;
+        ::_exit(refused || no_reader ? 0 : 1);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status)) << "the log write blocked on the FIFO (status " << status << ")";
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+    // With a reader present the FIFO opens; it is still refused, nothing is written into it.
+    const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+    ASSERT_GE(reader, 0);
+    auto st = append_log_line(fifo, "{}");
+    ASSERT_FALSE(st.ok());
+    EXPECT_NE(st.error().message.find("not a regular file"), std::string::npos)
+        << st.error().to_string();
+    char buf[8];
+    EXPECT_LE(::read(reader, buf, sizeof buf), 0);
+    ::close(reader);
+    // The null device stays a way to switch the log off.
+    EXPECT_TRUE(append_log_line("/dev/null", "{}").ok());
 }

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <fmt/format.h>
 #include <lz4.h>
+#include <new>
 #include <zstd.h>
 
 namespace forge::binary {
@@ -121,6 +122,28 @@ template <class Fn> void walk_notes(const Bytes& sec, Fn&& fn) {
     }
 }
 
+// The most `compressed` bytes can expand to. LZ4 block format
+// (https://github.com/lz4/lz4/blob/dev/doc/lz4_Block_format.md): a length grows by at most 255
+// per extension byte, so no block expands more than 255-fold. Zstandard
+// (https://www.rfc-editor.org/rfc/rfc8878): every block has a 3-byte header and yields at most
+// 128 KiB (an RLE block: header plus one byte).
+constexpr std::uint64_t kLz4MaxRatio = 255;
+constexpr std::uint64_t kLz4Slack = 64; // the last literals of a tiny block
+constexpr std::uint64_t kZstdMinBlock = 4;
+constexpr std::uint64_t kZstdMaxBlockOutput = std::uint64_t{128} << 10;
+
+std::uint64_t most_decompressed(std::uint64_t compressed, Compression c) {
+    switch (c) {
+    case Compression::Lz4:
+        return compressed * kLz4MaxRatio + kLz4Slack; // compressed < 2^32 (a u32 field)
+    case Compression::Zstd:
+        return (compressed / kZstdMinBlock + 1) * kZstdMaxBlockOutput;
+    case Compression::None:
+        break;
+    }
+    return compressed;
+}
+
 } // namespace
 
 Result<CubinInfo> inspect_cubin_headers(const Bytes& cubin, const Where& where) {
@@ -131,6 +154,9 @@ Result<CubinInfo> inspect_cubin_headers(const Bytes& cubin, const Where& where) 
                            fmt::format("ELF image with e_machine {} is not a CUDA "
                                        "cubin (expected 190)",
                                        elf->machine));
+    // Kernels are counted by section name: a section that points outside the image must not
+    // count, nor let a corrupt cubin through as a well-formed one.
+    FORGE_TRY_STATUS(elf->check_sections(where));
     CubinInfo info;
     const bool new_abi = elf->abiversion >= kCudaAbiV8;
     info.sm = static_cast<int>(new_abi ? (elf->flags >> kEfSmShiftV8) & kEfSmMask
@@ -201,7 +227,22 @@ Result<std::vector<std::uint8_t>> decompress_payload(const Bytes& stream, Compre
         return where.error(stream.abs(0), fmt::format("entry declares {} bytes uncompressed, over "
                                                       "the limit of {}",
                                                       uncompressed_size, limit));
-    std::vector<std::uint8_t> out(static_cast<std::size_t>(uncompressed_size));
+    // The declared size is the file's word; what the stored bytes can expand to is not.
+    if (const std::uint64_t most = most_decompressed(stream.size(), c);
+        c != Compression::None && uncompressed_size > most)
+        return where.error(stream.abs(0),
+                           fmt::format("entry declares {} bytes uncompressed, but {} {} bytes "
+                                       "expand to at most {}",
+                                       uncompressed_size, stream.size(), compression_string(c),
+                                       most));
+    std::vector<std::uint8_t> out;
+    try {
+        out.resize(static_cast<std::size_t>(uncompressed_size));
+    } catch (const std::bad_alloc&) {
+        return where.error(stream.abs(0), fmt::format("out of memory: cannot hold the {} bytes "
+                                                      "the entry decompresses to",
+                                                      uncompressed_size));
+    }
     if (c == Compression::Lz4) {
         if (stream.size() > static_cast<std::uint64_t>(LZ4_MAX_INPUT_SIZE) ||
             uncompressed_size > static_cast<std::uint64_t>(INT32_MAX))

@@ -13,6 +13,15 @@ constexpr std::uint8_t kElfClass64 = 2;
 constexpr std::uint8_t kElfData2Lsb = 1;
 } // namespace
 
+Status Elf::check_sections(const Where& where) const {
+    for (const auto& s : sections) {
+        if (s.index == 0 || s.type == kShtNull) continue;
+        auto data = section_bytes(s, where);
+        if (!data) return std::move(data).error();
+    }
+    return ok_status();
+}
+
 bool has_elf_magic(const Bytes& b) {
     return b.starts_with("\x7f"
                          "ELF");
@@ -92,6 +101,12 @@ Result<Elf> parse_elf(const Bytes& b, const Where& where) {
                            fmt::format("section table ({} entries at 0x{:x}) extends "
                                        "past the end of the file (0x{:x} bytes)",
                                        shnum, elf.shoff, b.size()));
+    // The table fits in the file, but a sparse file can hold millions of zero headers at no
+    // cost on disk, and each decoded one costs memory: no real ELF comes near this many.
+    if (shnum > kMaxSections)
+        return where.error(b.abs(kEShnum),
+                           fmt::format("section table claims {} sections, over the limit of {}",
+                                       shnum, kMaxSections));
     elf.sections.reserve(static_cast<std::size_t>(shnum));
     for (std::uint64_t i = 0; i < shnum; ++i) {
         const std::uint64_t h = elf.shoff + i * kShdrSize;

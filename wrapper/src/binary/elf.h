@@ -49,8 +49,13 @@ inline constexpr std::uint64_t kShdrSize = 64;  // sizeof(Elf64_Shdr)
 
 inline constexpr std::uint16_t kEtRel = 1;    // e_type ET_REL: a relocatable object
 inline constexpr std::uint16_t kEmCuda = 190; // e_machine EM_CUDA: a cubin
+inline constexpr std::uint32_t kShtNull = 0;
 inline constexpr std::uint32_t kShtNote = 7;
 inline constexpr std::uint32_t kShtNobits = 8;
+
+// More sections than any linker or ptxas writes (a -ffunction-sections object with a hundred
+// thousand functions stays well below); the decoded table stays under ~100 MB.
+inline constexpr std::uint64_t kMaxSections = 1u << 20;
 
 // One Elf64_Shdr, decoded.
 struct ElfSection {
@@ -81,6 +86,8 @@ struct Elf {
     [[nodiscard]] const ElfSection* find(std::string_view name) const;
     // The bytes of a section (empty for SHT_NOBITS), or an error naming the section's offset.
     [[nodiscard]] Result<Bytes> section_bytes(const ElfSection& s, const Where& where) const;
+    // Every section with file contents lies inside the file (the first error, if not).
+    [[nodiscard]] Status check_sections(const Where& where) const;
 };
 
 // "\x7f" "ELF" at offset 0.

@@ -14,6 +14,10 @@ namespace eh = entry_header;
 // SM numbers are major*10+minor; anything beyond CC 99.9 is a corrupt header, not a GPU.
 constexpr std::uint32_t kMaxArch = 999;
 
+// Entry walks the magic scan allows beyond twice the most a file could hold (false candidates:
+// the magic constant in host code or data).
+constexpr std::uint64_t kScanSlack = 4096;
+
 Result<FatbinEntry> parse_entry(const Bytes& r, std::uint64_t e, std::uint64_t end,
                                 const Where& where) {
     if (!r.has(e, eh::kBaseSize) || e + eh::kBaseSize > end)
@@ -104,7 +108,8 @@ Result<FatbinEntry> parse_entry(const Bytes& r, std::uint64_t e, std::uint64_t e
 
 } // namespace
 
-Result<Fatbin> parse_fatbin_at(const Bytes& r, std::uint64_t off, const Where& where) {
+Result<Fatbin> parse_fatbin_at(const Bytes& r, std::uint64_t off, const Where& where,
+                               EntryBudget& budget) {
     if (!r.has(off, fh::kSize))
         return where.error(r.abs(off),
                            fmt::format("truncated fatbin header: 16 bytes needed, 0x{:x} "
@@ -138,6 +143,8 @@ Result<Fatbin> parse_fatbin_at(const Bytes& r, std::uint64_t off, const Where& w
     fb.size = *end - off;
     std::uint64_t e = *entries_start;
     while (e < *end) {
+        if (budget.left == 0) return budget.exhausted(r.abs(e), where);
+        --budget.left;
         auto entry = parse_entry(r, e, *end, where);
         if (!entry) return std::move(entry).error();
         e += entry->header_size + entry->padded_size; // checked in parse_entry
@@ -146,13 +153,25 @@ Result<Fatbin> parse_fatbin_at(const Bytes& r, std::uint64_t off, const Where& w
     return fb;
 }
 
+Error EntryBudget::exhausted(std::uint64_t offset, const Where& where) {
+    hit = true;
+    return where.error(
+        offset, fmt::format("more than {} fatbin entry headers in one file, {}", limit, what));
+}
+
 Result<std::vector<Fatbin>> parse_fatbins(const Bytes& r, const Where& where,
+                                          std::uint64_t pad_align) {
+    EntryBudget unlimited{UINT64_MAX, ""};
+    return parse_fatbins(r, where, unlimited, pad_align);
+}
+
+Result<std::vector<Fatbin>> parse_fatbins(const Bytes& r, const Where& where, EntryBudget& budget,
                                           std::uint64_t pad_align) {
     std::vector<Fatbin> out;
     std::uint64_t off = 0;
     while (off < r.size()) {
         if (r.has(off, 4) && r.u32(off) == kFatbinMagic) {
-            auto fb = parse_fatbin_at(r, off, where);
+            auto fb = parse_fatbin_at(r, off, where, budget);
             if (!fb) return std::move(fb).error();
             // Its headers are parsed into `out`: the pages can leave the resident set.
             release_pages(r.data() + off, fb->size);
@@ -177,7 +196,15 @@ Result<std::vector<Fatbin>> parse_fatbins(const Bytes& r, const Where& where,
     return out;
 }
 
-std::vector<Fatbin> scan_fatbins(const Bytes& r, const Where& where) {
+Result<std::vector<Fatbin>> scan_fatbins(const Bytes& r, const Where& where, EntryBudget& budget) {
+    // Every candidate header costs a walk of its entry chain, and a hostile file can point many
+    // headers into one long chain: the walks of rejected candidates share one budget, so the
+    // scan stays linear in the file size. Accepted fatbins are disjoint, so their entries alone
+    // never exceed region/0x40; the budget allows that twice over, plus a margin for the odd
+    // false candidate.
+    EntryBudget walks{r.size() / eh::kBaseSize * 2 + kScanSlack,
+                      "examined by the magic scan of a file without a section table (fatbin "
+                      "header chains that overlap: not what a linker writes)"};
     std::vector<Fatbin> out;
     std::uint64_t off = 0;
     while (r.has(off, fh::kSize)) {
@@ -189,8 +216,12 @@ std::vector<Fatbin> scan_fatbins(const Bytes& r, const Where& where) {
                                    r.u32(first + eh::kHeaderSize) >= eh::kBaseSize &&
                                    (kind == kKindPtx || kind == kKindElf || kind == kKindLto);
             if (plausible) {
-                auto fb = parse_fatbin_at(r, off, where);
+                auto fb = parse_fatbin_at(r, off, where, walks);
+                if (!fb && walks.hit) return std::move(fb).error();
                 if (fb && !fb->entries.empty()) {
+                    if (fb->entries.size() > budget.left)
+                        return budget.exhausted(fb->entries.back().offset, where);
+                    budget.left -= fb->entries.size();
                     off += align_up8(fb->size);
                     out.push_back(std::move(*fb));
                     continue;

@@ -9,6 +9,7 @@
 #include "core/result.h"
 
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 namespace forge::binary {
@@ -80,18 +81,36 @@ struct Fatbin {
     std::vector<FatbinEntry> entries;
 };
 
+// How many more entry headers a read may parse. Every entry header is at least 0x40 bytes of the
+// buffer, so no buffer holds more than size/0x40 of them; the budget bounds what amplification
+// (one fatbin reached through many headers or sections) could make of that.
+struct EntryBudget {
+    EntryBudget(std::uint64_t n, std::string_view why) : limit(n), left(n), what(why) {}
+    std::uint64_t limit;
+    std::uint64_t left;
+    std::string_view what; // ends the error message: "more than N fatbin entry headers ..., <what>"
+    bool hit = false;      // exhausted() was called
+    Error exhausted(std::uint64_t offset, const Where& where);
+};
+
 // Every fatbin in a section (or a whole standalone .fatbin file), end to end; zero padding to
 // the next `pad_align`-byte boundary (8 for ELF linkers, 16 for link.exe's PE sections) and
-// trailing zero bytes are tolerated, anything else is an error.
+// trailing zero bytes are tolerated, anything else is an error. Each entry parsed takes one from
+// `budget`; the error when it runs out names the entry.
+Result<std::vector<Fatbin>> parse_fatbins(const Bytes& region, const Where& where,
+                                          EntryBudget& budget, std::uint64_t pad_align = 8);
 Result<std::vector<Fatbin>> parse_fatbins(const Bytes& region, const Where& where,
                                           std::uint64_t pad_align = 8);
 
 // One fatbin at `off` of `region` (strict).
-Result<Fatbin> parse_fatbin_at(const Bytes& region, std::uint64_t off, const Where& where);
+Result<Fatbin> parse_fatbin_at(const Bytes& region, std::uint64_t off, const Where& where,
+                               EntryBudget& budget);
 
 // Fallback when section headers are unusable: fatbins found by magic at 8-byte aligned offsets,
 // accepted only when the whole header chain is consistent (docs/fatbin-format.md, "Files without
-// a section table").
-std::vector<Fatbin> scan_fatbins(const Bytes& region, const Where& where);
+// a section table"). Linear in the region's size: header chains that overlap beyond what a file
+// can hold end the scan with an error, as does running out of `budget` (accepted entries).
+Result<std::vector<Fatbin>> scan_fatbins(const Bytes& region, const Where& where,
+                                         EntryBudget& budget);
 
 } // namespace forge::binary

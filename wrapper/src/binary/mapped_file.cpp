@@ -66,7 +66,9 @@ void release_pages(const std::uint8_t* begin, std::uint64_t len) {
 }
 
 Result<MappedFile> MappedFile::open(const std::string& path) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever; the
+    // descriptor is only mapped, never read, so the flag changes nothing for a regular file.
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0) return Error{fmt::format("cannot open: {}", std::strerror(errno)), path};
     struct stat st {};
     if (::fstat(fd, &st) != 0) {

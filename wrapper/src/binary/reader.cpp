@@ -12,7 +12,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <fmt/format.h>
+#include <mutex>
+#include <new>
 #include <optional>
 #include <set>
 #include <thread>
@@ -61,9 +64,57 @@ bool interesting(const Bytes& head) {
            has_macho_magic(head) || looks_like_coff_object(head);
 }
 
+// Decompressed cubins held at once by the workers of one read: a worker whose image would take
+// the total past the limit waits until the others are done, and one larger than the limit runs
+// alone, so the workers never multiply what a single entry may hold.
+class MemoryBudget {
+  public:
+    explicit MemoryBudget(std::uint64_t limit) : limit_(limit) {}
+    void acquire(std::uint64_t n) {
+        std::unique_lock lock(mutex_);
+        freed_.wait(lock, [&] { return in_use_ == 0 || n <= limit_ - std::min(limit_, in_use_); });
+        in_use_ += n;
+    }
+    void release(std::uint64_t n) {
+        {
+            std::lock_guard lock(mutex_);
+            in_use_ -= n;
+        }
+        freed_.notify_all();
+    }
+
+  private:
+    std::mutex mutex_;
+    std::condition_variable freed_;
+    std::uint64_t limit_;
+    std::uint64_t in_use_ = 0;
+};
+
+class MemoryGrant {
+  public:
+    MemoryGrant(MemoryBudget& budget, std::uint64_t n) : budget_(budget), n_(n) {
+        budget_.acquire(n_);
+    }
+    MemoryGrant(const MemoryGrant&) = delete;
+    MemoryGrant& operator=(const MemoryGrant&) = delete;
+    ~MemoryGrant() { budget_.release(n_); }
+
+  private:
+    MemoryBudget& budget_;
+    std::uint64_t n_;
+};
+
+Error out_of_memory(const Where& where, std::uint64_t offset, std::string_view what) {
+    return where.error(offset, fmt::format("out of memory while reading {}", what));
+}
+
 class Reader {
   public:
-    Reader(std::string file, const ReadOptions& opts) : opts_(opts), file_(std::move(file)) {}
+    Reader(std::string file, const ReadOptions& opts)
+        : opts_(opts), file_(std::move(file)),
+          budget_(opts.max_entries, "the limit for one file (a fatbin read through overlapping "
+                                    "headers or sections?)"),
+          memory_(opts.max_inflight_bytes) {}
 
     Status read(const Bytes& b, const std::optional<std::string>& member, int depth,
                 std::optional<std::size_t> into) {
@@ -123,7 +174,7 @@ class Reader {
 
     Status read_standalone_fatbin(const Bytes& b, const Where& where,
                                   std::optional<std::size_t> into) {
-        auto fatbins = parse_fatbins(b, where);
+        auto fatbins = parse_fatbins(b, where, budget_);
         if (!fatbins) return std::move(fatbins).error();
         const std::size_t ext = extension_for(where, into);
         return add_fatbins(*fatbins, "fatbin", where, ext, {}, false);
@@ -135,17 +186,25 @@ class Reader {
         if (elf->is_cubin()) return read_standalone_cubin(*elf, where, into);
         const std::size_t ext = extension_for(where, into);
         if (elf->sections.empty()) { // stripped section table: consistent headers only
-            return add_fatbins(scan_fatbins(b, where), "(scan)", where, ext, {}, false);
+            auto scanned = scan_fatbins(b, where, budget_);
+            if (!scanned) return std::move(scanned).error();
+            return add_fatbins(*scanned, "(scan)", where, ext, {}, false);
         }
         const bool has_relfatbin = elf->find("__nv_relfatbin") != nullptr;
         const std::set<std::uint64_t> device_link = device_link_fatbins(*elf, where);
-        for (const auto& s : elf->sections) {
-            if (std::find(std::begin(kFatbinSections), std::end(kFatbinSections), s.name) ==
+        std::vector<const ElfSection*> fatbin_sections;
+        for (const auto& s : elf->sections)
+            if (std::find(std::begin(kFatbinSections), std::end(kFatbinSections), s.name) !=
                 std::end(kFatbinSections))
-                continue;
+                fatbin_sections.push_back(&s);
+        auto covered = covered_sections(*elf, fatbin_sections, where);
+        if (!covered) return std::move(covered).error();
+        for (std::size_t i = 0; i < fatbin_sections.size(); ++i) {
+            const ElfSection& s = *fatbin_sections[i];
+            if ((*covered)[i]) continue; // its bytes were read through another section
             auto data = elf->section_bytes(s, where);
             if (!data) return std::move(data).error();
-            auto fatbins = parse_fatbins(*data, where);
+            auto fatbins = parse_fatbins(*data, where, budget_);
             if (!fatbins) return std::move(fatbins).error();
             // Fatbins named by a version-2 wrapper come from nvcc's nvlink step. Without rdc
             // objects in the link they are kernel-less stubs; with them they hold the kernels.
@@ -183,7 +242,7 @@ class Reader {
             if (!named(s.name, kPeFatbinSections)) continue;
             auto data = pe.section_bytes(s, where);
             if (!data) return std::move(data).error();
-            auto fatbins = parse_fatbins(*data, where, kPeFatbinAlign);
+            auto fatbins = parse_fatbins(*data, where, budget_, kPeFatbinAlign);
             if (!fatbins) return std::move(fatbins).error();
             std::set<std::uint64_t> stubs;
             for (const auto& fb : *fatbins)
@@ -218,6 +277,46 @@ class Reader {
             }
         }
         return out;
+    }
+
+    // Which of the fatbin sections lie inside another one read before them (in file order), so
+    // that each fatbin is read once however many section headers name it. Sections that overlap
+    // only partly cannot both be fatbin streams: an error. Sorted by offset, a section overlaps
+    // an earlier one only if it starts before the furthest end seen, and then it lies inside the
+    // section that reached that end or sticks out of it.
+    static Result<std::vector<bool>> covered_sections(const Elf& elf,
+                                                      const std::vector<const ElfSection*>& secs,
+                                                      const Where& where) {
+        std::vector<bool> covered(secs.size(), false);
+        std::vector<std::size_t> order;
+        for (std::size_t i = 0; i < secs.size(); ++i)
+            if (secs[i]->type != kShtNobits && secs[i]->size != 0 &&
+                elf.bytes.has(secs[i]->offset, secs[i]->size)) // else section_bytes reports it
+                order.push_back(i);
+        std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+            if (secs[a]->offset != secs[b]->offset) return secs[a]->offset < secs[b]->offset;
+            return secs[a]->size > secs[b]->size;
+        });
+        const ElfSection* furthest = nullptr;
+        for (std::size_t i : order) {
+            const ElfSection& s = *secs[i];
+            const std::uint64_t end = s.offset + s.size; // inside the file: no overflow
+            const std::uint64_t furthest_end = furthest ? furthest->offset + furthest->size : 0;
+            if (furthest && s.offset < furthest_end) {
+                if (end <= furthest_end) {
+                    covered[i] = true;
+                    continue;
+                }
+                return where.error(
+                    elf.bytes.abs(elf.shoff + std::uint64_t{s.index} * elf64::kShdrSize),
+                    fmt::format("fatbin sections '{}' (0x{:x}..0x{:x}) and '{}' (0x{:x}..0x{:x}) "
+                                "overlap partly",
+                                furthest->name, furthest->offset, furthest_end, s.name, s.offset,
+                                end));
+            }
+            furthest = &s;
+        }
+        return covered;
     }
 
     // Offsets (in the reported buffer) of the fatbins that version-2 wrappers point at, in a
@@ -255,6 +354,8 @@ class Reader {
                                fmt::format("cannot read an SM from the cubin's "
                                            "e_flags 0x{:08x}",
                                            elf.flags));
+        if (budget_.left == 0) return budget_.exhausted(elf.bytes.abs(0), where);
+        --budget_.left;
         Entry e;
         e.file = where.file;
         e.member = where.member;
@@ -315,8 +416,13 @@ class Reader {
         std::vector<std::optional<Error>> errors(cubins.size());
         auto describe = [&](std::size_t k) {
             const CubinTask& t = cubins[k];
-            auto st = describe_cubin(*t.fatbin_entry, where, t.device_link_stub, entries[t.entry]);
-            if (!st.ok()) errors[k] = std::move(st).error();
+            try {
+                auto st =
+                    describe_cubin(*t.fatbin_entry, where, t.device_link_stub, entries[t.entry]);
+                if (!st.ok()) errors[k] = std::move(st).error();
+            } catch (const std::bad_alloc&) { // a worker must not take the process down
+                errors[k] = out_of_memory(where, t.fatbin_entry->offset, "a cubin");
+            }
             release_pages(t.fatbin_entry->payload.data(), t.fatbin_entry->payload.size());
         };
         unsigned threads = 1;
@@ -352,8 +458,10 @@ class Reader {
         if (x.compression != Compression::None && !opts_.inspect_payloads) return ok_status();
         std::vector<std::uint8_t> image;
         Bytes cubin = x.payload;
+        std::optional<MemoryGrant> grant;
         if (x.compression != Compression::None) {
             const Bytes stream = x.payload.sub(0, x.compressed_size);
+            grant.emplace(memory_, x.uncompressed_size);
             auto decompressed = decompress_payload(stream, x.compression, x.uncompressed_size,
                                                    opts_.max_member_bytes, where);
             if (!decompressed) return std::move(decompressed).error();
@@ -385,6 +493,8 @@ class Reader {
     const ReadOptions& opts_;
     std::string file_;
     std::uint64_t inflated_total_ = 0;
+    EntryBudget budget_;
+    MemoryBudget memory_;
     std::vector<Extension> out_;
 };
 
@@ -402,9 +512,15 @@ Result<std::vector<Extension>> read_extensions_from_memory(const std::uint8_t* d
                                                            std::uint64_t size,
                                                            const std::string& name,
                                                            const ReadOptions& opts) {
-    Reader reader(name, opts);
-    FORGE_TRY_STATUS(reader.read(Bytes{data, size, 0}, std::nullopt, 0, std::nullopt));
-    return std::move(reader).take();
+    try {
+        Reader reader(name, opts);
+        FORGE_TRY_STATUS(reader.read(Bytes{data, size, 0}, std::nullopt, 0, std::nullopt));
+        return std::move(reader).take();
+    } catch (const std::bad_alloc&) {
+        // The allocations that follow a file's word are checked where they happen; this is the
+        // backstop for what the bookkeeping itself may need on a nearly full address space.
+        return out_of_memory(Where{name, std::nullopt}, 0, "the file");
+    }
 }
 
 Result<std::vector<Extension>> read_extensions(const std::string& path, const ReadOptions& opts) {

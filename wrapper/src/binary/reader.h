@@ -53,6 +53,11 @@ struct ReadOptions {
     // Limits against hostile input (zip bombs, absurd sizes).
     std::uint64_t max_member_bytes = 4ull << 30;
     std::uint64_t max_total_inflated = 16ull << 30;
+    // Rows one read may yield (each costs a few hundred bytes): far above the largest real
+    // library (libtorch_cuda.so: under 10,000), far below what an amplifying file could make.
+    std::uint64_t max_entries = 1u << 18;
+    // Decompressed cubins the payload workers may hold at once.
+    std::uint64_t max_inflight_bytes = 1ull << 30;
     int max_nesting = 4; // wheel -> ar -> object
 };
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 #include <memory>
+#include <new>
+#include <optional>
 #include <zip.h>
 
 namespace forge::binary {
@@ -9,6 +11,9 @@ namespace forge::binary {
 namespace {
 
 constexpr std::uint64_t kPeekBytes = 8;
+constexpr std::uint64_t kDeflateMaxRatio = 1032;
+constexpr std::uint64_t kDeflateSlack = 1024;
+constexpr std::uint64_t kInflateChunk = 16ull << 20;
 
 struct ZipCloser {
     void operator()(zip_t* z) const { zip_discard(z); }
@@ -93,20 +98,46 @@ Status for_each_zip_member(const Bytes& bytes, const Where& where, const ZipLimi
                                 fmt::format("inflating zip member ({} bytes) would "
                                             "exceed the total limit of {} bytes",
                                             st.size, limits.max_total_inflated));
+        // Deflate expands at most 1032-fold (https://zlib.net/zlib_tech.html), a stored member
+        // not at all: a declaration beyond that is a lie, refused before anything is held.
+        if (st.valid & ZIP_STAT_COMP_SIZE && st.valid & ZIP_STAT_COMP_METHOD) {
+            std::optional<std::uint64_t> most;
+            if (st.comp_method == ZIP_CM_STORE) most = st.comp_size;
+            if (st.comp_method == ZIP_CM_DEFLATE)
+                most = checked_add(checked_mul(st.comp_size, kDeflateMaxRatio).value_or(UINT64_MAX),
+                                   kDeflateSlack);
+            if (most && st.size > *most)
+                return member_error(where, name,
+                                    fmt::format("zip member declares {} bytes inflated from {} "
+                                                "stored bytes, more than they can hold ({})",
+                                                st.size, st.comp_size, *most));
+        }
         if (limits.inflated_total) *limits.inflated_total = total + st.size;
 
+        // Grown as the bytes arrive, not sized by the declaration: memory follows what the
+        // member really inflates to (the declaration is checked against it below).
         std::vector<std::uint8_t> data;
-        data.resize(static_cast<std::size_t>(st.size));
-        std::copy(head, head + got_head, data.begin());
-        std::uint64_t have = static_cast<std::uint64_t>(got_head);
-        while (have < st.size) {
-            const zip_int64_t n = zip_fread(zf.get(), data.data() + have, st.size - have);
-            if (n < 0)
-                return member_error(
-                    where, name,
-                    fmt::format("cannot inflate zip member: {}", zip_file_strerror(zf.get())));
-            if (n == 0) break;
-            have += static_cast<std::uint64_t>(n);
+        std::uint64_t have = 0;
+        try {
+            data.assign(head, head + got_head);
+            have = static_cast<std::uint64_t>(got_head);
+            while (have < st.size) {
+                const std::uint64_t chunk = std::min<std::uint64_t>(st.size - have, kInflateChunk);
+                data.resize(static_cast<std::size_t>(have + chunk));
+                const zip_int64_t n = zip_fread(zf.get(), data.data() + have, chunk);
+                if (n < 0)
+                    return member_error(
+                        where, name,
+                        fmt::format("cannot inflate zip member: {}", zip_file_strerror(zf.get())));
+                have += static_cast<std::uint64_t>(n);
+                data.resize(static_cast<std::size_t>(have));
+                if (n == 0) break;
+            }
+        } catch (const std::bad_alloc&) {
+            return member_error(where, name,
+                                fmt::format("out of memory after inflating {} of the {} bytes "
+                                            "the zip member declares",
+                                            have, st.size));
         }
         if (have != st.size)
             return member_error(where, name,

@@ -1,7 +1,8 @@
 // nvcc-forge audit PATH... [--ledger FILE] (--arch-list LIST | resolve options) [--jobs N]
 //   [--format text|json]
 // Sweeps wheels and shared objects: what each carries vs its provenance vs the current policy.
-// Exit 0 all ok, 1 any file not ok, 2 usage errors or a PATH that does not exist.
+// Exit 0 all ok, 1 any file not ok, 2 usage errors, a PATH that does not exist, or any file that
+// cannot be read (the report still lists every file).
 #include "cli/command.h"
 #include "cli/policy_options.h"
 #include "policy/policy_file.h"
@@ -60,7 +61,7 @@ int run_audit(int argc, char** argv) {
         os << desc;
         fmt::print("usage: {}\n\n{}\nstatuses: ok, wheel-wrong, config-moved, stale-epoch, "
                    "no-provenance, unreadable\nexit codes: 0 all ok, 1 any not ok, 2 unusable "
-                   "input or usage\n",
+                   "input (any file unreadable) or usage\n",
                    kUsage, os.str());
         return kExitOk;
     }
@@ -109,8 +110,13 @@ int run_audit(int argc, char** argv) {
         std::cout << provenance::audit_to_json(results, policy).dump(2) << "\n";
     else
         std::cout << provenance::audit_to_text(results, policy);
+    // An unreadable file is unusable input (exit 2, as for every command), not a finding.
+    const bool any_unreadable = std::any_of(results.begin(), results.end(), [](const auto& r) {
+        return r.status == provenance::kAuditUnreadable;
+    });
     bool all_ok = std::all_of(results.begin(), results.end(),
                               [](const auto& r) { return r.status == provenance::kAuditOk; });
+    if (any_unreadable) return kExitInput;
     return all_ok ? kExitOk : kExitPolicy;
 }
 

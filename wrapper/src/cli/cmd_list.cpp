@@ -7,6 +7,7 @@
 #include "binary/reader.h"
 #include "cli/command.h"
 #include "cli/policy_options.h"
+#include "core/text.h"
 
 #include <algorithm>
 #include <boost/program_options.hpp>
@@ -39,6 +40,8 @@ void print_table(const std::vector<binary::Entry>& rows, bool toolkit) {
                                    e.stub ? "yes" : "no",
                                    e.kernels ? std::to_string(*e.kernels) : "-"};
         if (toolkit) r.push_back(e.toolkit.value_or("-"));
+        for (auto& cell : r)
+            cell = escape_control(cell);
         cells.push_back(std::move(r));
     }
     std::vector<std::size_t> width(head.size(), 0);
@@ -144,7 +147,7 @@ int run_list(int argc, char** argv) {
     } else {
         if (!rows.empty()) print_table(rows, toolkit);
         for (const auto& f : no_code)
-            fmt::print("{}: no device code\n", f);
+            fmt::print("{}: no device code\n", escape_control(f));
     }
     return rc;
 }

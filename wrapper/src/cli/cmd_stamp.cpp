@@ -4,6 +4,7 @@
 // Exit 0 stamped, 2 unusable input (not a wheel, unreadable, bad options).
 #include "cli/command.h"
 #include "cli/policy_options.h"
+#include "core/text.h"
 #include "policy/policy_file.h"
 #include "provenance/stamp.h"
 
@@ -71,8 +72,8 @@ int run_stamp(int argc, char** argv) {
         fmt::print("{}\n", stamped->record.dump(2));
     } else {
         fmt::print("{} {}: {} (arch list {}, epoch {})\n",
-                   stamped->replaced ? "restamped" : "stamped", wheel, stamped->member,
-                   stamped->record["arch_list"].get<std::string>(),
+                   stamped->replaced ? "restamped" : "stamped", escape_control(wheel),
+                   escape_control(stamped->member), stamped->record["arch_list"].get<std::string>(),
                    stamped->record["build_epoch"].dump());
     }
     return kExitOk;

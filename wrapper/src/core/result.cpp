@@ -1,5 +1,7 @@
 #include "core/result.h"
 
+#include "core/text.h"
+
 #include <fmt/format.h>
 
 namespace forge {
@@ -7,15 +9,15 @@ namespace forge {
 std::string Error::to_string() const {
     std::string out;
     if (!file.empty()) {
-        out += file;
+        out += escape_control(file);
         if (line) out += fmt::format(":{}", *line);
         if (offset) out += fmt::format(": at byte {} (0x{:x})", *offset, *offset);
         out += ": ";
     } else if (offset) {
         out += fmt::format("at byte {} (0x{:x}): ", *offset, *offset);
     }
-    if (!key.empty()) out += fmt::format("'{}': ", key);
-    out += message;
+    if (!key.empty()) out += fmt::format("'{}': ", escape_control(key));
+    out += escape_control(message, /*keep_newlines=*/true);
     return out;
 }
 

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace forge::frontend {
@@ -95,9 +96,20 @@ Result<LogRecord> LogRecord::from_json(const std::string& line) {
 }
 
 Status append_log_line(const std::string& path, const std::string& line) {
-    int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    // O_NONBLOCK: a FIFO without a reader fails at once (ENXIO) instead of holding the build
+    // after nvcc has finished; one with a reader is refused below, as is any other special file
+    // but a character device (NVCC_FORGE_LOG=/dev/null is a way to switch the log off).
+    int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK | O_NOCTTY,
+                    0644);
     if (fd < 0)
         return Error{fmt::format("cannot open the compile log: {}", std::strerror(errno)), path};
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode))) {
+        ::close(fd);
+        return Error{"cannot open the compile log: not a regular file", path};
+    }
+    // Back to blocking writes: a regular file never returns EAGAIN, a device may.
+    ::fcntl(fd, F_SETFL, O_APPEND);
     std::string data = line + "\n";
     // O_APPEND makes each write(2) land at the end as a unit for lines up to PIPE_BUF on every
     // local file system; longer lines (a TU with hundreds of sources) also take an exclusive lock,

@@ -1,6 +1,8 @@
 // Rendering audit results: one JSON object per file, and a summary table for a CI log.
 #include "provenance/audit.h"
 
+#include "core/text.h"
+
 #include <fmt/format.h>
 
 namespace forge::provenance {
@@ -83,9 +85,10 @@ std::string audit_to_text(const std::vector<AuditResult>& results, const AuditPo
         // The reader's error starts with the file name already printed on this line.
         if (std::string prefix = r.file + ": "; first.starts_with(prefix))
             first = first.substr(prefix.size());
-        out += fmt::format("{:<15} {}: {}\n", r.status, r.file, first);
+        out +=
+            fmt::format("{:<15} {}: {}\n", r.status, escape_control(r.file), escape_control(first));
         for (size_t i = 1; i < r.details.size(); ++i)
-            out += fmt::format("{:<15}   {}\n", "", r.details[i]);
+            out += fmt::format("{:<15}   {}\n", "", escape_control(r.details[i]));
     }
     return out;
 }

@@ -89,8 +89,31 @@ Result<std::string> read_member(zip_t* z, zip_uint64_t index, const std::string&
     return data;
 }
 
+// A member that would be written outside the directory the wheel is installed into.
+bool leaves_wheel(std::string_view name) {
+    if (name.starts_with('/') || name.find('\\') != std::string_view::npos) return true;
+    std::size_t start = 0;
+    while (start <= name.size()) {
+        const std::size_t slash = name.find('/', start);
+        const std::string_view part = name.substr(
+            start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
+        if (part == "..") return true;
+        if (slash == std::string_view::npos) break;
+        start = slash + 1;
+    }
+    return false;
+}
+
 Result<WheelLayout> layout_of(zip_t* z, const std::string& path) {
     auto names = member_names(z);
+    for (const auto& n : names)
+        if (leaves_wheel(n)) {
+            Error e{"member path leaves the wheel ('..', a leading '/' or a backslash): "
+                    "not stamping it",
+                    path};
+            e.key = n;
+            return e;
+        }
     WheelLayout l;
     for (const auto& n : names) {
         auto slash = n.find('/');
@@ -233,6 +256,22 @@ Status fsync_path(const std::string& path, bool directory) {
     return ok_status();
 }
 
+// Writes the bytes of `from` over the file `to` (same inode), then cuts it to their length.
+Status overwrite_with(const std::string& from, const std::string& to, const std::string& shown) {
+    int fd = ::open(to.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) return Error{fmt::format("cannot open to write: {}", std::strerror(errno)), shown};
+    Status copied = copy_file(from, fd, shown);
+    struct stat st {};
+    if (copied.ok() && ::stat(from.c_str(), &st) != 0)
+        copied = Error{fmt::format("cannot stat: {}", std::strerror(errno)), from};
+    if (copied.ok() && ::ftruncate(fd, st.st_size) != 0)
+        copied = Error{fmt::format("cannot truncate: {}", std::strerror(errno)), shown};
+    if (copied.ok() && ::fsync(fd) != 0)
+        copied = Error{fmt::format("cannot flush: {}", std::strerror(errno)), shown};
+    ::close(fd);
+    return copied;
+}
+
 // Removes the temporary file unless released.
 struct TempFile {
     std::string path;
@@ -288,16 +327,26 @@ Result<std::optional<StampFound>> read_stamp(const std::string& wheel_path) {
 Result<StampResult> stamp_wheel(const std::string& wheel_path, const policy::Resolution& r,
                                 const EnvLookup& env) {
     namespace fs = std::filesystem;
-    const fs::path wheel(wheel_path);
-    auto name = parse_wheel_filename(wheel.filename().string());
+    auto name = parse_wheel_filename(fs::path(wheel_path).filename().string());
     if (!name) return std::move(name).error().in_file(wheel_path);
+    // A symlinked wheel is stamped where it lives: replacing the link by a stamped copy would
+    // leave the file everybody else reads unstamped.
+    std::error_code ec;
+    const fs::path wheel = fs::canonical(wheel_path, ec);
+    if (ec) return Error{fmt::format("cannot resolve: {}", ec.message()), wheel_path};
     struct stat original {};
-    if (::stat(wheel_path.c_str(), &original) != 0)
+    if (::stat(wheel.c_str(), &original) != 0)
         return Error{fmt::format("cannot stat: {}", std::strerror(errno)), wheel_path};
     if (!S_ISREG(original.st_mode)) return Error{"not a regular file", wheel_path};
+    // Renaming over a file needs only the directory's permission; stamping one the caller could
+    // not write itself would hand it to the caller.
+    if (::faccessat(AT_FDCWD, wheel.c_str(), W_OK, AT_EACCESS) != 0)
+        return Error{fmt::format("cannot stamp a wheel you cannot write: {}", std::strerror(errno)),
+                     wheel_path};
 
     // Refuse what is not a wheel before writing anything next to it.
-    if (auto checked = wheel_layout(wheel_path); !checked) return std::move(checked).error();
+    if (auto checked = wheel_layout(wheel.string()); !checked)
+        return std::move(checked).error().in_file(wheel_path);
 
     StampInputs in;
     in.distribution = name->distribution;
@@ -317,7 +366,7 @@ Result<StampResult> stamp_wheel(const std::string& wheel_path, const policy::Res
                                  std::strerror(errno)),
                      wheel_path};
     TempFile temp{buf.data()};
-    Status copied = copy_file(wheel_path, fd, temp.path);
+    Status copied = copy_file(wheel.string(), fd, temp.path);
     ::close(fd);
     FORGE_TRY_STATUS(copied);
 
@@ -367,11 +416,22 @@ Result<StampResult> stamp_wheel(const std::string& wheel_path, const policy::Res
         zip_discard(raw);
         return e;
     }
+    // A rename puts a new inode in place: right when it can carry the wheel's owner and mode and
+    // no other name shares the old one. Otherwise the stamped bytes are written into the wheel
+    // itself, which keeps its inode, owner, mode and hard links (not atomic: a crash in between
+    // leaves a damaged wheel, the price of not breaking the links).
+    bool in_place = original.st_nlink > 1;
+    if (!in_place && (original.st_uid != ::geteuid() || original.st_gid != ::getegid()))
+        in_place = ::chown(temp.path.c_str(), original.st_uid, original.st_gid) != 0;
+    if (in_place) {
+        FORGE_TRY_STATUS(overwrite_with(temp.path, wheel.string(), wheel_path));
+        return result;
+    }
     // libzip wrote through its own temporary file; give the result the wheel's mode.
     if (::chmod(temp.path.c_str(), original.st_mode & 07777) != 0)
         return Error{fmt::format("cannot set the mode: {}", std::strerror(errno)), temp.path};
     FORGE_TRY_STATUS(fsync_path(temp.path, false));
-    if (::rename(temp.path.c_str(), wheel_path.c_str()) != 0)
+    if (::rename(temp.path.c_str(), wheel.c_str()) != 0)
         return Error{fmt::format("cannot replace the wheel: {}", std::strerror(errno)), wheel_path};
     temp.path.clear();
     FORGE_TRY_STATUS(fsync_path(dir.string(), true));

@@ -1,5 +1,7 @@
 #include "verify/report.h"
 
+#include "core/text.h"
+
 #include <algorithm>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -47,7 +49,8 @@ std::string to_text(const std::vector<ExtensionReport>& reports, const std::stri
     bool pass = !reports.empty();
     for (const auto& r : reports) {
         pass = pass && r.pass;
-        std::string name = r.member ? fmt::format("{} [{}]", r.file, *r.member) : r.file;
+        std::string name =
+            escape_control(r.member ? fmt::format("{} [{}]", r.file, *r.member) : r.file);
         out += fmt::format("{}  {}\n", r.pass ? "PASS" : "FAIL", name);
         out += fmt::format("  expected  {}   (from {}; read by {})\n",
                            r.expected.empty() ? "-" : fmt::format("{}", fmt::join(r.expected, " ")),

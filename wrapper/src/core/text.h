@@ -1,0 +1,16 @@
+// Text output of names the user does not control (wheel members, archive members, section names,
+// paths): a control character printed raw could end a table row and forge the next one, or send
+// a terminal escape sequence. JSON output escapes on its own; text output goes through here.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace forge {
+
+// `s` with each control character (below 0x20, and 0x7f) written as a C escape: \n, \r, \t,
+// else \xHH. Every other byte, UTF-8 included, is kept. `keep_newlines` keeps '\n' as it is
+// (a message that is meant to span lines).
+std::string escape_control(std::string_view s, bool keep_newlines = false);
+
+} // namespace forge
