@@ -2,11 +2,12 @@
 
 #include "core/paths.h"
 
+#include <array>
 #include <cstdlib>
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <fstream>
 #include <set>
-#include <sstream>
 #include <string_view>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -70,6 +71,7 @@ bool usable_nvcc(const fs::path& candidate, const fs::path& self) {
 
 fs::path exec_path(const Located& located) {
     if (located.found.empty()) return located.nvcc;
+    if (located.found == located.nvcc) return located.found;
     // nvcc reads $(_HERE_)/nvcc.profile, _HERE_ being dirname(argv[0]) (docs/nvcc-command-line.md).
     auto has_profile = [](const fs::path& nvcc) {
         return ::access((nvcc.parent_path() / "nvcc.profile").c_str(), F_OK) == 0;
@@ -185,21 +187,33 @@ struct ProcStat {
 // ppid and starttime of /proc/<pid>/stat. The command name (field 2) is in parentheses and may
 // hold spaces and ')', so fields are counted from the last ')'.
 std::optional<ProcStat> proc_stat(long pid) {
-    std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-    std::string text;
-    if (!f || !std::getline(f, text)) return std::nullopt;
-    auto close = text.rfind(')');
-    if (close == std::string::npos) return std::nullopt;
-    std::istringstream rest(text.substr(close + 1));
-    std::string field;
+    // One read(2): this runs on every wrapped call (the marker for the children).
+    const std::string path = "/proc/" + std::to_string(pid) + "/stat";
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return std::nullopt;
+    std::array<char, 1024> buf{};
+    const ssize_t n = ::read(fd, buf.data(), buf.size() - 1);
+    ::close(fd);
+    if (n <= 0) return std::nullopt;
+    std::string_view text(buf.data(), static_cast<size_t>(n));
+    auto paren = text.rfind(')');
+    if (paren == std::string_view::npos) return std::nullopt;
     ProcStat st;
-    // After ')': state (field 3), ppid (4), ..., starttime (22).
-    for (int n = 3; n <= 22 && rest >> field; ++n) {
-        if (n == 4) st.ppid = std::strtol(field.c_str(), nullptr, 10);
-        if (n == 22) {
-            st.start = std::strtoull(field.c_str(), nullptr, 10);
+    // After ')': state (field 3), ppid (4), ..., starttime (22), separated by single spaces.
+    size_t pos = paren + 1;
+    for (int field = 3; field <= 22; ++field) {
+        while (pos < text.size() && text[pos] == ' ')
+            ++pos;
+        size_t end = text.find(' ', pos);
+        if (end == std::string_view::npos) end = text.size();
+        if (pos >= end) return std::nullopt;
+        const std::string value(text.substr(pos, end - pos));
+        if (field == 4) st.ppid = std::strtol(value.c_str(), nullptr, 10);
+        if (field == 22) {
+            st.start = std::strtoull(value.c_str(), nullptr, 10);
             return st;
         }
+        pos = end;
     }
     return std::nullopt;
 }
