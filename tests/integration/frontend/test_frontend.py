@@ -4,6 +4,7 @@ scripts that select archs the way real packages do (tests/fixtures/frontend), th
 placements (PATH symlink, shim CUDA root, launcher). Skipped (exit 77) without nvcc."""
 import json
 import os
+import re
 import shutil
 import signal
 import struct
@@ -313,9 +314,11 @@ def version_byte_identical(t):
              ["-E", k, "-arch=sm_80"], ["-M", k], ["-v", "__cmake_determine_cuda"]]
     for extra in ({}, {"NVCC_FORGE_ARCH_LIST": POLICY_FA, "NVCC_FORGE_LOG": t.log}):
         env = t.env(PATH=w + os.pathsep + os.environ["PATH"], **extra)
+        # The nvcc the wrapper finds, spelled as found (argv[0] decides nvcc's toolkit root).
+        direct = shutil.which("nvcc", path=os.environ["PATH"]) or t.nvcc
         for c in calls:
             mine = t.run(["nvcc"] + c, env=env)
-            real = t.run([t.nvcc] + c, env=env)
+            real = t.run([direct] + c, env=env)
             expect(mine.returncode == real.returncode, f"{c}: rc {mine.returncode} vs {real.returncode}")
             expect(mine.stdout == real.stdout, f"{c}: stdout differs")
             expect(mine.stderr.replace(b"NVCC_FORGE_DEPTH", b"") == real.stderr
@@ -471,10 +474,11 @@ def recursion(t):
     env = t.env(PATH=os.pathsep.join([w, os.path.dirname(t.forge)]), CUDA_HOME=t.cuda_home)
     p = t.run(["nvcc", "--version"], env=env, timeout=30)
     expect(p.returncode == 0 and p.stdout == t.run([t.nvcc, "--version"]).stdout, p.err)
+    # A depth the wrapper did not set is no proof of a loop: ignored with a warning.
     env = t.env(PATH=os.pathsep.join([w, "/usr/bin", "/bin"]), CUDA_HOME=t.cuda_home,
                 NVCC_FORGE_DEPTH="7")
     p = t.run(["nvcc", "--version"], env=env, timeout=30)
-    expect(p.returncode == 2 and "NVCC_FORGE_DEPTH" in p.err, p.err)
+    expect(p.returncode == 0 and "ignoring NVCC_FORGE_DEPTH=7" in p.err, p.err)
 
 
 @case
@@ -722,6 +726,261 @@ def log_summarize_cli(t):
     expect(p.returncode == 2 and ":2:" in p.err, p.err)
     expect(t.run([t.forge, "log", "summarize", t.log + ".absent"]).returncode == 2, "absent")
     expect(t.run([t.forge, "log", "summarize", t.log, "--format", "yaml"]).returncode == 2, "fmt")
+
+
+# ---- hostile conditions: signals, stdin, argv[0], the depth marker, ARG_MAX -----------------
+
+def fake_nvcc(t, where="fake"):
+    """tests/fixtures/frontend/fake_nvcc.sh as `<t.dir>/<where>/nvcc`."""
+    fake = os.path.join(t.dir, where, "nvcc")
+    os.makedirs(os.path.dirname(fake), exist_ok=True)
+    shutil.copy(os.path.join(t.fx, "fake_nvcc.sh"), fake)
+    os.chmod(fake, 0o755)
+    return fake
+
+
+def lines(path):
+    return open(path).read().splitlines() if os.path.exists(path) else []
+
+
+@case
+def signal_stops_injection(t):
+    """A signal to the wrapper while the injected call runs: forwarded, the call ends with nvcc's
+    status (real nvcc exits 255 on SIGTERM, 2 on SIGINT), and no fallback compile starts."""
+    fake = fake_nvcc(t)
+    w = t.path_wrapper()
+    calls, started = os.path.join(t.dir, "calls"), os.path.join(t.dir, "started")
+    env = t.env(PATH=w + os.pathsep + os.environ["PATH"], NVCC_FORGE_REAL_NVCC=fake,
+                REAL_NVCC=t.nvcc, FAKE_NVCC="trap", FAKE_NVCC_CALLS=calls,
+                FAKE_NVCC_STARTED=started, NVCC_FORGE_ARCH_LIST="8.0 9.0", NVCC_FORGE_LOG=t.log)
+    argv = ["nvcc", "-c", os.path.join(t.kernels, "k.cu"), "-arch=sm_80"]
+    for how, sig, want in (("to the wrapper", signal.SIGTERM, 255),
+                           ("to the process group", signal.SIGINT, 2)):
+        for f in (calls, started, t.log):
+            if os.path.exists(f):
+                os.remove(f)
+        proc = subprocess.Popen(argv, env=env, cwd=t.dir, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, start_new_session=True)
+        deadline = time.time() + 60
+        while not os.path.exists(started) and time.time() < deadline:
+            time.sleep(0.05)
+        expect(os.path.exists(started), f"{how}: fake nvcc never started")
+        if how == "to the wrapper":
+            proc.send_signal(sig)
+        else:
+            os.killpg(proc.pid, sig)
+        try:
+            _, err = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            raise
+        got = lines(calls)
+        expect(len(got) == 1, f"{how}: a fallback compile ran after {sig.name}: {got}")
+        expect("-gencode" in got[0], f"{how}: the first call is the injected one: {got}")
+        expect(proc.returncode == want,
+               f"{how}: {sig.name} must end the call with nvcc's {want}, got {proc.returncode}: "
+               f"{err.decode(errors='replace')}")
+        expect(b"injection failed" not in err, err)
+        r = only(t.records())
+        expect(r["exit_code"] == want and r["action"] == "injected", r)
+
+
+STDIN_SOURCE = b"""#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#error "not for sm_90"
+#endif
+__global__ void from_stdin(float* x) { x[threadIdx.x] *= 2.0f; }
+"""
+
+
+@case
+def stdin_source(t):
+    """A source on stdin (`-x cu -c -`) in inject mode: the injected call and the fallback read
+    the same bytes (a copy of stdin), so a failed injection still builds the caller's kernel."""
+    w = t.path_wrapper()
+    env = t.env(PATH=w + os.pathsep + os.environ["PATH"], NVCC_FORGE_ARCH_LIST="8.0 9.0",
+                NVCC_FORGE_LOG=t.log)
+    obj = os.path.join(t.out, "stdin.o")
+    g = ["-gencode", "arch=compute_80,code=sm_80"]
+
+    def kernels(path):
+        p = t.run([t.forge, "list", "--format", "json", path])
+        expect(p.returncode == 0, p.err)
+        return {e["arch"]: e["kernels"] for e in json.loads(p.out)}
+
+    # The injected sm_90 hits the #error: the original call must compile the same source.
+    p = ft.run(["nvcc", "-x", "cu", "-c", "-", "-o", obj] + g, env=env, cwd=t.dir,
+               input=STDIN_SOURCE)
+    expect(p.returncode == 0, f"the fallback must build the source from stdin: {p.err}")
+    expect("injection failed" in p.err and "not for sm_90" in p.err, p.err)
+    r = only(t.records())
+    expect(r["action"] == "injection-failed" and r["exit_code"] == 0, r)
+    got = kernels(obj)
+    expect(got.get("sm_80", 0) >= 1, f"the object lacks the kernel from stdin: {got}")
+    # Success: the injected call got the whole source as well.
+    os.remove(t.log)
+    ok_source = STDIN_SOURCE.replace(b"#error", b"#warning")
+    p = ft.run(["nvcc", "-x", "cu", "-c", "-", "-o", obj] + g, env=env, cwd=t.dir,
+               input=ok_source)
+    expect(p.returncode == 0, p.err)
+    r = only(t.records())
+    expect(r["action"] == "injected" and "sm_90" in r["injected"], r)
+    got = kernels(obj)
+    expect(got.get("sm_80", 0) >= 1 and got.get("sm_90", 0) >= 1, got)
+
+
+@case
+def argv0_as_given(t):
+    """nvcc is exec'd by the path as the caller (or the configuration) spelled it, never its
+    symlink-resolved form: nvcc derives its toolkit root from argv[0]."""
+    real_root = os.path.join(t.dir, "cuda-9.9")
+    fake = fake_nvcc(t, os.path.join("cuda-9.9", "bin"))
+    os.symlink(real_root, os.path.join(t.dir, "cuda"))
+    spelled = os.path.join(t.dir, "cuda", "bin", "nvcc")
+    expect(os.path.realpath(spelled) == fake, "fixture: the link must resolve to the fake")
+    calls = os.path.join(t.dir, "calls")
+    w = t.path_wrapper()
+    base = dict(REAL_NVCC=t.nvcc, FAKE_NVCC="ok", FAKE_NVCC_CALLS=calls)
+    k = os.path.join(t.kernels, "k.cu")
+    runs = [
+        ("launcher, nothing configured", [t.forge, spelled, "-c", k, "-arch=sm_80"], {}),
+        ("launcher, inject + log", [t.forge, spelled, "-c", k, "-arch=sm_80"],
+         {"NVCC_FORGE_ARCH_LIST": "8.0", "NVCC_FORGE_LOG": t.log}),
+        ("PATH, NVCC_FORGE_REAL_NVCC", ["nvcc", "-c", k, "-arch=sm_80"],
+         {"PATH": w + os.pathsep + os.environ["PATH"], "NVCC_FORGE_REAL_NVCC": spelled}),
+        ("PATH, CUDA_HOME, inject", ["nvcc", "-c", k, "-arch=sm_80"],
+         {"PATH": w + os.pathsep + "/usr/bin:/bin", "CUDA_HOME": os.path.join(t.dir, "cuda"),
+          "NVCC_FORGE_ARCH_LIST": "8.0 9.0"}),
+    ]
+    # A file symlink named nvcc outside the toolkit: nvcc would miss its nvcc.profile by that name,
+    # so the resolved path runs (as before), but only where the toolkit has one.
+    elsewhere = os.path.join(t.dir, "elsewhere", "nvcc")
+    os.makedirs(os.path.dirname(elsewhere))
+    os.symlink(spelled, elsewhere)
+    runs.append(("file link outside the toolkit", [t.forge, elsewhere, "-c", k], {}))
+    soft = ft.Soft()
+    for profile in (False, True):
+        if profile:
+            ft.write(os.path.join(real_root, "bin", "nvcc.profile"), "TOP = $(_HERE_)/..\n")
+        for what, argv, extra in runs:
+            if os.path.exists(calls):
+                os.remove(calls)
+            p = t.run(argv, env=t.env(**base, **extra))
+            soft.check(p.returncode == 0, f"{what}: rc {p.returncode}: {p.err}")
+            want = fake if profile and argv[1:2] == [elsewhere] else argv[1] if argv[0] == t.forge \
+                else spelled
+            got = lines(calls)
+            soft.check(len(got) == 1 and got[0].split(" ")[0] == want,
+                       f"{what} (nvcc.profile: {profile}): exec'd as {got}, not as {want}")
+    soft.done()
+
+
+@case
+def real_nvcc_output_as_direct(t):
+    """Library check: the real nvcc behind a symlinked toolkit path (/usr/local/cuda ->
+    cuda-13.0): -M, -E and --dryrun through the wrapper are byte for byte nvcc's own."""
+    nvcc = "/usr/local/cuda/bin/nvcc"
+    if not os.access(nvcc, os.X_OK):
+        ft.skip(f"{nvcc} absent")
+    k = os.path.join(t.kernels, "k.cu")
+    for extra in ({}, {"NVCC_FORGE_ARCH_LIST": POLICY_FA, "NVCC_FORGE_LOG": t.log}):
+        env = t.env(**extra)
+        for c in (["-M", k], ["-E", k, "-arch=sm_80"], ["--dryrun", "-c", k, "-arch=sm_80"]):
+            mine = t.run([t.forge, nvcc] + c, env=env)
+            real = t.run([nvcc] + c, env=env)
+            expect(mine.returncode == real.returncode == 0, f"{c}: {mine.err}")
+            expect(mine.stdout == real.stdout, f"{extra} {c}: stdout differs from nvcc's")
+            if c[0] != "--dryrun" or not extra:  # configured, --dryrun shows the injected call
+                # --dryrun names temporary files after nvcc's pid.
+                tmp = lambda b: re.sub(rb"tmpxft_[0-9a-f]+_[0-9a-f]+", b"tmpxft", b)
+                expect(tmp(mine.stderr) == tmp(real.stderr),
+                       f"{extra} {c}: stderr differs:\n{mine.err}")
+
+
+@case
+def depth_marker_only_from_this_chain(t):
+    """NVCC_FORGE_DEPTH switches the policy off only when a wrapper running this very call set it:
+    inherited, garbage and stale values are ignored with one warning, and the policy applies."""
+    fake = fake_nvcc(t)
+    w = t.path_wrapper()
+    seen = os.path.join(t.dir, "seen")
+    env = t.env(PATH=w + os.pathsep + os.environ["PATH"], NVCC_FORGE_REAL_NVCC=fake,
+                REAL_NVCC=t.nvcc, FAKE_NVCC="ok", FAKE_NVCC_ENV=seen)
+    k = os.path.join(t.kernels, "k.cu")
+    expect(t.run(["nvcc", "-c", k], env=env).returncode == 0, "plain call")
+    stale = lines(seen)[-1]
+    expect(stale.count(":") == 2, f"the marker the wrapper set: {stale}")
+    strict = dict(env, NVCC_FORGE_ARCH_LIST="8.0 11.0", NVCC_FORGE_MODE="strict",
+                  NVCC_FORGE_LOG=t.log)
+    soft = ft.Soft()
+    for value in ("1", "abc", "-1", "7", stale):
+        if os.path.exists(t.log):
+            os.remove(t.log)
+        p = t.run(["nvcc", "-c", k, "-arch=sm_80"], env=dict(strict, NVCC_FORGE_DEPTH=value))
+        soft.check(p.returncode == 1 and "strict" in p.err,
+                   f"{value}: strict must still refuse, got {p.returncode}: {p.err}")
+        warnings = [l for l in p.err.splitlines() if "NVCC_FORGE_DEPTH" in l]
+        soft.check(len(warnings) == 1 and "ignoring" in warnings[0], f"{value}: {p.err}")
+        soft.check(len(t.records()) == 1, f"{value}: one log line expected")
+    soft.done()
+    # A wrapper of this chain (a copy of nvcc-forge named nvcc, found next on PATH) is an inner
+    # call: silent, untouched, not logged a second time.
+    copy = os.path.join(t.dir, "copy")
+    os.makedirs(copy)
+    shutil.copy(t.forge, os.path.join(copy, "nvcc"))
+    os.remove(t.log)
+    env = t.env(PATH=os.pathsep.join([w, copy, os.environ["PATH"]]),
+                NVCC_FORGE_ARCH_LIST="8.0 9.0", NVCC_FORGE_LOG=t.log)
+    p = t.run(["nvcc", "--version"], env=env, timeout=60)
+    expect(p.returncode == 0 and p.stderr == b"", f"inner call: {p.returncode}: {p.err}")
+    expect(p.stdout == t.run([t.nvcc, "--version"]).stdout, "inner call output")
+    expect(len(t.records()) == 1, t.records())
+
+
+@case
+def near_arg_max(t):
+    """A command line that just fits when nvcc is called directly: the wrapper's longer
+    environment (its marker) or the injected targets would not fit, so the caller's own argv and
+    environment run instead of failing the build."""
+    fake = fake_nvcc(t)
+    calls = os.path.join(t.dir, "calls")
+    w = t.path_wrapper()
+    k = os.path.join(t.kernels, "k.cu")
+    chunk = 100_000  # below the kernel's per-string limit (128 KiB)
+
+    def args(n):
+        pads = [f"-DPAD{i}=" + "x" * chunk for i in range(n // chunk)]
+        return ["-c", k, "-arch=sm_80"] + pads + ["-DPADEND=" + "y" * (n % chunk)]
+
+    for what, extra in (("nothing configured (exec)", {}),
+                        ("inject + log (spawn)", {"NVCC_FORGE_ARCH_LIST": "8.0 9.0",
+                                                   "NVCC_FORGE_LOG": t.log})):
+        env = t.env(PATH=w + os.pathsep + os.environ["PATH"], NVCC_FORGE_REAL_NVCC=fake,
+                    REAL_NVCC=t.nvcc, FAKE_NVCC="ok", FAKE_NVCC_CALLS=calls, **extra)
+
+        def fits(n):
+            try:
+                return subprocess.run([fake] + args(n), env=env, cwd=t.dir,
+                                      stdin=subprocess.DEVNULL, capture_output=True,
+                                      timeout=60).returncode == 0
+            except OSError:
+                return False
+
+        lo, hi = 0, 2 * os.sysconf("SC_ARG_MAX")
+        expect(fits(lo) and not fits(hi), "fixture: cannot bracket ARG_MAX")
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+        if os.path.exists(calls):
+            os.remove(calls)
+        p = t.run(["nvcc"] + args(lo), env=env)
+        expect(p.returncode == 0, f"{what}: nvcc takes this command line, the wrapper must "
+                                  f"too: rc {p.returncode}: {p.err[:2000]}")
+        got = lines(calls)
+        expect(len(got) == 1 and "-gencode" not in got[0], f"{what}: ran {got}")
+    expect("too long" in p.err, p.err[:2000])
+    r = only(t.records())
+    expect(r["action"] == "compared" and r["injected"] == [] and r["exit_code"] == 0, r)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,10 @@
 // Running a program (core/process.h): exit codes, captured output, signals handed back, no shell.
 #include "core/process.h"
 
+#include <cerrno>
 #include <csignal>
+#include <cstring>
+#include <filesystem>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -31,6 +34,8 @@ TEST(Child, ExitCodeAndCapture) {
     EXPECT_EQ(r->err, "err");
     EXPECT_FALSE(r->succeeded());
     EXPECT_EQ(r->status_code(), 7);
+    EXPECT_EQ(r->forwarded_signal, 0);
+    EXPECT_FALSE(r->too_long);
 }
 
 TEST(Child, EnvironmentWithReplacesOneVariable) {
@@ -142,4 +147,106 @@ TEST(Process, RunCaptureDropsStderrAndFailsOnAnExitOtherThanZero) {
     ASSERT_FALSE(bad.ok());
     EXPECT_EQ(bad.error().file, "/bin/sh");
     EXPECT_FALSE(run_capture({}).ok());
+}
+
+namespace {
+
+// Runs `body` in a forked child (it plays the wrapper) and returns its exit status.
+template <class F> int in_child(F body) {
+    pid_t pid = ::fork();
+    if (pid == 0) ::_exit(body());
+    int st = 0;
+    ::waitpid(pid, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+std::string ready_file(const std::string& name) {
+    return std::string(FORGE_TEST_BINARY_DIR) + "/" + name + "." + std::to_string(::getpid());
+}
+
+void wait_for_file(const std::string& path) {
+    for (int i = 0; i < 3000 && ::access(path.c_str(), F_OK) != 0; ++i)
+        ::usleep(10 * 1000);
+}
+
+} // namespace
+
+TEST(Child, ASignalThatReachedUsIsReportedEvenWhenTheChildExitsNormally) {
+    // Real nvcc exits 255 on SIGTERM (it does not die of it): the caller must still learn that it
+    // was told to stop, or it would read a normal failure and compile again.
+    const std::string ready = ready_file("trap_ready");
+    std::filesystem::remove(ready);
+    pid_t wrapper = ::fork();
+    ASSERT_GE(wrapper, 0);
+    if (wrapper == 0) {
+        auto r =
+            run_process(sh("trap 'kill $!; exit 255' TERM; sleep 30 & : > '" + ready + "'; wait"));
+        if (!r.ok()) ::_exit(90);
+        if (r->signal != 0 || r->exit_code != 255) ::_exit(91);
+        ::_exit(r->forwarded_signal == SIGTERM ? 0 : 92);
+    }
+    wait_for_file(ready);
+    ::kill(wrapper, SIGTERM);
+    int st = 0;
+    ::waitpid(wrapper, &st, 0);
+    std::filesystem::remove(ready);
+    ASSERT_TRUE(WIFEXITED(st));
+    EXPECT_EQ(WEXITSTATUS(st), 0);
+}
+
+TEST(Process, StdinCopyFeedsEveryRunTheSameBytes) {
+    EXPECT_EQ(in_child([] {
+                  int fds[2];
+                  if (::pipe(fds) != 0) return 90;
+                  const std::string text = "__global__ void k() {}\n";
+                  if (!write_all(fds[1], text)) return 91;
+                  ::close(fds[1]);
+                  ::dup2(fds[0], STDIN_FILENO);
+                  ::close(fds[0]);
+                  auto copy = StdinCopy::take();
+                  if (!copy) return 92;
+                  ProcessSpec s;
+                  s.path = "/bin/cat";
+                  s.argv = {"cat", "-"};
+                  s.output = ProcessSpec::Output::Capture;
+                  s.stdin_fd = copy->fd();
+                  auto a = run_process(s);
+                  auto b = run_process(s);
+                  if (!a || !b) return 93;
+                  return a->out == text && b->out == text ? 0 : 94;
+              }),
+              0);
+}
+
+TEST(Process, TooLongForTheKernelRunsTheCallersOwnCallInstead) {
+    // One argument longer than the kernel takes (MAX_ARG_STRLEN, 128 KiB): E2BIG on any system.
+    ProcessSpec s;
+    s.path = "/bin/sh";
+    s.argv = {"sh", "-c", "exit 3", std::string(200 * 1024, 'x')};
+    s.output = ProcessSpec::Output::Capture;
+    auto refused = run_process(s);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.error().message.find(std::strerror(E2BIG)), std::string::npos);
+
+    s.argv_if_too_long = std::vector<std::string>{"sh", "-c", "printf %s \"$FORGE_ORIG\""};
+    s.env_if_too_long = [] { return std::vector<std::string>{"FORGE_ORIG=caller's"}; };
+    auto r = run_process(s);
+    ASSERT_TRUE(r.ok()) << r.error().to_string();
+    EXPECT_TRUE(r->too_long);
+    EXPECT_EQ(r->out, "caller's");
+
+    // exec: the same fallback, in place of this process.
+    EXPECT_EQ(in_child([&] {
+                  ProcessSpec e = s;
+                  e.argv_if_too_long = std::vector<std::string>{"sh", "-c", "exit 7"};
+                  exec_process(e);
+                  return 90;
+              }),
+              7);
+    // A call that fits never takes the fallback.
+    s.argv = {"sh", "-c", "printf fits"};
+    r = run_process(s);
+    ASSERT_TRUE(r.ok());
+    EXPECT_FALSE(r->too_long);
+    EXPECT_EQ(r->out, "fits");
 }

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace fs = std::filesystem;
@@ -156,9 +157,103 @@ TEST(Locate, FindOnPathSkipsSelfAndNonExecutables) {
         l.wrapdir.string() + ":" + (l.root / "noexec").string() + ":" + l.realdir.string();
     auto p = find_on_path("nvcc", path, l.self);
     ASSERT_TRUE(p);
-    EXPECT_EQ(*p, l.realdir / "nvcc");
+    EXPECT_EQ(p->nvcc, l.realdir / "nvcc");
+    EXPECT_EQ(p->found, l.realdir / "nvcc");
     EXPECT_FALSE(find_on_path((l.wrapdir / "nvcc").string(), path, l.self));
     EXPECT_FALSE(find_on_path("nvcc", l.wrapdir.string(), l.self));
+}
+
+TEST(Locate, FoundKeepsThePathAsSpelledWhileNvccIsResolved) {
+    // A toolkit reached through a version symlink (/usr/local/cuda -> cuda-13.0): exec'd as found.
+    Layout l("locate_spelled");
+    fs::create_directory_symlink(l.root / "cuda", l.root / "cuda-link");
+    const fs::path spelled = l.root / "cuda-link" / "bin" / "nvcc";
+    auto p = find_on_path(spelled.string(), "", l.self);
+    ASSERT_TRUE(p);
+    EXPECT_EQ(p->found, spelled);
+    EXPECT_EQ(p->nvcc, l.realdir / "nvcc");
+    p = find_on_path("nvcc", (l.root / "cuda-link" / "bin").string(), l.self);
+    ASSERT_TRUE(p);
+    EXPECT_EQ(p->found, spelled);
+    auto in = l.input(l.wrapdir.string() + ":" + (l.root / "cuda-link" / "bin").string());
+    auto r = locate_real_nvcc(in);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->found, spelled);
+    EXPECT_EQ(r->nvcc, l.realdir / "nvcc");
+    in = l.input("");
+    in.cuda_home_env = (l.root / "cuda-link").string();
+    r = locate_real_nvcc(in);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->found, spelled);
+    EXPECT_EQ(exec_path(*r), spelled);
+    // A toolkit (nvcc.profile beside nvcc): reached through a directory link, still as spelled;
+    // through a file link named nvcc elsewhere nvcc would not find its profile: resolved.
+    std::ofstream(l.realdir / "nvcc.profile") << "TOP = $(_HERE_)/..\n";
+    EXPECT_EQ(exec_path(*r), spelled);
+    fs::create_directories(l.root / "elsewhere");
+    fs::create_symlink(spelled, l.root / "elsewhere" / "nvcc");
+    p = find_on_path((l.root / "elsewhere" / "nvcc").string(), "", l.self);
+    ASSERT_TRUE(p);
+    EXPECT_EQ(p->found, l.root / "elsewhere" / "nvcc");
+    EXPECT_EQ(exec_path(*p), l.realdir / "nvcc");
+}
+
+TEST(DepthMarker, OnlyAMarkerOfThisCallChainMeansInnerCall) {
+    EXPECT_EQ(read_depth_marker("").depth, 0);
+    EXPECT_FALSE(read_depth_marker("").ignored);
+    // Set by this process (a wrapper that exec'd into us keeps pid and start time) or by an
+    // ancestor: believed.
+    const std::string mine = depth_marker(1);
+    EXPECT_EQ(read_depth_marker(mine).depth, 1);
+    EXPECT_FALSE(read_depth_marker(mine).ignored);
+    EXPECT_EQ(read_depth_marker(depth_marker(2)).depth, 2);
+    auto parents = depth_marker_for(1, static_cast<long>(::getppid()));
+    ASSERT_TRUE(parents);
+    EXPECT_EQ(read_depth_marker(*parents).depth, 1);
+    EXPECT_FALSE(read_depth_marker(*parents).ignored);
+    // Inherited, garbage or stale: ignored, depth 0 (the policy applies).
+    const std::string pid = std::to_string(::getpid());
+    const std::vector<std::string> foreign = {"1",
+                                              "abc",
+                                              "-1",
+                                              "7",
+                                              "1:" + pid,
+                                              "1:" + pid + ":1",
+                                              "0:" + pid + ":0",
+                                              "1:" + pid + ":x",
+                                              "1:" + pid + ":" + mine.substr(mine.rfind(':') + 1) +
+                                                  "0",
+                                              "1:999999999:1",
+                                              " " + mine,
+                                              mine + " ",
+                                              "1::1"};
+    for (const std::string& v : foreign) {
+        EXPECT_EQ(read_depth_marker(v).depth, 0) << v;
+        EXPECT_TRUE(read_depth_marker(v).ignored) << v;
+    }
+}
+
+TEST(DepthMarker, AMarkerOfAProcessNotAboveUsIsIgnored) {
+    // A sibling's marker (a finished build's wrapper, a process that is not our ancestor): its
+    // pid and start time are real, but it does not run this call.
+    int fds[2];
+    ASSERT_EQ(::pipe(fds), 0);
+    pid_t other = ::fork();
+    ASSERT_GE(other, 0);
+    if (other == 0) {
+        char c = 0;
+        ::close(fds[1]);
+        (void)::read(fds[0], &c, 1); // until the test is done
+        ::_exit(0);
+    }
+    ::close(fds[0]);
+    auto theirs = depth_marker_for(1, static_cast<long>(other));
+    const bool ignored = theirs && read_depth_marker(*theirs).ignored;
+    ::close(fds[1]);
+    int st = 0;
+    ::waitpid(other, &st, 0);
+    ASSERT_TRUE(theirs);
+    EXPECT_TRUE(ignored) << *theirs;
 }
 
 TEST(Shim, BuildsAShadowRootAndRefusesForeignDirectories) {
@@ -269,11 +364,6 @@ TEST(Config, ModeAndDepth) {
     EXPECT_FALSE(parse_mode("Inject", "NVCC_FORGE_MODE").ok());
     EXPECT_EQ(parse_mode("bogus", "NVCC_FORGE_MODE").error().key, "NVCC_FORGE_MODE");
     FrontendEnv e;
-    EXPECT_EQ(e.depth_value(), 0);
-    e.depth = "2";
-    EXPECT_EQ(e.depth_value(), 2);
-    e.depth = "x";
-    EXPECT_EQ(e.depth_value(), 1);
     EXPECT_FALSE(e.policy_configured());
     e.package = "flash_attn";
     EXPECT_TRUE(e.policy_configured());

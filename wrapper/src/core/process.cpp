@@ -22,10 +22,14 @@ namespace {
 constexpr std::array kForwarded = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 
 volatile sig_atomic_t g_child_pid = 0;
+volatile sig_atomic_t g_forwarded = 0; // the last signal passed on to the running child
 
 extern "C" void forward_signal(int sig) {
     pid_t pid = g_child_pid;
-    if (pid > 0) ::kill(pid, sig);
+    if (pid > 0) {
+        g_forwarded = sig;
+        ::kill(pid, sig);
+    }
 }
 
 std::vector<char*> c_strings(const std::vector<std::string>& v) {
@@ -76,10 +80,36 @@ int wait_for(pid_t pid) {
     return status;
 }
 
+struct Spawned {
+    int status = 0;        // waitpid's
+    int forwarded = 0;     // a signal passed on to the child while it ran
+    bool too_long = false; // the too-long fallback ran
+};
+
+// posix_spawn; when the kernel refuses argv + environment as too long and the spec has a fallback
+// (the caller's own call), that instead. glibc's posix_spawn reports the exec's errno.
+int spawn_one(pid_t* pid, const ProcessSpec& spec, posix_spawn_file_actions_t* actions,
+              const posix_spawnattr_t* attr, char** argv, char** envp, bool* too_long) {
+    int rc = ::posix_spawn(pid, spec.path.c_str(), actions, attr, argv, envp);
+    if (rc != E2BIG || !spec.env_if_too_long) return rc;
+    const std::vector<std::string> env = spec.env_if_too_long();
+    auto env_c = c_strings(env);
+    std::vector<char*> argv_c;
+    if (spec.argv_if_too_long) argv_c = c_strings(*spec.argv_if_too_long);
+    rc = ::posix_spawn(pid, spec.path.c_str(), actions, attr,
+                       spec.argv_if_too_long ? argv_c.data() : argv, env_c.data());
+    if (rc == 0) *too_long = true;
+    return rc;
+}
+
+Error spawn_error(const ProcessSpec& spec, int rc) {
+    return Error{fmt::format("cannot run {}: {}", spec.path, std::strerror(rc)), spec.path};
+}
+
 // Spawns with the forwarded signals blocked across the spawn so none slips in before the child's
 // pid is known; the child starts with our original mask and default handlers for them.
-Result<int> spawn_forwarding(const ProcessSpec& spec, posix_spawn_file_actions_t* actions,
-                             char** argv, char** envp) {
+Result<Spawned> spawn_forwarding(const ProcessSpec& spec, posix_spawn_file_actions_t* actions,
+                                 char** argv, char** envp) {
     sigset_t forwarded, previous;
     sigemptyset(&forwarded);
     for (int s : kForwarded)
@@ -101,15 +131,16 @@ Result<int> spawn_forwarding(const ProcessSpec& spec, posix_spawn_file_actions_t
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
 
     pid_t pid = 0;
-    int rc = ::posix_spawn(&pid, spec.path.c_str(), actions, &attr, argv, envp);
+    Spawned spawned;
+    int rc = spawn_one(&pid, spec, actions, &attr, argv, envp, &spawned.too_long);
     posix_spawnattr_destroy(&attr);
     if (rc != 0) {
         ::sigprocmask(SIG_SETMASK, &previous, nullptr);
-        Error e{fmt::format("cannot run {}: {}", spec.path, std::strerror(rc)), spec.path};
-        return e;
+        return spawn_error(spec, rc);
     }
 
     std::array<struct sigaction, kForwarded.size()> saved{};
+    g_forwarded = 0;
     g_child_pid = pid;
     for (size_t i = 0; i < kForwarded.size(); ++i) {
         struct sigaction sa {};
@@ -122,24 +153,24 @@ Result<int> spawn_forwarding(const ProcessSpec& spec, posix_spawn_file_actions_t
     }
     ::sigprocmask(SIG_SETMASK, &previous, nullptr);
 
-    int status = wait_for(pid);
+    spawned.status = wait_for(pid);
     ::sigprocmask(SIG_BLOCK, &forwarded, nullptr);
     g_child_pid = 0;
+    spawned.forwarded = g_forwarded;
     for (size_t i = 0; i < kForwarded.size(); ++i)
         ::sigaction(kForwarded[i], &saved[i], nullptr);
     ::sigprocmask(SIG_SETMASK, &previous, nullptr);
-    return status;
+    return spawned;
 }
 
-Result<int> spawn_plain(const ProcessSpec& spec, posix_spawn_file_actions_t* actions, char** argv,
-                        char** envp) {
+Result<Spawned> spawn_plain(const ProcessSpec& spec, posix_spawn_file_actions_t* actions,
+                            char** argv, char** envp) {
     pid_t pid = 0;
-    int rc = ::posix_spawn(&pid, spec.path.c_str(), actions, nullptr, argv, envp);
-    if (rc != 0) {
-        Error e{fmt::format("cannot run {}: {}", spec.path, std::strerror(rc)), spec.path};
-        return e;
-    }
-    return wait_for(pid);
+    Spawned spawned;
+    int rc = spawn_one(&pid, spec, actions, nullptr, argv, envp, &spawned.too_long);
+    if (rc != 0) return spawn_error(spec, rc);
+    spawned.status = wait_for(pid);
+    return spawned;
 }
 
 } // namespace
@@ -166,15 +197,23 @@ std::vector<std::string> environment_without(const std::vector<std::string>& nam
     return env;
 }
 
-bool write_all(int fd, const std::string& data) {
+namespace {
+
+bool write_bytes(int fd, const char* data, size_t size) {
     size_t done = 0;
-    while (done < data.size()) {
-        ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    while (done < size) {
+        ssize_t n = ::write(fd, data + done, size - done);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) return false;
         done += static_cast<size_t>(n);
     }
     return true;
+}
+
+} // namespace
+
+bool write_all(int fd, const std::string& data) {
+    return write_bytes(fd, data.data(), data.size());
 }
 
 Result<ProcessOutcome> run_process(const ProcessSpec& spec) {
@@ -197,8 +236,15 @@ Result<ProcessOutcome> run_process(const ProcessSpec& spec) {
         else
             posix_spawn_file_actions_addopen(actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
     }
-    if (spec.null_stdin)
+    if (spec.null_stdin) {
         posix_spawn_file_actions_addopen(actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    } else if (spec.stdin_fd >= 0) {
+        // The child shares the file offset with us: each run starts at the first byte.
+        if (::lseek(spec.stdin_fd, 0, SEEK_SET) < 0)
+            return make_error(
+                fmt::format("cannot rewind the copy of stdin: {}", std::strerror(errno)));
+        posix_spawn_file_actions_adddup2(actions, spec.stdin_fd, STDIN_FILENO);
+    }
     if (!spec.working_dir.empty())
         posix_spawn_file_actions_addchdir_np(actions, spec.working_dir.c_str());
 
@@ -206,15 +252,18 @@ Result<ProcessOutcome> run_process(const ProcessSpec& spec) {
     std::vector<char*> envp;
     if (spec.env) envp = c_strings(*spec.env);
     char** env = spec.env ? envp.data() : environ;
-    auto status = spec.forward_signals ? spawn_forwarding(spec, actions, argv.data(), env)
-                                       : spawn_plain(spec, actions, argv.data(), env);
-    if (!status) return std::move(status).error();
+    auto spawned = spec.forward_signals ? spawn_forwarding(spec, actions, argv.data(), env)
+                                        : spawn_plain(spec, actions, argv.data(), env);
+    if (!spawned) return std::move(spawned).error();
 
     ProcessOutcome outcome;
-    if (WIFSIGNALED(*status))
-        outcome.signal = WTERMSIG(*status);
-    else if (WIFEXITED(*status))
-        outcome.exit_code = WEXITSTATUS(*status);
+    const int status = spawned->status;
+    if (WIFSIGNALED(status))
+        outcome.signal = WTERMSIG(status);
+    else if (WIFEXITED(status))
+        outcome.exit_code = WEXITSTATUS(status);
+    outcome.forwarded_signal = spawned->forwarded;
+    outcome.too_long = spawned->too_long;
     outcome.out = read_fd(out_fd.fd);
     outcome.err = read_fd(err_fd.fd);
     return outcome;
@@ -242,7 +291,34 @@ Error exec_process(const ProcessSpec& spec) {
     std::vector<char*> envp;
     if (spec.env) envp = c_strings(*spec.env);
     ::execve(spec.path.c_str(), argv.data(), spec.env ? envp.data() : environ);
+    if (errno == E2BIG && spec.env_if_too_long) {
+        const std::vector<std::string> env = spec.env_if_too_long();
+        auto env_c = c_strings(env);
+        if (spec.argv_if_too_long) argv = c_strings(*spec.argv_if_too_long);
+        ::execve(spec.path.c_str(), argv.data(), env_c.data());
+    }
     return Error{fmt::format("cannot run {}: {}", spec.path, std::strerror(errno)), spec.path};
+}
+
+Result<StdinCopy> StdinCopy::take() {
+    const int fd = ::memfd_create("nvcc-forge-stdin", MFD_CLOEXEC);
+    if (fd < 0)
+        return make_error(fmt::format("cannot create a file for stdin: {}", std::strerror(errno)));
+    StdinCopy copy(fd);
+    char buf[65536];
+    while (true) {
+        ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return make_error(fmt::format("cannot read stdin: {}", std::strerror(errno)));
+        if (n == 0) break;
+        if (!write_bytes(fd, buf, static_cast<size_t>(n)))
+            return make_error(fmt::format("cannot keep a copy of stdin: {}", std::strerror(errno)));
+    }
+    return copy;
+}
+
+StdinCopy::~StdinCopy() {
+    if (fd_ >= 0) ::close(fd_);
 }
 
 int propagate(const ProcessOutcome& outcome) {

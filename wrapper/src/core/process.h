@@ -6,6 +6,7 @@
 
 #include "core/result.h"
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,10 +26,18 @@ struct ProcessSpec {
     std::optional<std::vector<std::string>> env;
     Output output = Output::Inherit;
     bool null_stdin = false; // stdin from /dev/null instead of ours
+    // stdin from this file (a StdinCopy's), read from its start: a call run twice gets the same
+    // bytes both times.
+    int stdin_fd = -1;
     std::string working_dir; // "" = ours
     // SIGINT/SIGTERM/SIGHUP/SIGQUIT reaching us are passed on to the child while it runs: the
     // front end stands in for nvcc, so Ctrl-C must reach the compiler, not just the wrapper.
     bool forward_signals = false;
+    // Near ARG_MAX the kernel refuses (E2BIG) an argv + environment that we made longer than the
+    // caller's. When set, such a refusal starts `path` again with `argv_if_too_long` (nullopt: the
+    // same argv) and this environment — the caller's own call, which fitted when it started us.
+    std::function<std::vector<std::string>()> env_if_too_long;
+    std::optional<std::vector<std::string>> argv_if_too_long;
 };
 
 struct ProcessOutcome {
@@ -36,6 +45,10 @@ struct ProcessOutcome {
     int signal = 0;    // the signal that killed the child, 0 if it exited
     std::string out;   // captured stdout (Merged: stdout and stderr)
     std::string err;   // captured stderr (Capture only)
+    // A signal that reached us while the child ran and was passed on to it (forward_signals): the
+    // caller was told to stop, whatever the child made of it (nvcc exits 255 on SIGTERM).
+    int forwarded_signal = 0;
+    bool too_long = false; // the spec's too-long fallback is what ran
 
     [[nodiscard]] bool succeeded() const { return signal == 0 && exit_code == 0; }
     // The shell's view: exit code, or 128 + signal.
@@ -56,8 +69,26 @@ Result<ProcessOutcome> run_process(const ProcessSpec& spec);
 // program cannot start or does not exit 0. For asking a tool a question (`nvcc --version`).
 Result<std::string> run_capture(const std::vector<std::string>& argv);
 
-// Replaces this process with the program (execve). Returns only on failure.
+// Replaces this process with the program (execve), or with the too-long fallback when the kernel
+// refuses the first as too long. Returns only on failure.
 Error exec_process(const ProcessSpec& spec);
+
+// Our stdin read to its end into an anonymous in-memory file, for a call that may have to run
+// twice (the front end's injected call, then the original): each run reads it from the start.
+class StdinCopy {
+  public:
+    static Result<StdinCopy> take();
+    StdinCopy(StdinCopy&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+    StdinCopy& operator=(StdinCopy&&) = delete;
+    StdinCopy(const StdinCopy&) = delete;
+    StdinCopy& operator=(const StdinCopy&) = delete;
+    ~StdinCopy();
+    [[nodiscard]] int fd() const { return fd_; }
+
+  private:
+    explicit StdinCopy(int fd) : fd_(fd) {}
+    int fd_ = -1;
+};
 
 // Ends this process the way the child ended: the same exit code, or the same signal re-raised with
 // its default disposition (no core file of our own). Returns the code to exit with if the signal

@@ -40,15 +40,32 @@ toolkit::LocateInput locate_input(const FrontendEnv& env, std::string argv0) {
     return in;
 }
 
+// The marker's value for a message: control characters shown as '?', long values cut.
+std::string shown(const std::string& value) {
+    std::string out = value.substr(0, 64);
+    for (char& c : out)
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+    return value.size() > 64 ? out + "..." : out;
+}
+
+// The depth of this wrapper. Only a marker set by a wrapper of this very call chain counts (see
+// toolkit::read_depth_marker); anything else is ignored, once and aloud, and the policy applies.
 // A wrapper started by a wrapper (depth 1) runs the real nvcc untouched; deeper than that is a
-// loop (two copies of nvcc-forge naming each other) and stops here.
-bool too_deep(const FrontendEnv& env) {
-    if (env.depth_value() < toolkit::kMaxDepth) return false;
+// loop (two copies of nvcc-forge naming each other) and stops here (false).
+bool read_depth(Call& call) {
+    const toolkit::DepthReading reading = toolkit::read_depth_marker(call.env.depth);
+    if (reading.ignored)
+        fmt::print(stderr,
+                   "nvcc-forge: warning: ignoring {}={}: not set by an nvcc-forge running this "
+                   "call (inherited or stale); the policy applies\n",
+                   toolkit::kDepthEnv, shown(call.env.depth));
+    call.depth = reading.depth;
+    if (call.depth < toolkit::kMaxDepth) return true;
     fmt::print(stderr,
                "nvcc-forge: refusing to run: {}={} means nvcc-forge has started itself {} times "
                "(check NVCC_FORGE_REAL_NVCC, PATH and the shim's {})\n",
-               toolkit::kDepthEnv, env.depth, env.depth_value(), toolkit::kRealNvccMarker);
-    return true;
+               toolkit::kDepthEnv, shown(call.env.depth), call.depth, toolkit::kRealNvccMarker);
+    return false;
 }
 
 int run(Call& call) {
@@ -56,8 +73,9 @@ int run(Call& call) {
     // Everything this process starts — the probe of the real nvcc, __nvcc_device_query, nvcc
     // itself — carries the marker, so a misconfigured chain that leads back to nvcc-forge (a copy
     // named nvcc on PATH, a marker file pointing at a wrapper) stops at the next level.
-    ::setenv(toolkit::kDepthEnv, std::to_string(call.env.depth_value() + 1).c_str(), 1);
-    if (call.env.depth_value() > 0) return frontend::exec_untouched(call);
+    call.marker = toolkit::depth_marker(call.depth + 1);
+    ::setenv(toolkit::kDepthEnv, call.marker.c_str(), 1);
+    if (call.depth > 0) return frontend::exec_untouched(call);
     return frontend::run_call(call);
 }
 
@@ -74,7 +92,7 @@ bool looks_like_nvcc(std::string_view token, const fs::path& self) {
 int run_as_nvcc(int argc, char** argv) {
     Call call;
     call.env = FrontendEnv::from_environ();
-    if (too_deep(call.env)) return kExitInput;
+    if (!read_depth(call)) return kExitInput;
     auto located = toolkit::locate_real_nvcc(locate_input(call.env, argc > 0 ? argv[0] : "nvcc"));
     if (!located) {
         fmt::print(stderr, "nvcc-forge: {}\n", located.error().to_string());
@@ -90,7 +108,7 @@ int run_as_nvcc(int argc, char** argv) {
 int run_as_launcher(int argc, char** argv) {
     Call call;
     call.env = FrontendEnv::from_environ();
-    if (too_deep(call.env)) return kExitInput;
+    if (!read_depth(call)) return kExitInput;
     const fs::path self = self_exe();
     const char* path_c = std::getenv("PATH");
     const std::string path_env = path_c != nullptr ? path_c : "";
@@ -112,7 +130,8 @@ int run_as_launcher(int argc, char** argv) {
     // that resolves to it), the real one is located the usual way.
     auto direct = toolkit::find_on_path(argv[nvcc_at], path_env, self);
     if (direct) {
-        call.nvcc = {*direct, "launcher argument"};
+        call.nvcc = std::move(*direct);
+        call.nvcc.how = "launcher argument";
     } else {
         auto located = toolkit::locate_real_nvcc(locate_input(call.env, argv[nvcc_at]));
         if (!located) {
@@ -127,7 +146,7 @@ int run_as_launcher(int argc, char** argv) {
             fmt::print(stderr, "nvcc-forge: cannot find the launcher '{}' on PATH\n", argv[1]);
             return kExitInput;
         }
-        call.launchers.push_back(launcher->string());
+        call.launchers.push_back(launcher->nvcc.string());
         for (int i = 1; i < nvcc_at; ++i)
             call.launcher_args.emplace_back(argv[i]);
     }

@@ -76,14 +76,6 @@ FrontendEnv FrontendEnv::from_environ() {
     return e;
 }
 
-int FrontendEnv::depth_value() const {
-    if (depth.empty()) return 0;
-    char* end = nullptr;
-    long v = std::strtol(depth.c_str(), &end, 10);
-    if (end == depth.c_str() || v < 0) return 1; // set but garbage: still inside a wrapper
-    return v > 1000 ? 1000 : static_cast<int>(v);
-}
-
 fs::path cache_dir(const FrontendEnv& env) {
     if (!env.cache_dir.empty()) return env.cache_dir;
     if (std::string xdg = getenv_str("XDG_CACHE_HOME"); !xdg.empty())

@@ -30,14 +30,13 @@ struct FrontendEnv {
     std::string log;          // NVCC_FORGE_LOG
     std::string real_nvcc;    // NVCC_FORGE_REAL_NVCC
     std::string cache_dir;    // NVCC_FORGE_CACHE_DIR
-    std::string depth;        // NVCC_FORGE_DEPTH
+    std::string depth;        // NVCC_FORGE_DEPTH, raw (toolkit::read_depth_marker reads it)
     std::string prepend;      // NVCC_PREPEND_FLAGS
     std::string append;       // NVCC_APPEND_FLAGS
 
     static FrontendEnv from_environ();
     // TORCH_CUDA_ARCH_LIST is deliberately not a source: setup.py files rewrite it.
     [[nodiscard]] bool policy_configured() const { return !arch_list.empty() || !package.empty(); }
-    [[nodiscard]] int depth_value() const; // 0 when unset or garbage
 };
 
 struct EffectivePolicy {

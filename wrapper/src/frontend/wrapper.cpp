@@ -19,23 +19,36 @@ void say(const std::string& text) {
     write_all(STDERR_FILENO, text);
 }
 
+std::vector<std::string> argv_for(const Call& call, const std::vector<std::string>& nvcc_args) {
+    // nvcc as the caller spelled it: nvcc derives its toolkit root (_HERE_) from argv[0].
+    const std::string nvcc = toolkit::exec_path(call.nvcc).string();
+    std::vector<std::string> argv =
+        call.launchers.empty() ? std::vector<std::string>{} : call.launcher_args;
+    argv.push_back(nvcc);
+    argv.insert(argv.end(), nvcc_args.begin(), nvcc_args.end());
+    return argv;
+}
+
 ProcessSpec make_spec(const Call& call, const std::vector<std::string>& nvcc_args, bool capture) {
     ProcessSpec s;
     s.forward_signals = true;
-    const std::string nvcc = call.nvcc.nvcc.string();
-    if (call.launchers.empty()) {
-        // argv[0] is the real path: nvcc derives its toolkit root (_HERE_) from argv[0].
-        s.path = nvcc;
-        s.argv.push_back(nvcc);
-    } else {
-        s.path = call.launchers.front();
-        s.argv = call.launcher_args;
-        s.argv.push_back(nvcc);
-    }
-    s.argv.insert(s.argv.end(), nvcc_args.begin(), nvcc_args.end());
-    s.env = environment_with(toolkit::kDepthEnv, std::to_string(call.env.depth_value() + 1));
+    s.argv = argv_for(call, nvcc_args);
+    s.path = call.launchers.empty() ? s.argv.front() : call.launchers.front();
+    s.env = environment_with(toolkit::kDepthEnv, call.marker);
+    // The environment the caller started us with: our marker out, theirs (if any) back.
+    s.env_if_too_long = [&call] {
+        return call.env.depth.empty() ? environment_without({toolkit::kDepthEnv})
+                                      : environment_with(toolkit::kDepthEnv, call.env.depth);
+    };
     s.output = capture ? ProcessSpec::Output::Capture : ProcessSpec::Output::Inherit;
     return s;
+}
+
+// nvcc reads a source from stdin: `-` (nvcc's own spelling) or a path naming our stdin.
+bool reads_stdin(const nvcc::Invocation& inv) {
+    return std::any_of(inv.sources.begin(), inv.sources.end(), [](const std::string& s) {
+        return s == "-" || s == "/dev/stdin" || s == "/dev/fd/0" || s == "/proc/self/fd/0";
+    });
 }
 
 long long elapsed_ms(const Call& call) {
@@ -298,22 +311,60 @@ int run_call(const Call& call) {
         if (std::find(rw.injected.begin(), rw.injected.end(), m) == rw.injected.end())
             still_missing.push_back(m);
 
+    // Both calls must read what the caller's stdin held: it is read once, and each reads the copy.
+    std::optional<StdinCopy> stdin_copy;
+    if (reads_stdin(inv)) {
+        auto copy = StdinCopy::take();
+        if (!copy) {
+            say(fmt::format("nvcc-forge: warning: {}; running the call as given, nothing "
+                            "injected\n",
+                            copy.error().to_string()));
+            rec.action = kActionCompared;
+            rec.injected.clear();
+            rec.clamped.clear();
+            return run_logged(call, call.args, rec);
+        }
+        stdin_copy.emplace(std::move(*copy));
+    }
+    const int stdin_fd = stdin_copy ? stdin_copy->fd() : -1;
+
     // The rewritten call runs with its output held back: if it fails, the original runs and its
     // output (not the rewritten one's) is what the caller sees first.
-    auto first = run_process(make_spec(call, rw.argv, true));
+    ProcessSpec first_spec = make_spec(call, rw.argv, true);
+    first_spec.stdin_fd = stdin_fd;
+    first_spec.argv_if_too_long = argv_for(call, call.args);
+    auto first = run_process(first_spec);
     if (!first) {
         say(fmt::format("nvcc-forge: {}\n", first.error().to_string()));
         return kExitInput;
     }
-    if (first->succeeded() || first->signal != 0) {
+    if (first->too_long) {
+        // What ran is the caller's own call: nothing injected, nothing clamped.
         replay(*first);
-        if (first->signal == 0)
+        for (const auto& tu : tus_of(inv))
+            say(fmt::format("nvcc-forge: {}: the rewritten call is too long for this system "
+                            "(E2BIG); ran the call as given\n",
+                            tu));
+        rec.action = kActionCompared;
+        rec.injected.clear();
+        rec.clamped.clear();
+        if (first->signal == 0 && first->forwarded_signal == 0)
+            print_drops(inv, *policy, cmp.missing, arch_specific_why);
+        return finish(call, rec, *first);
+    }
+    // Told to stop (Ctrl-C, SIGTERM from make or CI): what nvcc made of it is the answer; a
+    // retry would turn an interrupted build into a successful one.
+    if (first->succeeded() || first->signal != 0 || first->forwarded_signal != 0) {
+        replay(*first);
+        if (first->signal == 0 && first->forwarded_signal == 0)
             print_drops(inv, *policy, still_missing,
                         arch_specific_why.empty() ? "nvcc cannot emit them" : arch_specific_why);
         return finish(call, rec, *first);
     }
 
-    auto second = run_process(make_spec(call, call.args, false));
+    ProcessSpec second_spec = make_spec(call, call.args, false);
+    second_spec.stdin_fd = stdin_fd;
+    auto second = run_process(second_spec);
     if (!second) {
         replay(*first);
         say(fmt::format("nvcc-forge: {}\n", second.error().to_string()));

@@ -11,7 +11,15 @@
 //   real ones: it is its exit status that is returned), then nvcc-forge says the injection failed
 //   and prints the rewritten call's diagnostics indented under "  | ". Action injection-failed in
 //   both cases (exit_code tells whether the original succeeded). A signal ends everything at once:
-//   no fallback, the signal is re-raised.
+//   one that killed nvcc is re-raised; one that reached the wrapper (SIGTERM, SIGINT, SIGHUP,
+//   SIGQUIT, passed on to nvcc) ends the call with nvcc's status (real nvcc exits 255 on SIGTERM),
+//   never with a second compile.
+// - A source on stdin (`-`, /dev/stdin) in a call that may run twice: stdin is read once into an
+//   in-memory file and both calls read that, so the fallback compiles the bytes the caller gave.
+// - nvcc is exec'd by the path as found (argv[0] as the caller spelled it, never the resolved
+//   one): nvcc's toolkit root, -E/-M/--dryrun output and depfiles follow argv[0].
+// - Near ARG_MAX (E2BIG for our marker or the injected targets), the caller's own argv and
+//   environment run instead: the build gets what calling nvcc directly gives.
 // - strict refuses (exit 1, before compiling) a call that misses policy targets — except an
 //   arch-specific TU that the package did not opt in to injection: such TUs miss targets by
 //   design (FA3 sm_90a kernels), so their drops are logged as in observe mode.
@@ -28,11 +36,13 @@
 namespace forge::frontend {
 
 struct Call {
-    toolkit::Located nvcc;              // the real nvcc (resolved)
+    toolkit::Located nvcc;              // the real nvcc: exec'd as found, checked as resolved
     std::vector<std::string> launchers; // run first, e.g. {"/usr/bin/ccache"} (resolved argv[0])
     std::vector<std::string> launcher_args; // the launchers' argv as given (launchers[0] replaced)
     std::vector<std::string> args;          // nvcc's arguments (argv[1..])
     FrontendEnv env;
+    int depth = 0;      // this wrapper's depth (toolkit::read_depth_marker of env.depth)
+    std::string marker; // toolkit::kDepthEnv's value for everything this call starts
     std::string cwd;
     std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 };

@@ -2,7 +2,9 @@
 
 #include "core/paths.h"
 
+#include <array>
 #include <cstdlib>
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <fstream>
 #include <set>
@@ -67,16 +69,30 @@ bool usable_nvcc(const fs::path& candidate, const fs::path& self) {
     return real_nvcc_at(candidate, self).has_value();
 }
 
-std::optional<fs::path> find_on_path(const std::string& name, const std::string& path_env,
-                                     const fs::path& self) {
-    if (name.find('/') != std::string::npos) return real_nvcc_at(name, self);
+fs::path exec_path(const Located& located) {
+    if (located.found.empty()) return located.nvcc;
+    if (located.found == located.nvcc) return located.found;
+    // nvcc reads $(_HERE_)/nvcc.profile, _HERE_ being dirname(argv[0]) (docs/nvcc-command-line.md).
+    auto has_profile = [](const fs::path& nvcc) {
+        return ::access((nvcc.parent_path() / "nvcc.profile").c_str(), F_OK) == 0;
+    };
+    if (has_profile(located.found) || !has_profile(located.nvcc)) return located.found;
+    return located.nvcc;
+}
+
+std::optional<Located> find_on_path(const std::string& name, const std::string& path_env,
+                                    const fs::path& self) {
+    if (name.find('/') != std::string::npos) {
+        if (auto real = real_nvcc_at(name, self)) return Located{*real, "as given", name};
+        return std::nullopt;
+    }
     std::set<std::pair<dev_t, ino_t>> seen_dirs; // a directory on PATH twice is looked at once
     for (const auto& dir : split_path(path_env)) {
         struct stat st {};
         if (::stat(dir.c_str(), &st) != 0) continue;
         if (!seen_dirs.insert({st.st_dev, st.st_ino}).second) continue;
         fs::path candidate = fs::path(dir) / name;
-        if (auto real = real_nvcc_at(candidate, self)) return real;
+        if (auto real = real_nvcc_at(candidate, self)) return Located{*real, "PATH", candidate};
     }
     return std::nullopt;
 }
@@ -159,6 +175,103 @@ Result<Located> locate_real_nvcc(const LocateInput& in) {
         msg += "\n  " + l;
     msg += "\nset NVCC_FORGE_REAL_NVCC to the real nvcc";
     return make_error(std::move(msg));
+}
+
+namespace {
+
+struct ProcStat {
+    long ppid = 0;
+    unsigned long long start = 0;
+};
+
+// ppid and starttime of /proc/<pid>/stat. The command name (field 2) is in parentheses and may
+// hold spaces and ')', so fields are counted from the last ')'.
+std::optional<ProcStat> proc_stat(long pid) {
+    // One read(2): this runs on every wrapped call (the marker for the children).
+    const std::string path = "/proc/" + std::to_string(pid) + "/stat";
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return std::nullopt;
+    std::array<char, 1024> buf{};
+    const ssize_t n = ::read(fd, buf.data(), buf.size() - 1);
+    ::close(fd);
+    if (n <= 0) return std::nullopt;
+    std::string_view text(buf.data(), static_cast<size_t>(n));
+    auto paren = text.rfind(')');
+    if (paren == std::string_view::npos) return std::nullopt;
+    ProcStat st;
+    // After ')': state (field 3), ppid (4), ..., starttime (22), separated by single spaces.
+    size_t pos = paren + 1;
+    for (int field = 3; field <= 22; ++field) {
+        while (pos < text.size() && text[pos] == ' ')
+            ++pos;
+        size_t end = text.find(' ', pos);
+        if (end == std::string_view::npos) end = text.size();
+        if (pos >= end) return std::nullopt;
+        const std::string value(text.substr(pos, end - pos));
+        if (field == 4) st.ppid = std::strtol(value.c_str(), nullptr, 10);
+        if (field == 22) {
+            st.start = std::strtoull(value.c_str(), nullptr, 10);
+            return st;
+        }
+        pos = end;
+    }
+    return std::nullopt;
+}
+
+// A decimal number, all of `text`, in [lo, hi].
+std::optional<long long> strict_number(std::string_view text, long long lo, long long hi) {
+    if (text.empty() || text.size() > 20) return std::nullopt;
+    long long v = 0;
+    for (char c : text) {
+        if (c < '0' || c > '9') return std::nullopt;
+        v = v * 10 + (c - '0');
+        if (v > hi) return std::nullopt;
+    }
+    return v < lo ? std::nullopt : std::optional<long long>(v);
+}
+
+// How far up the process tree a wrapper of this call chain may be: wrapper, launcher (ccache),
+// a second wrapper... A build's own nesting never comes close.
+constexpr int kMaxAncestors = 64;
+
+} // namespace
+
+std::optional<std::string> depth_marker_for(int depth, long pid) {
+    auto st = proc_stat(pid);
+    if (!st) return std::nullopt;
+    return fmt::format("{}:{}:{}", depth, pid, st->start);
+}
+
+std::string depth_marker(int depth) {
+    const long pid = static_cast<long>(::getpid());
+    return depth_marker_for(depth, pid).value_or(fmt::format("{}:{}:0", depth, pid));
+}
+
+DepthReading read_depth_marker(const std::string& value) {
+    if (value.empty()) return {};
+    const DepthReading ignored{0, true};
+    std::string_view v = value;
+    auto c1 = v.find(':');
+    auto c2 = c1 == std::string_view::npos ? c1 : v.find(':', c1 + 1);
+    if (c2 == std::string_view::npos) return ignored;
+    auto depth = strict_number(v.substr(0, c1), 1, 1000);
+    auto pid = strict_number(v.substr(c1 + 1, c2 - c1 - 1), 1, 1LL << 31);
+    auto start = strict_number(v.substr(c2 + 1), 0, 1LL << 62);
+    if (!depth || !pid || !start) return ignored;
+    // This process (a wrapper exec'd by one, same pid and start) or an ancestor.
+    long cur = static_cast<long>(::getpid());
+    for (int step = 0; step < kMaxAncestors && cur > 0; ++step) {
+        auto st = proc_stat(cur);
+        if (!st && step == 0) return DepthReading{static_cast<int>(*depth), false}; // no /proc
+        if (!st) return ignored;
+        if (cur == *pid)
+            return st->start == static_cast<unsigned long long>(*start)
+                       ? DepthReading{static_cast<int>(*depth), false}
+                       : ignored;
+        if (cur == 1) break;
+        cur = st->ppid;
+    }
+    return ignored;
 }
 
 Result<fs::path> find_real_nvcc() {

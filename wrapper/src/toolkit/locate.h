@@ -13,10 +13,29 @@
 
 namespace forge::toolkit {
 
-// Set in the environment of every nvcc the wrapper runs. A wrapper that starts with it set is
-// already inside a wrapper: it runs the real nvcc untouched; at depth >= kMaxDepth it refuses.
+// Set in the environment of every nvcc the wrapper runs. A wrapper that starts with it set — by a
+// wrapper still running above it — is already inside a wrapper: it runs the real nvcc untouched;
+// at depth >= kMaxDepth it refuses.
 inline constexpr const char* kDepthEnv = "NVCC_FORGE_DEPTH";
 inline constexpr int kMaxDepth = 2;
+
+// The marker's value, "<depth>:<pid>:<start>": the depth of the wrapper that set it, its pid and
+// its start time (field 22 of /proc/<pid>/stat, fixed across exec). Only a wrapper of this very
+// call chain can have set a value whose pid is this process or one of its ancestors and whose
+// start time matches; a value inherited from elsewhere (a dumped environment, a stale marker of
+// a finished build, `1`, `abc`) cannot pass, since that pid is gone, reused or not above us.
+// Without /proc (nothing to verify against) a well-formed marker is trusted as before, so that
+// the recursion stop still holds.
+std::string depth_marker(int depth); // set by this process
+// The marker `pid` would have set; nullopt when /proc does not know the pid.
+std::optional<std::string> depth_marker_for(int depth, long pid);
+
+struct DepthReading {
+    int depth = 0;        // 0: the outermost wrapper of this call chain
+    bool ignored = false; // set, but not by a wrapper of this call chain: warn, apply the policy
+};
+// Reads the marker's value ("" = unset).
+DepthReading read_depth_marker(const std::string& value);
 
 // A shim's bin/ (and any directory holding an `nvcc` symlink to the wrapper) may name the real
 // nvcc in this file: one line, an absolute path.
@@ -32,10 +51,21 @@ struct LocateInput {
 };
 
 struct Located {
-    std::filesystem::path nvcc;  // resolved real path: exec it by this name (nvcc's _HERE_)
-    std::string how;             // "NVCC_FORGE_REAL_NVCC", "PATH", "marker <file>", ...
-    std::filesystem::path found; // the path as found (the PATH entry, the variable's value)
+    // Resolved (symlinks followed): what recursion and identity checks compare; the toolkit probe
+    // and its cache key use it.
+    std::filesystem::path nvcc;
+    std::string how; // "NVCC_FORGE_REAL_NVCC", "PATH", "marker <file>", ...
+    // The path as found, as the caller spelled it (the variable's value, the marker's line, the
+    // PATH entry's dir/nvcc, the launcher argument): what is exec'd, with it as argv[0]. nvcc
+    // derives its toolkit root from argv[0], so a resolved path would change -E/-M/--dryrun
+    // output, depfiles and cache keys against calling nvcc directly.
+    std::filesystem::path found;
 };
+
+// What to exec, with it as argv[0]: `found`, except where nvcc could not find its toolkit by that
+// name (a file symlink named nvcc in a directory without nvcc.profile, which the resolved path
+// has): then the resolved path, which is what made such a setup work before.
+std::filesystem::path exec_path(const Located& located);
 
 // Same file (after symlinks), by device and inode.
 bool same_file(const std::filesystem::path& a, const std::filesystem::path& b);
@@ -51,10 +81,10 @@ std::filesystem::path invocation_dir(const LocateInput& in);
 // lists every place looked at and why each was rejected.
 Result<Located> locate_real_nvcc(const LocateInput& in);
 
-// Resolves a command name as execvp would (a name with a slash is taken as is), skipping `self`.
-std::optional<std::filesystem::path> find_on_path(const std::string& name,
-                                                  const std::string& path_env,
-                                                  const std::filesystem::path& self);
+// Resolves a command name as execvp would (a name with a slash is taken as is), skipping `self`:
+// `found` is the name with a slash or the PATH entry's dir/name, `nvcc` its resolved file.
+std::optional<Located> find_on_path(const std::string& name, const std::string& path_env,
+                                    const std::filesystem::path& self);
 
 // For the tools (`resolve` without --cuda, ...): locate_real_nvcc from this process's environment,
 // with the front end's binary (core/paths.h wrapper_exe) as the one never to pick, and no marker
