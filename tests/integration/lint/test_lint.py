@@ -81,7 +81,7 @@ def ladder_block(t):
                  "lacks; it adds sm_110f beyond the list — hard-coded nvcc targets")
     r.expect_not_out("setup.py:16:")
     r.expect_not_out("setup.py:25:")
-    r.expect_out("lint: 2 findings, 0 ignored, 1 file scanned")
+    r.expect_out("lint: 2 findings, 0 ignored, 3 files scanned")
     data = lint(t, fx(t, "ladder"), "--arch-list", POLICY_NO_ADA, "--format", "json").json()
     lines = [f for f in data if f["block"]]
     ft.check(len(lines) > 2, data)  # every line of the block is still there

@@ -729,13 +729,14 @@ std::string names_of(const std::vector<arch::Target>& ts) {
     return out.empty() ? std::string("nothing") : out;
 }
 
-// Groups the target lines of a build file into blocks (lines at most three apart), and gives
+// Groups the -gencode lines of a build file into blocks (lines at most three apart), and gives
 // each block of two or more lines its summary against the list.
 void mark_blocks(std::vector<LintFinding>& out, std::string_view code, const ScriptText& st,
                  BuildKind kind, const LineIndex& lines, const arch::ArchList& list) {
     std::vector<int> target_lines;
+    // A block is a ladder: two or more -gencode lines (a named target next to one is not).
     for (const auto& f : out)
-        if (block_rule(f)) target_lines.push_back(f.line);
+        if (f.rule == "script-emits-gencode") target_lines.push_back(f.line);
     std::sort(target_lines.begin(), target_lines.end());
     target_lines.erase(std::unique(target_lines.begin(), target_lines.end()), target_lines.end());
     std::vector<std::pair<int, int>> blocks;
