@@ -112,10 +112,17 @@ def flash_ladder_inject(t):
     r = only(t.records())
     expect(r["action"] == "injected" and r["mode"] == "inject", r)
     expect(r["injected"] == ["sm_110", "compute_90", "compute_120"], r["injected"])
-    expect("dropped" not in p.err, p.err)
+    # The build log shows what the script dropped and that it was put back.
+    expect("nvcc-forge: k.cu: dropped sm_110, compute_90, compute_120 -> injected (policy 8.0 "
+           "9.0+PTX 10.0 11.0 12.0+PTX; requested 8.0 9.0 10.0 12.0)\n" in p.err, p.err)
     got = t.targets(os.path.join(t.out, "flash_fwd.o"))
     expect(got == {"sm_80", "sm_90", "sm_100", "sm_110", "sm_120", "compute_90", "compute_120"},
            got)
+    # NVCC_FORGE_QUIET=1: drops that were all injected back say nothing.
+    env["NVCC_FORGE_QUIET"] = "1"
+    p = t.py("build_flash_attn.py", env)
+    expect(p.returncode == 0, f"build failed: {p.err}")
+    expect("nvcc-forge" not in p.err, p.err)
 
 
 @case
@@ -164,6 +171,20 @@ def pointnet2_clamp(t):
     expect(r["injected"] == ["sm_80", "sm_90", "compute_90"], r["injected"])
     got = t.targets(os.path.join(t.out, "pointnet2.o"))
     expect(got == {"sm_75", "sm_80", "sm_90", "compute_90"}, got)
+    # The clamp is on stderr like the drops, and stays there under NVCC_FORGE_QUIET=1.
+    clamp = ("nvcc-forge: k.cu: clamped sm_37, sm_50, sm_60, sm_61, sm_62, sm_70, compute_37 -> "
+             "removed (policy 8.0 9.0+PTX; requested ")
+    expect(clamp in p.err and "nvcc cannot emit them" in p.err, p.err)
+    expect("dropped sm_80, sm_90, compute_90 -> injected" in p.err, p.err)
+    env["NVCC_FORGE_QUIET"] = "1"
+    p = t.py("build_pointnet2.py", env)
+    expect(p.returncode == 0 and clamp in p.err and "-> injected" not in p.err, p.err)
+    # log summarize lists, per target, the TUs that asked for more than the policy.
+    p = t.run([t.forge, "log", "summarize", t.log])
+    expect(p.returncode == 0 and "sm_75: requested beyond the policy by 1 TU\n" in p.out, p.out)
+    j = json.loads(t.run([t.forge, "log", "summarize", t.log, "--format", "json"]).out)
+    expect(sorted(j["extra"]) == sorted(["sm_37", "compute_37", "sm_50", "sm_60", "sm_61",
+                                         "sm_62", "sm_70", "sm_75"]), j["extra"])
 
 
 @case

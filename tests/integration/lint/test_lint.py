@@ -66,8 +66,60 @@ def clean_tree(t):
 @ft.case("lint.cli.ladder_exit")
 def ladder_exit(t):
     r = lint(t, fx(t, "ladder"), "--arch-list", POLICY_NO_ADA).expect_rc(1)
-    r.expect_out("setup.py:25: explicit-target: sm_110 (needs 11.0;")
     r.expect_out("setup.py:10: script-own-arch-knob: FLASH_ATTN_CUDA_ARCHS —")
+    # The ladder is one finding in the text; its lines (sm_110 on line 25 ...) stay in the JSON.
+    data = lint(t, fx(t, "ladder"), "--arch-list", POLICY_NO_ADA, "--format", "json").json()
+    got = [(f["line"], f["rule"], f["needs"]) for f in data]
+    ft.check_in((25, "explicit-target", "11.0"), got, "findings")
+
+
+@ft.case("lint.cli.ladder_block")
+def ladder_block(t):
+    r = lint(t, fx(t, "ladder"), "--arch-list", POLICY_NO_ADA).expect_rc(1)
+    r.expect_out("setup.py:15-28: script-emits-gencode: a target block of lines 15-28: emits "
+                 "sm_80 sm_90 sm_100f sm_110f sm_120f; the list wants sm_86 compute_120 that it "
+                 "lacks; it adds sm_110f beyond the list — hard-coded nvcc targets")
+    r.expect_not_out("setup.py:16:")
+    r.expect_not_out("setup.py:25:")
+    r.expect_out("lint: 2 findings, 0 ignored, 3 files scanned")
+    data = lint(t, fx(t, "ladder"), "--arch-list", POLICY_NO_ADA, "--format", "json").json()
+    lines = [f for f in data if f["block"]]
+    ft.check(len(lines) > 2, data)  # every line of the block is still there
+    for f in lines:
+        ft.check_eq((f["block"]["first"], f["block"]["last"]), (15, 28), "block range")
+
+
+def package_with_separator(t, name, sep):
+    d = os.path.join(t.work, "packages", name)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "arch_override.yml"), "w") as f:
+        f.write(f'wrapper:\n  arch_list_separator: "{sep}"\n')
+    return ["--package", name, "--packages-dir", os.path.join(t.work, "packages")]
+
+
+@ft.case("lint.cli.splits_arch_list")
+def splits_arch_list(t):
+    src = t.fixtures("packages", "lint_split_semicolon")
+    r = lint(t, src, "--arch-list", "8.0 8.6 9.0").expect_rc(1)
+    r.expect_out("setup.py:9: script-splits-arch-list: for item in requested.replace(\",\", \";\")"
+                 ".split(\";\"): — TORCH_CUDA_ARCH_LIST is exported space-separated ('8.0 8.6 9.0'); "
+                 "the script splits it with .replace(\",\", \";\").split(\";\") and sees 1 token "
+                 "('8.0 8.6 9.0') instead of 3")
+    r.expect_out('set wrapper.arch_list_separator: ";"')
+    # Exported in the form it parses: nothing to say about the split.
+    data = lint(t, src, "--arch-list", "8.0 8.6 9.0", "--format", "json",
+                *package_with_separator(t, "semi", ";")).json()
+    ft.check_eq([f["rule"] for f in data], ["script-reads-arch-list"], "rules")
+    # The mirror image: a plain .split() meets the ';' form.
+    plain = t.fixtures("packages", "lint_split_plain")
+    lint(t, plain, "--arch-list", "8.0 9.0", "--format", "json").expect_rc(1)
+    r = lint(t, plain, "--arch-list", "8.0 9.0", *package_with_separator(t, "semi", ";"))
+    r.expect_out("script-splits-arch-list")
+    r.expect_out("exported ';'-separated ('8.0;9.0'); the script splits it with .split() and sees "
+                 "1 token ('8.0;9.0') instead of 2")
+    r.expect_out('set wrapper.arch_list_separator: " "')
+    data = lint(t, plain, "--arch-list", "8.0 9.0", "--format", "json").json()
+    ft.check("script-splits-arch-list" not in [f["rule"] for f in data], data)
 
 
 @ft.case("lint.cli.package_lint_ignore")

@@ -125,6 +125,29 @@ def case_resolve_package(t):
     check(j["arch_list"] == "8.6+PTX" and j["ptx_added"] == "8.6", j)
 
 
+@ft.case("policy.cli.package_arch_list_form")
+def case_package_arch_list_form(t):
+    # sageattention's setup.py splits on ';' and ',' and builds only `a` targets: its package file
+    # says so, and every output that hands the list to its build follows.
+    j = json.loads(run("resolve", "--cuda", "12.8", "--package", "sageattention", "--format", "json").stdout)
+    check(j["arch_list"] == "8.0 8.6 8.9 9.0 10.0 12.0", j["arch_list"])  # no +PTX tail
+    check(j["torch_arch_list"] == "8.0;8.6;8.9;9.0;10.0;12.0", j["torch_arch_list"])
+    check(j["ptx_added"] is None, j["ptx_added"])
+    check(j["ptx_not_added"].startswith("packages/sageattention/arch_override.yml:forward_ptx: "),
+          j["ptx_not_added"])
+    check(j["wrapper"]["arch_list_separator"] == ";", j["wrapper"])
+    out = run("resolve", "--cuda", "12.8", "--package", "sageattention").stdout.strip()
+    check(out == "8.0;8.6;8.9;9.0;10.0;12.0", out)
+    env_out = run("env", "--cuda", "12.8", "--package", "sageattention").stdout
+    check("export TORCH_CUDA_ARCH_LIST='8.0;8.6;8.9;9.0;10.0;12.0'\n" in env_out, env_out)
+    check("export NVCC_FORGE_ARCH_LIST='8.0 8.6 8.9 9.0 10.0 12.0'\n" in env_out, env_out)
+    # Other packages keep the space form and the tail.
+    j = json.loads(run("resolve", "--cuda", "12.8", "--format", "json").stdout)
+    check(j["torch_arch_list"] == ROW_128 and j["ptx_not_added"] is None, j)
+    env_out = run("env", "--cuda", "12.8", "--package", "flash_attn").stdout
+    check("export TORCH_CUDA_ARCH_LIST='8.0 8.6 9.0+PTX 10.0 12.0+PTX'\n" in env_out, env_out)
+
+
 def fake_nvcc(tmp, version_dir):
     path = os.path.join(tmp, "nvcc")
     fx = os.path.join(ROOT, "tests", "fixtures", "toolkit", version_dir)

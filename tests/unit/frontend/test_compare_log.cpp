@@ -122,6 +122,26 @@ TEST(DropLine, Format) {
               "requested 8.0 9.0)\n");
 }
 
+TEST(DropLine, InjectedDroppedAndClamped) {
+    DropReport r{{"sm_110"}, {"compute_120"}, {}, "8.0 11.0 12.0+PTX", "8.0 12.0", "why"};
+    EXPECT_EQ(drop_lines("k.cu", r, false),
+              "nvcc-forge: k.cu: dropped sm_110 -> injected; dropped compute_120 (policy 8.0 11.0 "
+              "12.0+PTX; requested 8.0 12.0); why\n");
+    // A real drop is printed even when quiet.
+    EXPECT_EQ(drop_lines("k.cu", r, true), drop_lines("k.cu", r, false));
+    r.dropped.clear();
+    EXPECT_EQ(drop_lines("k.cu", r, false),
+              "nvcc-forge: k.cu: dropped sm_110 -> injected (policy 8.0 11.0 12.0+PTX; requested "
+              "8.0 12.0)\n");
+    EXPECT_EQ(drop_lines("k.cu", r, true), "");
+    r.clamped = {"sm_50", "compute_50"};
+    r.requested.clear();
+    EXPECT_EQ(drop_lines("k.cu", r, true),
+              "nvcc-forge: k.cu: clamped sm_50, compute_50 -> removed (policy 8.0 11.0 12.0+PTX; "
+              "requested nvcc default); nvcc cannot emit them\n");
+    EXPECT_EQ(drop_lines("k.cu", DropReport{}, false), "");
+}
+
 TEST(Dropped, DependsOnAction) {
     LogRecord r;
     r.missing = {"sm_110", "compute_120"};
@@ -151,6 +171,7 @@ TEST(Summarize, GroupsTusByTargetAndNamesMalformedLine) {
     c.sources = {"c.cu"};
     c.injected = a.missing;
     c.action = kActionInjected;
+    c.extra = {"sm_50"};
     for (const auto& r : {a, b, c})
         ASSERT_TRUE(append_log_line(log, r.to_json()).ok());
     auto s = summarize_log(log);
@@ -168,6 +189,12 @@ TEST(Summarize, GroupsTusByTargetAndNamesMalformedLine) {
     EXPECT_EQ(s->restored_by_target.at("sm_110"), (std::vector<std::string>{"/b/c.cu"}));
     EXPECT_NE(text.find("injected back"), std::string::npos);
     EXPECT_EQ(j["restored"]["compute_120"].size(), 1u);
+    // c.cu also asked for sm_50, which the policy lacks: listed per target for the gate's extra.
+    EXPECT_EQ(s->records_with_extra, 1);
+    EXPECT_EQ(s->extra_by_target.at("sm_50"), (std::vector<std::string>{"/b/c.cu"}));
+    EXPECT_NE(text.find("sm_50: requested beyond the policy by 1 TU\n  /b/c.cu\n"),
+              std::string::npos);
+    EXPECT_EQ(j["extra"]["sm_50"], nlohmann::json::array({"/b/c.cu"}));
 
     { std::ofstream(log, std::ios::app) << "{\"cwd\": torn\n"; }
     auto bad = summarize_log(log);

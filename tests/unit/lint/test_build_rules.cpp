@@ -3,6 +3,7 @@
 #include "helpers.h"
 #include "lint/lex.h"
 #include "lint/lint.h"
+#include "lint/report.h"
 
 #include <gtest/gtest.h>
 
@@ -149,4 +150,81 @@ TEST(LintScript, FilesThatAreNotBuildFilesOrSources) {
     EXPECT_TRUE(is_build_file("cmake/cuda.cmake"));
     EXPECT_TRUE(is_build_file("pyproject.toml"));
     EXPECT_FALSE(is_build_file("CMakeCache.txt"));
+}
+
+namespace {
+
+std::vector<LintFinding> split_findings(std::string_view py, std::string_view list,
+                                        std::string_view sep) {
+    auto all = lint_build_text("setup.py", py, L(list), sep);
+    std::erase_if(all, [](const LintFinding& f) { return f.rule != "script-splits-arch-list"; });
+    return all;
+}
+
+} // namespace
+
+TEST(LintBuild, SplitsArchListOnSeparatorsTheExportDoesNotUse) {
+    const std::string sage = "env = os.getenv(\"TORCH_CUDA_ARCH_LIST\", \"\").strip()\n"
+                             "for item in env.replace(\",\", \";\").split(\";\"):\n"
+                             "    pass\n";
+    auto f = split_findings(sage, "8.0 9.0+PTX", " ");
+    ASSERT_EQ(f.size(), 1u);
+    EXPECT_EQ(f[0].line, 2);
+    EXPECT_NE(f[0].why.find("exported space-separated ('8.0 9.0+PTX')"), std::string::npos);
+    EXPECT_NE(f[0].why.find("sees 1 token ('8.0 9.0+PTX') instead of 2"), std::string::npos);
+    EXPECT_NE(f[0].why.find("arch_list_separator: \";\""), std::string::npos);
+    EXPECT_TRUE(split_findings(sage, "8.0 9.0+PTX", ";").empty());
+    EXPECT_TRUE(split_findings(sage, "8.0 9.0+PTX", ",").empty());
+    // The flash_attn mirror image: a plain .split() straight off the read meets the ';' form.
+    const std::string plain = "archs = os.environ[\"TORCH_CUDA_ARCH_LIST\"].split()\n";
+    f = split_findings(plain, "8.0 9.0", ";");
+    ASSERT_EQ(f.size(), 1u);
+    EXPECT_NE(f[0].why.find("sees 1 token ('8.0;9.0')"), std::string::npos);
+    EXPECT_TRUE(split_findings(plain, "8.0 9.0", " ").empty());
+    // A script that handles the space form too, a split the lint cannot follow, another variable.
+    EXPECT_TRUE(split_findings("a = os.getenv(\"TORCH_CUDA_ARCH_LIST\")\n"
+                               "b = a.replace(\" \", \";\").split(\";\")\n"
+                               "c = re.split(r\"[;, ]\", a)\nd = other.split(\";\")\n",
+                               "8.0 9.0", " ")
+                    .empty());
+    // One arch in the list still shows what a longer list would become.
+    f = split_findings("x = os.getenv(\"TORCH_CUDA_ARCH_LIST\").split(\",\")\n", "8.0", " ");
+    ASSERT_EQ(f.size(), 1u);
+}
+
+TEST(LintBuild, LadderLinesFormOneBlock) {
+    const std::string py = "cc_flag = []\n"                                         // 1
+                           "if a:\n"                                                // 2
+                           "    cc_flag.append(\"-gencode\")\n"                     // 3
+                           "    cc_flag.append(\"arch=compute_80,code=sm_80\")\n"   // 4
+                           "if b:\n"                                                // 5
+                           "    cc_flag.append(\"-gencode\")\n"                     // 6
+                           "    cc_flag.append(\"arch=compute_110,code=sm_110\")\n" // 7
+                           "\n\n\n\n"                                               // 8-11
+                           "x = [\"-gencode=arch=compute_90,code=compute_90\"]\n";  // 12
+    auto found = lint_build_text("setup.py", py, L("8.0 9.0+PTX"));
+    for (const auto& f : found) {
+        if (f.line <= 7) {
+            EXPECT_EQ(std::pair(f.block_first, f.block_last), std::pair(3, 7)) << f.line;
+            EXPECT_EQ(f.block_summary, "emits sm_80 sm_110; the list wants sm_90 compute_90 that "
+                                       "it lacks; it adds sm_110 beyond the list");
+        } else {
+            EXPECT_EQ(f.block_first, 0) << "a lone line is not a block: " << f.line;
+        }
+    }
+    LintReport report;
+    report.findings = found;
+    report.files_scanned = 1;
+    const std::string text = lint_to_text(report, L("8.0 9.0+PTX"));
+    EXPECT_NE(text.find("setup.py:3-7: script-emits-gencode: a target block of lines 3-7: emits"),
+              std::string::npos)
+        << text;
+    EXPECT_EQ(text.find("setup.py:4:"), std::string::npos) << text;
+    EXPECT_NE(text.find("setup.py:12: script-emits-gencode:"), std::string::npos) << text;
+    EXPECT_NE(text.find("lint: 2 findings"), std::string::npos) << text;
+    // A block whose every line is ignored is one ignored finding.
+    for (auto& f : report.findings)
+        if (f.block_first != 0) f.ignored_by = "setup.py";
+    EXPECT_NE(lint_to_text(report, L("8.0 9.0+PTX")).find("lint: 1 finding, 1 ignored"),
+              std::string::npos);
 }

@@ -108,6 +108,38 @@ TEST(PackageOverride, WrapperSettingsAreValidated) {
     EXPECT_FALSE(parse_arch_override("wrapper:\n  arch_specific_sources: \"*.cu\"\n", "p").ok());
 }
 
+TEST(PackageOverride, ArchListSeparatorIsOneOfThree) {
+    for (const char* sep : {" ", ";", ","}) {
+        auto ok = parse_arch_override(
+            std::string("wrapper:\n  arch_list_separator: \"") + sep + "\"\n", "p.yml");
+        ASSERT_TRUE(ok.ok()) << ok.error().to_string();
+        EXPECT_EQ(ok->wrapper.arch_list_separator, sep);
+    }
+    EXPECT_EQ(parse_arch_override("arch_list: \"8.0\"\n", "p")->wrapper.arch_list_separator, "");
+    auto bad = parse_arch_override("wrapper:\n  arch_list_separator: \":\"\n", "p.yml");
+    ASSERT_FALSE(bad.ok());
+    EXPECT_EQ(bad.error().line, 2);
+    EXPECT_NE(bad.error().message.find("not a separator"), std::string::npos);
+}
+
+TEST(PackageOverride, ForwardPtxFalseNeedsItsReason) {
+    auto ok = parse_arch_override(
+        "forward_ptx:\n  value: false\n  reason: \"a targets only\"\n  source: \"setup.py\"\n",
+        "p.yml");
+    ASSERT_TRUE(ok.ok()) << ok.error().to_string();
+    ASSERT_TRUE(ok->forward_ptx.has_value());
+    EXPECT_FALSE(ok->forward_ptx->value);
+    EXPECT_EQ(ok->forward_ptx->reason, "a targets only");
+    EXPECT_EQ(ok->forward_ptx->source, "setup.py");
+    EXPECT_TRUE(parse_arch_override("forward_ptx: true\n", "p")->forward_ptx->value);
+    auto bare = parse_arch_override("forward_ptx: false\n", "p.yml");
+    ASSERT_FALSE(bare.ok());
+    EXPECT_NE(bare.error().message.find("reason"), std::string::npos);
+    EXPECT_FALSE(parse_arch_override("forward_ptx: {value: false, reason: \" \"}\n", "p").ok());
+    EXPECT_FALSE(parse_arch_override("forward_ptx: {reason: \"x\"}\n", "p").ok());
+    EXPECT_FALSE(parse_arch_override("forward_ptx: {value: false, why: \"x\"}\n", "p").ok());
+}
+
 TEST(BuildMatrix, CombinationsAreStrict) {
     PackageOverride p;
     ASSERT_TRUE(

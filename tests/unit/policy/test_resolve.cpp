@@ -271,6 +271,39 @@ TEST(SeedTraps, PtxNeverLandsOnAnArchSpecificToken) {
         if (t.kind == arch::Kind::Ptx) EXPECT_EQ(t.suffix, arch::Suffix::None) << t.name();
 }
 
+TEST(SeedTraps, ForwardPtxFalseSkipsTheTailAndSaysWhy) {
+    auto with_tail = override_from("arch_list: \"8.0 9.0 12.0\"\n");
+    auto r = must(shipped_with(&with_tail, "12.8", ""));
+    EXPECT_EQ(r.list.to_string(), "8.0 9.0 12.0+PTX");
+    EXPECT_TRUE(r.ptx_not_added.empty());
+    auto no_tail = override_from("arch_list: \"8.0 9.0 12.0\"\n"
+                                 "forward_ptx: {value: false, reason: \"a targets only\"}\n");
+    r = must(shipped_with(&no_tail, "12.8", ""));
+    EXPECT_EQ(r.list.to_string(), "8.0 9.0 12.0");
+    EXPECT_FALSE(r.ptx_added_sm.has_value());
+    EXPECT_EQ(r.ptx_not_added, "packages/inline/arch_override.yml:forward_ptx: a targets only");
+    EXPECT_EQ(resolution_json(r)["ptx_not_added"], r.ptx_not_added);
+    // A +PTX the list writes itself stays: only the normalisation is skipped.
+    auto written = override_from("arch_list: \"8.0 9.0+PTX\"\n"
+                                 "forward_ptx: {value: false, reason: \"x\"}\n");
+    r = must(shipped_with(&written, "12.8", ""));
+    EXPECT_EQ(r.list.to_string(), "8.0 9.0+PTX");
+    EXPECT_TRUE(r.ptx_not_added.empty());
+}
+
+TEST(SeedTraps, TorchListInThePackagesSeparator) {
+    auto semi =
+        override_from("arch_list: \"8.0 9.0+PTX\"\nwrapper:\n  arch_list_separator: \";\"\n");
+    auto r = must(shipped_with(&semi, "12.8", ""));
+    EXPECT_EQ(*torch_arch_list(r), "8.0;9.0+PTX");
+    EXPECT_EQ(resolution_json(r)["torch_arch_list"], "8.0;9.0+PTX");
+    EXPECT_EQ(resolution_json(r)["arch_list"], "8.0 9.0+PTX"); // the canonical form is unchanged
+    auto comma =
+        override_from("arch_list: \"8.0 9.0+PTX\"\nwrapper:\n  arch_list_separator: \",\"\n");
+    EXPECT_EQ(*torch_arch_list(must(shipped_with(&comma, "12.8", ""))), "8.0,9.0+PTX");
+    EXPECT_EQ(*torch_arch_list(must(resolve_with(mini(), "12.8", "2.9"))), "7.5 8.0 9.0+PTX");
+}
+
 TEST(SeedTraps, SeparatorAsymmetryIsGone) {
     // policy rows are ';'-separated, overrides space-separated: consumers see one form
     auto policy_row = must(resolve_with(mini(), "12.8", "2.9"));

@@ -5,6 +5,7 @@
 #include "core/result.h"
 #include "frontend/config.h"
 #include "frontend/shim.h"
+#include "policy/report.h"
 
 #include <boost/program_options.hpp>
 #include <filesystem>
@@ -54,7 +55,8 @@ int cmd_env(int argc, char** argv) {
     if (!res) return report_error("env", res.error());
     const std::string list = res->list.to_string();
     out += export_line("NVCC_FORGE_ARCH_LIST", list);
-    if (auto torch = res->list.to_torch(); torch.ok()) {
+    // In the form the package's build script splits (wrapper.arch_list_separator).
+    if (auto torch = policy::torch_arch_list(*res); torch.ok()) {
         out += export_line("TORCH_CUDA_ARCH_LIST", *torch);
     } else {
         fmt::print(stderr, "nvcc-forge env: TORCH_CUDA_ARCH_LIST not exported: {}\n",

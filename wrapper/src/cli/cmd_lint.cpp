@@ -59,6 +59,9 @@ int run_lint(int argc, char** argv) {
     auto gpus = gpus_from_options(vm);
     if (!gpus) return report_error("lint", gpus.error());
     opts.gpus = std::move(*gpus);
+    // The form `env` exports for this package: script-splits-arch-list judges the script's split.
+    if (!resolution->wrapper.arch_list_separator.empty())
+        opts.arch_list_separator = resolution->wrapper.arch_list_separator;
     opts.ignore = resolution->lint_ignore;
     opts.ignore.insert(opts.ignore.end(), extra_ignores.begin(), extra_ignores.end());
     opts.ignore_origin = resolution->package.empty()

@@ -40,7 +40,7 @@ int run_resolve(int argc, char** argv) {
     for (const auto& n : res->notes)
         fmt::print(stderr, "nvcc-forge resolve: note: {}\n", n);
     if (format == "torch") {
-        auto t = res->list.to_torch();
+        auto t = policy::torch_arch_list(*res);
         if (!t) return report_error("resolve", t.error());
         fmt::print("{}\n", *t);
     } else if (format == "cmake") {

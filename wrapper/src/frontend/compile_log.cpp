@@ -135,9 +135,38 @@ Status append_log_line(const std::string& path, const std::string& line) {
 
 std::string drop_line(const std::string& tu, const std::string& dropped, const std::string& policy,
                       const std::string& requested, const std::string& why) {
-    return fmt::format("nvcc-forge: {}: dropped {} (policy {}; requested {}){}\n", tu, dropped,
-                       policy, requested.empty() ? "nvcc default" : requested,
-                       why.empty() ? "" : "; " + why);
+    return drop_lines(tu, DropReport{{}, {dropped}, {}, policy, requested, why}, false);
+}
+
+std::string drop_lines(const std::string& tu, const DropReport& report, bool quiet) {
+    auto join = [](const std::vector<std::string>& names) {
+        std::string out;
+        for (const auto& n : names)
+            out += (out.empty() ? "" : ", ") + n;
+        return out;
+    };
+    const std::string context =
+        fmt::format("(policy {}; requested {})", report.policy,
+                    report.requested.empty() ? std::string("nvcc default") : report.requested);
+    std::string out;
+    const bool all_injected = report.dropped.empty();
+    if (!report.injected.empty() || !report.dropped.empty()) {
+        if (!(quiet && all_injected)) {
+            std::string what;
+            if (!report.injected.empty())
+                what = fmt::format("dropped {} -> injected", join(report.injected));
+            if (!report.dropped.empty())
+                what += fmt::format("{}dropped {}", what.empty() ? "" : "; ", join(report.dropped));
+            out +=
+                fmt::format("nvcc-forge: {}: {} {}{}\n", tu, what, context,
+                            report.dropped.empty() || report.why.empty() ? "" : "; " + report.why);
+        }
+    }
+    if (!report.clamped.empty())
+        out +=
+            fmt::format("nvcc-forge: {}: clamped {} -> removed {}; nvcc cannot emit {}\n", tu,
+                        join(report.clamped), context, report.clamped.size() == 1 ? "it" : "them");
+    return out;
 }
 
 std::vector<std::string> dropped_targets(const LogRecord& r) {
@@ -167,7 +196,7 @@ Result<DropSummary> summarize_log(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) return Error{fmt::format("cannot read: {}", std::strerror(errno)), path};
     DropSummary s;
-    std::map<std::string, std::set<std::string>> tus, restored;
+    std::map<std::string, std::set<std::string>> tus, restored, extra;
     std::string line;
     int line_no = 0;
     while (std::getline(in, line)) {
@@ -195,11 +224,16 @@ Result<DropSummary> summarize_log(const std::string& path) {
             for (const auto& t : rec->injected)
                 restored[t].insert(tu);
         }
+        if (!rec->extra.empty()) ++s.records_with_extra;
+        for (const auto& t : rec->extra)
+            extra[t].insert(tu);
     }
     for (auto& [target, set] : tus)
         s.tus_by_target[target] = {set.begin(), set.end()};
     for (auto& [target, set] : restored)
         s.restored_by_target[target] = {set.begin(), set.end()};
+    for (auto& [target, set] : extra)
+        s.extra_by_target[target] = {set.begin(), set.end()};
     return s;
 }
 
@@ -236,6 +270,18 @@ std::string summary_text(const DropSummary& s) {
                 out += "  " + tu + "\n";
         }
     }
+    if (!s.extra_by_target.empty()) {
+        out += fmt::format("{} call{} requested targets beyond the policy (the gate's extra check "
+                           "fails them):\n",
+                           s.records_with_extra, s.records_with_extra == 1 ? "" : "s");
+        for (const auto& target : sorted_targets(s.extra_by_target)) {
+            const auto& tus = s.extra_by_target.at(target);
+            out += fmt::format("{}: requested beyond the policy by {} TU{}\n", target, tus.size(),
+                               tus.size() == 1 ? "" : "s");
+            for (const auto& tu : tus)
+                out += "  " + tu + "\n";
+        }
+    }
     return out;
 }
 
@@ -252,6 +298,11 @@ std::string summary_json(const DropSummary& s) {
     for (const auto& target : sorted_targets(s.restored_by_target))
         restored[target] = s.restored_by_target.at(target);
     j["restored"] = restored;
+    j["records_with_extra"] = s.records_with_extra;
+    nlohmann::ordered_json extra = nlohmann::ordered_json::object();
+    for (const auto& target : sorted_targets(s.extra_by_target))
+        extra[target] = s.extra_by_target.at(target);
+    j["extra"] = extra;
     j["actions"] = s.actions;
     return j.dump(2) + "\n";
 }

@@ -46,6 +46,25 @@ Status append_log_line(const std::string& path, const std::string& line);
 std::string drop_line(const std::string& tu, const std::string& dropped, const std::string& policy,
                       const std::string& requested, const std::string& why = "");
 
+// What one call did with the policy targets it missed and the targets nvcc cannot emit, for the
+// build log a person reads (the JSON log has the same facts).
+struct DropReport {
+    std::vector<std::string> injected; // missed by the call, put back by the wrapper
+    std::vector<std::string> dropped;  // missed and absent from the output
+    std::vector<std::string> clamped;  // requested, but removed: nvcc cannot emit them
+    std::string policy;
+    std::string requested; // "" = nvcc default
+    std::string why;       // why `dropped` stayed dropped ("" = not known)
+};
+
+// The stderr lines for one TU, "" when there is nothing to say:
+//   nvcc-forge: k.cu: dropped sm_110 -> injected; dropped compute_120 (policy ...; requested ...)
+//   nvcc-forge: k.cu: clamped sm_50 -> removed (policy ...; requested ...); nvcc cannot emit it
+// `quiet` (NVCC_FORGE_QUIET=1) leaves out a drop line whose drops were all injected back: the
+// output lacks nothing, so only a build log that wants every detail needs it. Clamps and real
+// drops are always printed.
+std::string drop_lines(const std::string& tu, const DropReport& report, bool quiet);
+
 // What a record says was left out of the output: missing minus injected, except when the
 // injection fell back (then everything missing) — and nothing for a passthrough.
 std::vector<std::string> dropped_targets(const LogRecord& r);
@@ -60,6 +79,9 @@ struct DropSummary {
     // output, still evidence of a build script that ignores the request.
     long records_restored = 0;
     std::map<std::string, std::vector<std::string>> restored_by_target;
+    // Targets a call requested beyond the policy: the gate's `extra` check fails the binary.
+    long records_with_extra = 0;
+    std::map<std::string, std::vector<std::string>> extra_by_target;
     std::map<std::string, long> actions;
 };
 

@@ -73,6 +73,7 @@ FrontendEnv FrontendEnv::from_environ() {
     e.depth = getenv_str("NVCC_FORGE_DEPTH");
     e.prepend = getenv_str("NVCC_PREPEND_FLAGS");
     e.append = getenv_str("NVCC_APPEND_FLAGS");
+    e.quiet = getenv_str("NVCC_FORGE_QUIET") == "1";
     return e;
 }
 

@@ -33,6 +33,7 @@ struct FrontendEnv {
     std::string depth;        // NVCC_FORGE_DEPTH, raw (toolkit::read_depth_marker reads it)
     std::string prepend;      // NVCC_PREPEND_FLAGS
     std::string append;       // NVCC_APPEND_FLAGS
+    bool quiet = false;       // NVCC_FORGE_QUIET=1: no stderr line for drops injected back
 
     static FrontendEnv from_environ();
     // TORCH_CUDA_ARCH_LIST is deliberately not a source: setup.py files rewrite it.

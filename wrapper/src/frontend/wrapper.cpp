@@ -97,14 +97,17 @@ std::string requested_text(const nvcc::Invocation& inv) {
     return text;
 }
 
-void print_drops(const nvcc::Invocation& inv, const EffectivePolicy& pol,
-                 const std::vector<arch::Target>& dropped, const std::string& why) {
-    if (dropped.empty()) return;
-    const std::string names = join_names(dropped);
-    const std::string policy = pol.list.to_string();
-    const std::string requested = requested_text(inv);
+// One stderr line per TU for what the call missed (and the wrapper's clamp): the build log shows
+// every drop, not only the JSON log.
+void print_drops(const Call& call, const nvcc::Invocation& inv, const EffectivePolicy& pol,
+                 const std::vector<arch::Target>& dropped, const std::string& why,
+                 const std::vector<arch::Target>& injected = {},
+                 const std::vector<std::string>& clamped = {}) {
+    if (dropped.empty() && injected.empty() && clamped.empty()) return;
+    DropReport report{target_names(injected), target_names(dropped), clamped,
+                      pol.list.to_string(),   requested_text(inv),   why};
     for (const auto& tu : tus_of(inv))
-        say(drop_line(tu, names, policy, requested, why));
+        say(drop_lines(tu, report, call.env.quiet));
 }
 
 int finish(const Call& call, LogRecord& rec, const ProcessOutcome& outcome) {
@@ -256,7 +259,7 @@ int run_call(const Call& call) {
             say(fmt::format("nvcc-forge: {}\n", outcome.error().to_string()));
             return kExitInput;
         }
-        if (outcome->signal == 0) print_drops(inv, *policy, cmp.missing, arch_specific_why);
+        if (outcome->signal == 0) print_drops(call, inv, *policy, cmp.missing, arch_specific_why);
         return finish(call, rec, *outcome);
     }
 
@@ -275,7 +278,7 @@ int run_call(const Call& call) {
             say(fmt::format("nvcc-forge: {}\n", outcome.error().to_string()));
             return kExitInput;
         }
-        if (outcome->signal == 0) print_drops(inv, *policy, cmp.missing, arch_specific_why);
+        if (outcome->signal == 0) print_drops(call, inv, *policy, cmp.missing, arch_specific_why);
         return finish(call, rec, *outcome);
     }
 
@@ -296,7 +299,7 @@ int run_call(const Call& call) {
             say(fmt::format("nvcc-forge: {}\n", outcome.error().to_string()));
             return kExitInput;
         }
-        if (outcome->signal == 0) print_drops(inv, *policy, cmp.missing, arch_specific_why);
+        if (outcome->signal == 0) print_drops(call, inv, *policy, cmp.missing, arch_specific_why);
         return finish(call, rec, *outcome);
     }
     rec.injected = target_names(rw.injected);
@@ -306,10 +309,12 @@ int run_call(const Call& call) {
         for (const auto& t : inv.requested)
             if (!caps->emittable.contains(t)) rec.clamped.push_back(t.name());
     rec.action = kActionInjected;
-    std::vector<arch::Target> still_missing;
+    std::vector<arch::Target> still_missing, injected_missing;
     for (const auto& m : cmp.missing)
-        if (std::find(rw.injected.begin(), rw.injected.end(), m) == rw.injected.end())
-            still_missing.push_back(m);
+        (std::find(rw.injected.begin(), rw.injected.end(), m) == rw.injected.end()
+             ? still_missing
+             : injected_missing)
+            .push_back(m);
 
     // Both calls must read what the caller's stdin held: it is read once, and each reads the copy.
     std::optional<StdinCopy> stdin_copy;
@@ -349,7 +354,7 @@ int run_call(const Call& call) {
         rec.injected.clear();
         rec.clamped.clear();
         if (first->signal == 0 && first->forwarded_signal == 0)
-            print_drops(inv, *policy, cmp.missing, arch_specific_why);
+            print_drops(call, inv, *policy, cmp.missing, arch_specific_why);
         return finish(call, rec, *first);
     }
     // Told to stop (Ctrl-C, SIGTERM from make or CI): what nvcc made of it is the answer; a
@@ -357,8 +362,9 @@ int run_call(const Call& call) {
     if (first->succeeded() || first->signal != 0 || first->forwarded_signal != 0) {
         replay(*first);
         if (first->signal == 0 && first->forwarded_signal == 0)
-            print_drops(inv, *policy, still_missing,
-                        arch_specific_why.empty() ? "nvcc cannot emit them" : arch_specific_why);
+            print_drops(call, inv, *policy, still_missing,
+                        arch_specific_why.empty() ? "nvcc cannot emit them" : arch_specific_why,
+                        injected_missing, rec.clamped);
         return finish(call, rec, *first);
     }
 
@@ -388,7 +394,7 @@ int run_call(const Call& call) {
                                 tu, what, first->status_code()));
         }
         say("nvcc-forge: the rewritten call's diagnostics:\n" + indent(first->err + first->out));
-        if (second->succeeded()) print_drops(inv, *policy, cmp.missing, arch_specific_why);
+        if (second->succeeded()) print_drops(call, inv, *policy, cmp.missing, arch_specific_why);
     }
     return finish(call, rec, *second);
 }

@@ -2,11 +2,14 @@
 
 #include "lint/lex.h"
 #include "lint/scan.h"
+#include "nvcc/cmdline.h"
 #include "nvcc/options.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <fmt/format.h>
+#include <set>
 
 namespace forge::lint {
 
@@ -285,6 +288,201 @@ void scan_python_env(Finder& f, std::string_view code, const ScriptText& st,
     }
 }
 
+// ---- script-splits-arch-list: the script's own split of TORCH_CUDA_ARCH_LIST ----------------
+
+// The string literal whose contents start at `begin` (its span), if any.
+const StringSpan* string_at(const ScriptText& st, std::size_t begin) {
+    auto it = std::lower_bound(st.strings.begin(), st.strings.end(), begin,
+                               [](const StringSpan& s, std::size_t o) { return s.begin < o; });
+    return it != st.strings.end() && it->begin == begin ? &*it : nullptr;
+}
+
+// A Python call's arguments when each is a string literal: `("a", "b")` -> {a, b}, `()` -> {}.
+// `pos` is at '('; on success it moves past ')'. Anything else (a variable, a regex): nullopt.
+std::optional<std::vector<std::string>> literal_args(std::string_view code, const ScriptText& st,
+                                                     std::size_t& pos) {
+    std::vector<std::string> args;
+    std::size_t i = pos + 1;
+    for (;;) {
+        while (i < code.size() && (code[i] == ' ' || code[i] == '\t'))
+            ++i;
+        if (i >= code.size()) return std::nullopt;
+        if (code[i] == ')') break;
+        if (code[i] != '"' && code[i] != '\'') return std::nullopt;
+        const StringSpan* span = string_at(st, i + 1);
+        if (span == nullptr) return std::nullopt;
+        args.emplace_back(code.substr(span->begin, span->end - span->begin));
+        i = span->end + 1;
+        while (i < code.size() && (code[i] == ' ' || code[i] == '\t'))
+            ++i;
+        if (i < code.size() && code[i] == ',') ++i;
+    }
+    pos = i + 1;
+    return args;
+}
+
+std::vector<std::string> python_split(const std::string& text,
+                                      const std::optional<std::string>& sep) {
+    std::vector<std::string> out;
+    if (!sep) { // str.split(): runs of whitespace, no empty pieces
+        std::size_t i = 0;
+        while (i < text.size()) {
+            while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i])))
+                ++i;
+            std::size_t b = i;
+            while (i < text.size() && !std::isspace(static_cast<unsigned char>(text[i])))
+                ++i;
+            if (i > b) out.push_back(text.substr(b, i - b));
+        }
+        return out;
+    }
+    if (sep->empty()) return {text}; // Python raises; nothing is split
+    std::size_t b = 0;
+    for (std::size_t at; (at = text.find(*sep, b)) != std::string::npos; b = at + sep->size())
+        out.push_back(text.substr(b, at - b));
+    out.push_back(text.substr(b));
+    return out;
+}
+
+// What a chain of str methods after an arch-list expression does to a value: `.strip()`,
+// `.replace(",", ";")`, ... up to the `.split(...)` that makes the tokens.
+struct SplitChain {
+    std::vector<std::pair<std::string, std::string>> replaces; // in order
+    std::optional<std::string> sep;                            // nullopt: a plain .split()
+    std::string text;                                          // ".replace(...).split(...)"
+
+    [[nodiscard]] std::vector<std::string> tokens(std::string value) const {
+        for (const auto& [from, to] : replaces) {
+            if (from.empty()) continue;
+            for (std::size_t at = 0; (at = value.find(from, at)) != std::string::npos;
+                 at += to.size())
+                value.replace(at, from.size(), to);
+        }
+        std::vector<std::string> out;
+        for (auto& t : python_split(value, sep))
+            if (auto s = trim(t); !s.empty()) out.push_back(s);
+        return out;
+    }
+};
+
+std::optional<SplitChain> split_chain(std::string_view code, const ScriptText& st,
+                                      std::size_t pos) {
+    SplitChain chain;
+    const std::size_t start = pos;
+    for (;;) {
+        if (pos >= code.size() || code[pos] != '.') return std::nullopt;
+        std::size_t b = pos + 1, e = b;
+        while (e < code.size() && is_ident_char(code[e]))
+            ++e;
+        std::string_view method = code.substr(b, e - b);
+        if (e >= code.size() || code[e] != '(') return std::nullopt;
+        std::size_t next = e;
+        auto args = literal_args(code, st, next);
+        if (!args) return std::nullopt;
+        if (method == "split" && args->size() <= 1) {
+            if (args->size() == 1) chain.sep = args->front();
+            chain.text = squeeze(code.substr(start, next - start));
+            return chain;
+        }
+        if (method == "replace" && args->size() == 2)
+            chain.replaces.emplace_back((*args)[0], (*args)[1]);
+        else if (!((method == "strip" || method == "lower" || method == "upper" ||
+                    method == "rstrip" || method == "lstrip") &&
+                   args->empty()))
+            return std::nullopt;
+        pos = next;
+    }
+}
+
+std::string separator_name(std::string_view sep) {
+    return sep == " " ? std::string("space-separated") : fmt::format("'{}'-separated", sep);
+}
+
+// Python: `os.getenv("TORCH_CUDA_ARCH_LIST", "").split(";")`, or a name bound from it
+// (`arch_list = os.environ.get("TORCH_CUDA_ARCH_LIST", "")`) split later.
+void scan_python_split(Finder& f, std::string_view code, const ScriptText& st,
+                       const LineIndex& lines, const arch::ArchList& list,
+                       std::string_view separator) {
+    const std::string sep(separator.empty() ? " " : separator);
+    std::string exported;
+    if (auto t = list.to_torch(); t.ok()) exported = *t;
+    if (exported.empty() || list.entries().size() < 2) exported = "8.0 9.0";
+    std::replace(exported.begin(), exported.end(), ' ', sep[0]);
+    const auto want =
+        static_cast<std::size_t>(std::count(exported.begin(), exported.end(), sep[0])) + 1;
+
+    auto check = [&](std::size_t at, std::size_t chain_pos) {
+        auto chain = split_chain(code, st, chain_pos);
+        if (!chain) return;
+        const auto seen = chain->tokens(exported);
+        if (seen.size() == want) return;
+        std::string fix;
+        for (std::string_view s : {" ", ";", ","}) {
+            std::string sample = "8.0 9.0";
+            std::replace(sample.begin(), sample.end(), ' ', s[0]);
+            if (chain->tokens(sample).size() == 2) {
+                fix = fmt::format("; set wrapper.arch_list_separator: \"{}\" in the package file "
+                                  "so `nvcc-forge env --package` exports the form it parses",
+                                  s);
+                break;
+            }
+        }
+        std::string shown;
+        for (const auto& t : seen)
+            shown += (shown.empty() ? "'" : ", '") + t + "'";
+        f.add(at, "script-splits-arch-list", squeeze(line_text(code, lines, lines.line(at))), "",
+              fmt::format("TORCH_CUDA_ARCH_LIST is exported {} ('{}'); the script splits it with "
+                          "{} and sees {} token{} ({}) instead of {}, so its arch checks match "
+                          "none of them or the wrong ones and the build drops archs silently{}",
+                          separator_name(sep), exported, chain->text, seen.size(),
+                          seen.size() == 1 ? "" : "s", shown.empty() ? "none" : shown, want, fix));
+    };
+
+    std::set<std::string> names;
+    for (const auto& span : st.strings) {
+        if (code.substr(span.begin, span.end - span.begin) != kArchListVar) continue;
+        // The end of the read: the ')' or ']' closing the call or subscript the name is in.
+        std::size_t i = span.end + 1;
+        int depth = 0;
+        while (i < code.size() && code[i] != '\n') {
+            if (code[i] == '"' || code[i] == '\'') {
+                StringSpan inner;
+                if (in_string(st, i + 1, &inner)) {
+                    i = inner.end + 1;
+                    continue;
+                }
+            }
+            if (code[i] == '(' || code[i] == '[') ++depth;
+            if (code[i] == ')' || code[i] == ']') {
+                if (depth == 0) break;
+                --depth;
+            }
+            ++i;
+        }
+        if (i < code.size() && code[i] != '\n') check(span.begin, i + 1);
+        // `NAME = <the read>`: NAME carries the list.
+        std::string_view line = line_text(code, lines, lines.line(span.begin));
+        std::string_view head = skip_ws(line);
+        std::size_t n = 0;
+        while (n < head.size() && is_ident_char(head[n]))
+            ++n;
+        std::string_view rest = skip_ws(head.substr(n));
+        if (n > 0 && is_ident_start(head[0]) && rest.starts_with("=") && !rest.starts_with("=="))
+            names.emplace(head.substr(0, n));
+    }
+    for (const auto& name : names) {
+        std::size_t pos = 0;
+        while ((pos = code.find(name, pos)) != std::string_view::npos) {
+            std::size_t start = pos;
+            pos += name.size();
+            if ((start > 0 && (is_ident_char(code[start - 1]) || code[start - 1] == '.')) ||
+                (pos < code.size() && is_ident_char(code[pos])) || in_string(st, start))
+                continue;
+            check(start, pos);
+        }
+    }
+}
+
 // A build script's use of TORCH_CUDA_ARCH_LIST: writing it overrides the list the build was given,
 // reading it means the script decides the targets itself.
 void note_arch_list_use(Finder& f, std::size_t start, std::string_view line, bool write,
@@ -478,13 +676,129 @@ void scan_cmake_architectures(Finder& f, std::string_view code, const arch::Arch
     }
 }
 
+// ---- script blocks: a ladder of target lines read as one decision ---------------------------
+
+bool block_rule(const LintFinding& f) {
+    return f.rule == "script-emits-gencode" || f.rule == "explicit-target";
+}
+
+// The nvcc arguments a block spells: its string literals (Python) or its words (CMake, shell),
+// as far as they are target options; "" pieces the lint cannot read (an f-string) make it give up.
+std::optional<std::vector<std::string>> block_args(std::string_view code, const ScriptText& st,
+                                                   BuildKind kind, std::size_t begin,
+                                                   std::size_t end) {
+    std::vector<std::string> words;
+    if (kind == BuildKind::Python) {
+        for (const auto& span : st.strings)
+            if (span.begin >= begin && span.end <= end)
+                words.emplace_back(code.substr(span.begin, span.end - span.begin));
+    } else {
+        std::size_t i = begin;
+        while (i < end) {
+            while (i < end && std::isspace(static_cast<unsigned char>(code[i])))
+                ++i;
+            std::size_t b = i;
+            while (i < end && !std::isspace(static_cast<unsigned char>(code[i])))
+                ++i;
+            std::string w(code.substr(b, i - b));
+            std::erase_if(w, [](char c) { return c == '"' || c == '\'' || c == '(' || c == ')'; });
+            if (!w.empty()) words.push_back(w);
+        }
+    }
+    std::vector<std::string> args;
+    for (const auto& w : words) {
+        const bool target_word = w.starts_with("-") || w.find("arch=") != std::string::npos ||
+                                 w.find("code=") != std::string::npos;
+        if (!target_word) continue;
+        if (w.find('{') != std::string::npos || w.find('$') != std::string::npos)
+            return std::nullopt;
+        if (w.starts_with("-")) {
+            // Only target options: another option's value could swallow the next word.
+            const auto m = nvcc::match_token(w);
+            if (m.spec == nullptr || !m.spec->targets) continue;
+        }
+        args.push_back(w);
+    }
+    return args;
+}
+
+std::string names_of(const std::vector<arch::Target>& ts) {
+    std::string out;
+    for (const auto& t : ts)
+        out += (out.empty() ? "" : " ") + t.name();
+    return out.empty() ? std::string("nothing") : out;
+}
+
+// Groups the -gencode lines of a build file into blocks (lines at most three apart), and gives
+// each block of two or more lines its summary against the list.
+void mark_blocks(std::vector<LintFinding>& out, std::string_view code, const ScriptText& st,
+                 BuildKind kind, const LineIndex& lines, const arch::ArchList& list) {
+    std::vector<int> target_lines;
+    // A block is a ladder: two or more -gencode lines (a named target next to one is not).
+    for (const auto& f : out)
+        if (f.rule == "script-emits-gencode") target_lines.push_back(f.line);
+    std::sort(target_lines.begin(), target_lines.end());
+    target_lines.erase(std::unique(target_lines.begin(), target_lines.end()), target_lines.end());
+    std::vector<std::pair<int, int>> blocks;
+    for (int l : target_lines) {
+        if (!blocks.empty() && l - blocks.back().second <= 3)
+            blocks.back().second = l;
+        else
+            blocks.emplace_back(l, l);
+    }
+    static const toolkit::ToolkitCaps kCaps{};
+    const std::vector<arch::Target> wanted = list.targets();
+    for (const auto& [first, last] : blocks) {
+        if (first == last) continue;
+        const std::size_t begin = lines.start(first);
+        const std::size_t end =
+            last < lines.line(code.size()) ? lines.start(last + 1) : code.size();
+        std::string summary;
+        auto args = block_args(code, st, kind, begin, end);
+        std::optional<std::set<arch::Target>> emitted;
+        if (args && !args->empty()) {
+            args->push_back("-c");
+            args->push_back("block.cu");
+            if (auto inv = nvcc::parse_invocation(*args, "", "", ".", kCaps);
+                inv.ok() && inv->targets_explicit)
+                emitted = inv->requested;
+        }
+        if (emitted) {
+            // Compared as the gate compares: suffixes fold (sm_100f serves the list's sm_100).
+            std::set<arch::Target> got_folded, want_folded;
+            for (const auto& t : *emitted)
+                got_folded.insert(t.folded());
+            for (const auto& t : wanted)
+                want_folded.insert(t.folded());
+            std::vector<arch::Target> lacks, beyond;
+            for (const auto& t : wanted)
+                if (!got_folded.contains(t.folded())) lacks.push_back(t);
+            for (const auto& t : *emitted)
+                if (!want_folded.contains(t.folded())) beyond.push_back(t);
+            summary = fmt::format("emits {}; the list wants {} that it lacks; it adds {} beyond "
+                                  "the list",
+                                  names_of({emitted->begin(), emitted->end()}), names_of(lacks),
+                                  names_of(beyond));
+        } else {
+            summary = "emits targets the lint cannot read (computed in the script); the JSON has "
+                      "every line";
+        }
+        for (auto& f : out)
+            if (block_rule(f) && f.line >= first && f.line <= last) {
+                f.block_first = first;
+                f.block_last = last;
+                f.block_summary = summary;
+            }
+    }
+}
+
 } // namespace
 
 bool is_build_file(std::string_view path) {
     return build_kind(path).has_value();
 }
 std::vector<LintFinding> lint_build_text(std::string_view path, std::string_view text,
-                                         const arch::ArchList& list) {
+                                         const arch::ArchList& list, std::string_view separator) {
     std::vector<LintFinding> out;
     auto kind = build_kind(path);
     if (!kind) return out;
@@ -499,6 +813,7 @@ std::vector<LintFinding> lint_build_text(std::string_view path, std::string_view
     switch (*kind) {
     case BuildKind::Python:
         scan_python_env(f, code, st, lines);
+        scan_python_split(f, code, st, lines, list, separator);
         break;
     case BuildKind::CMake:
         scan_cmake_env(f, code, lines);
@@ -512,6 +827,7 @@ std::vector<LintFinding> lint_build_text(std::string_view path, std::string_view
     scan_nvcc_targets(f, code, list);
     scan_arch_strings(f, code, st, list);
     scan_has_sm(f, code, list);
+    mark_blocks(out, code, st, *kind, lines, list);
     return out;
 }
 

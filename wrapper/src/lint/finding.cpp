@@ -11,6 +11,7 @@ const std::vector<std::string_view>& lint_rule_ids() {
         "explicit-target",
         "build-arch-gate",
         "script-reads-arch-list",
+        "script-splits-arch-list",
         "script-writes-arch-list",
         "script-own-arch-knob",
         "script-emits-gencode",

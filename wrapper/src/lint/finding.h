@@ -16,6 +16,12 @@ struct LintFinding {
     std::string needs;      // "8.9", "9.0a", "*a"; "" for script-* rules
     std::string why;        // what goes wrong, with the GPU and image that show it
     std::string ignored_by; // the lint_ignore entry that silenced it; "" if active
+    // A target line of a script block (a -gencode ladder over several lines): the block's line
+    // range and its one-line summary (what it emits, what the list wants that it lacks, what it
+    // adds). The text report prints a block once; the JSON keeps every line. 0/"" outside one.
+    int block_first = 0;
+    int block_last = 0;
+    std::string block_summary;
 
     [[nodiscard]] bool ignored() const { return !ignored_by.empty(); }
     auto operator<=>(const LintFinding&) const = default;

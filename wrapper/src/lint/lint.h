@@ -35,6 +35,9 @@
 //                        form (sm_110f -> needs "11.0", as the gate folds suffixes)
 //   build-arch-gate      a build file gates on HAS_SMxx (SageAttention builds _qattn_sm89 only
 //   then) script-reads-arch-list   reads TORCH_CUDA_ARCH_LIST itself (then parses it its own way)
+//   script-splits-arch-list  splits TORCH_CUDA_ARCH_LIST (or a name bound from it) on separators
+//                        the exported form does not use (`.split(";")` meeting the space form, a
+//                        plain `.split()` meeting the ';' form): the script sees fewer tokens
 //   script-writes-arch-list  sets, overrides or clears TORCH_CUDA_ARCH_LIST
 //   script-own-arch-knob     reads its own *CUDA_ARCH* variable (FLASH_ATTN_CUDA_ARCHS, ...)
 //   script-emits-gencode     -gencode, --generate-code, arch=compute_, -arch=sm_, code=sm_ ...

@@ -17,8 +17,14 @@ namespace forge::lint {
 std::string lint_to_text(const LintReport& report, const arch::ArchList& list,
                          std::string_view list_source = {});
 
+// A script block (target lines of a -gencode ladder) is one line instead, with its line range:
+//   setup.py:15-28: script-emits-gencode: a target block of lines 15-28: emits ...; the list
+//   wants ... that it lacks; it adds ... beyond the list — why
+// and counts as one finding in the summary.
+//
 // [{"file", "line", "rule", "needs" (null for script rules), "pattern", "why", "ignored",
-//   "ignored_by" (null when active)}, ...]
+//   "ignored_by" (null when active), "block" (null, or {"first", "last", "summary"} for a line of
+//   a script block)}, ...]
 nlohmann::json lint_to_json(const LintReport& report);
 
 } // namespace forge::lint

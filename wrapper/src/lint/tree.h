@@ -18,6 +18,7 @@ struct LintOptions {
     arch::ArchList list;
     std::vector<arch::Gpu> gpus;               // empty: the bundled policy/gpus.yml
     std::vector<std::string> ignore;           // lint_ignore entries
+    std::string arch_list_separator = " ";     // how TORCH_CUDA_ARCH_LIST is exported
     std::string ignore_origin = "lint_ignore"; // where they came from, for errors
     std::uintmax_t max_file_bytes = std::uintmax_t{8}
                                     << 20; // larger files are skipped (and reported)

@@ -144,9 +144,9 @@ Status parse_verify(const std::string& file, const YAML::Node& node, PackageOver
 }
 
 Status parse_wrapper(const std::string& file, const YAML::Node& node, WrapperSettings& w) {
-    FORGE_TRY_STATUS(
-        yamlx::check_map(file, node, "wrapper",
-                         {"mode", "inject_arch_specific", "arch_specific_sources", "max_toolkit"}));
+    FORGE_TRY_STATUS(yamlx::check_map(file, node, "wrapper",
+                                      {"mode", "inject_arch_specific", "arch_specific_sources",
+                                       "max_toolkit", "arch_list_separator"}));
     if (node["mode"]) {
         auto s = yamlx::scalar(file, node["mode"], "wrapper.mode");
         if (!s) return std::move(s).error();
@@ -168,6 +168,15 @@ Status parse_wrapper(const std::string& file, const YAML::Node& node, WrapperSet
         if (!l) return std::move(l).error();
         w.arch_specific_sources = std::move(*l);
     }
+    if (node["arch_list_separator"]) {
+        auto sep = yamlx::scalar(file, node["arch_list_separator"], "wrapper.arch_list_separator");
+        if (!sep) return std::move(sep).error();
+        if (*sep != " " && *sep != ";" && *sep != ",")
+            return error_at(
+                file, node["arch_list_separator"], "wrapper.arch_list_separator",
+                fmt::format("'{}' is not a separator: expected \" \", \";\" or \",\"", *sep));
+        w.arch_list_separator = *sep;
+    }
     if (node["max_toolkit"]) {
         const YAML::Node m = node["max_toolkit"];
         FORGE_TRY_STATUS(yamlx::check_any_map(file, m, "wrapper.max_toolkit"));
@@ -187,6 +196,35 @@ Status parse_wrapper(const std::string& file, const YAML::Node& node, WrapperSet
     return ok_status();
 }
 
+Result<ForwardPtx> parse_forward_ptx(const std::string& file, const YAML::Node& node) {
+    ForwardPtx f;
+    f.line = yamlx::line_of(node).value_or(0);
+    if (!node.IsMap()) {
+        auto b = yamlx::boolean(file, node, "forward_ptx");
+        if (!b) return std::move(b).error();
+        if (!*b)
+            return error_at(file, node, "forward_ptx",
+                            "leaving out the +PTX tail needs its reason: write forward_ptx: "
+                            "{value: false, reason: \"...\"}");
+        return f;
+    }
+    FORGE_TRY_STATUS(yamlx::check_map(file, node, "forward_ptx", {"value", "reason", "source"}));
+    if (!node["value"]) return error_at(file, node, "forward_ptx", "missing 'value:'");
+    auto b = yamlx::boolean(file, node["value"], "forward_ptx.value");
+    if (!b) return std::move(b).error();
+    f.value = *b;
+    for (auto [key, slot] : {std::pair{"reason", &f.reason}, std::pair{"source", &f.source}}) {
+        if (!node[key]) continue;
+        auto v = yamlx::scalar(file, node[key], fmt::format("forward_ptx.{}", key));
+        if (!v) return std::move(v).error();
+        *slot = *v;
+    }
+    if (!f.value && f.reason.find_first_not_of(" \t") == std::string::npos)
+        return error_at(file, node, "forward_ptx",
+                        "forward_ptx: false needs a non-empty 'reason:'");
+    return f;
+}
+
 } // namespace
 
 Result<PackageOverride> parse_arch_override(std::string_view text, const std::string& file) {
@@ -196,9 +234,10 @@ Result<PackageOverride> parse_arch_override(std::string_view text, const std::st
     pkg.override_file = file;
     const YAML::Node& r = *root;
     if (r.IsNull()) return pkg; // an empty file overrides nothing
-    FORGE_TRY_STATUS(yamlx::check_map(file, r, "arch_override.yml",
-                                      {"arch_list", "arch_list_by_cuda", "arch_list_aarch64",
-                                       "arch_list_by_cuda_aarch64", "verify", "wrapper"}));
+    FORGE_TRY_STATUS(
+        yamlx::check_map(file, r, "arch_override.yml",
+                         {"arch_list", "arch_list_by_cuda", "arch_list_aarch64",
+                          "arch_list_by_cuda_aarch64", "verify", "wrapper", "forward_ptx"}));
     for (auto [name, slot] : {std::pair{"arch_list", &pkg.arch_list},
                               std::pair{"arch_list_aarch64", &pkg.arch_list_aarch64}}) {
         if (!r[name]) continue;
@@ -216,6 +255,11 @@ Result<PackageOverride> parse_arch_override(std::string_view text, const std::st
     }
     if (r["verify"]) FORGE_TRY_STATUS(parse_verify(file, r["verify"], pkg));
     if (r["wrapper"]) FORGE_TRY_STATUS(parse_wrapper(file, r["wrapper"], pkg.wrapper));
+    if (r["forward_ptx"]) {
+        auto f = parse_forward_ptx(file, r["forward_ptx"]);
+        if (!f) return std::move(f).error();
+        pkg.forward_ptx = std::move(*f);
+    }
     return pkg;
 }
 

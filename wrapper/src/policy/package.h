@@ -35,6 +35,19 @@ struct WrapperSettings {
     std::optional<bool> inject_arch_specific;       // inject into TUs that carry a/f targets
     std::vector<std::string> arch_specific_sources; // globs of TUs that are arch-specific
     std::map<std::string, std::string> max_toolkit; // arch token -> newest CUDA to build it with
+    // How the package's build script splits TORCH_CUDA_ARCH_LIST: " ", ";" or ","; "" = " ".
+    // `env` and `resolve --format torch` print the list in that form.
+    std::string arch_list_separator;
+};
+
+// `forward_ptx: {value: false, reason: "..."}`: resolve adds no +PTX tail for the package (one
+// that compiles only `a` targets would ship dead compute_Xa PTX and a forward-compat promise it
+// cannot keep, docs/arch-rules.md).
+struct ForwardPtx {
+    bool value = true;
+    std::string reason; // required when value is false
+    std::string source; // "" when not given
+    int line = 0;
 };
 
 struct Combination {
@@ -59,6 +72,7 @@ struct PackageOverride {
     bool allow_pure_python = false;
     std::vector<std::string> lint_ignore;
     WrapperSettings wrapper;
+    std::optional<ForwardPtx> forward_ptx;
     // build_matrix.yml
     std::vector<Combination> combinations;
 };

@@ -71,6 +71,17 @@ std::string gap_sentence(const arch::GapFinding& g) {
 
 } // namespace
 
+Result<std::string> torch_arch_list(const Resolution& r) {
+    auto text = r.list.to_torch();
+    if (!text) return text;
+    const std::string& sep = r.wrapper.arch_list_separator;
+    if (sep.empty() || sep == " ") return text;
+    std::string out;
+    for (char c : *text)
+        out += c == ' ' ? sep : std::string(1, c);
+    return out;
+}
+
 json resolution_json(const Resolution& r) {
     json j;
     j["arch_list"] = r.list.to_string();
@@ -90,6 +101,9 @@ json resolution_json(const Resolution& r) {
         clamped.push_back({{"token", c.token}, {"reason", c.reason}});
     j["clamped"] = clamped;
     j["ptx_added"] = r.ptx_added_sm ? json(arch::cc_string(*r.ptx_added_sm)) : json(nullptr);
+    j["ptx_not_added"] = r.ptx_not_added.empty() ? json(nullptr) : json(r.ptx_not_added);
+    auto torch = torch_arch_list(r);
+    j["torch_arch_list"] = torch ? json(*torch) : json(nullptr);
     j["cuda"] = r.cuda;
     j["torch"] = r.torch.empty() ? json(nullptr) : json(r.torch);
     j["python"] = r.python.empty() ? json(nullptr) : json(r.python);
@@ -113,6 +127,8 @@ json resolution_json(const Resolution& r) {
     if (!r.wrapper.arch_specific_sources.empty())
         w["arch_specific_sources"] = r.wrapper.arch_specific_sources;
     if (!r.wrapper.max_toolkit.empty()) w["max_toolkit"] = r.wrapper.max_toolkit;
+    if (!r.wrapper.arch_list_separator.empty())
+        w["arch_list_separator"] = r.wrapper.arch_list_separator;
     j["wrapper"] = w;
     j["notes"] = r.notes;
     j["near_package"] =

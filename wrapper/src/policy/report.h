@@ -13,6 +13,10 @@ namespace forge::policy {
 
 nlohmann::ordered_json resolution_json(const Resolution& r);
 
+// TORCH_CUDA_ARCH_LIST in the form the package's build script splits (wrapper.arch_list_separator,
+// " " by default); an error when an entry has no torch spelling.
+Result<std::string> torch_arch_list(const Resolution& r);
+
 struct CoverageReport {
     std::vector<arch::CoverageRow> rows;
     std::vector<arch::GapFinding> gaps; // majors with no cubin; has_ptx_net=false is a finding

@@ -271,7 +271,14 @@ Result<Resolution> resolve_loaded(const ResolveRequest& req, const PolicyData& p
         clamped_list.add(e);
 
     // ---- Step 3: +PTX on the highest plain token (never on an a/f token) ----
-    if (int sm = clamped_list.ensure_ptx_on_highest_base(); sm >= 0) res.ptx_added_sm = sm;
+    // A package may opt out with its reason (forward_ptx: false); the resolution says why.
+    if (package != nullptr && package->forward_ptx && !package->forward_ptx->value) {
+        if (const arch::ArchEntry* h = clamped_list.highest_portable(); h != nullptr && !h->ptx)
+            res.ptx_not_added = fmt::format("packages/{}/arch_override.yml:forward_ptx: {}",
+                                            package->name, package->forward_ptx->reason);
+    } else if (int sm = clamped_list.ensure_ptx_on_highest_base(); sm >= 0) {
+        res.ptx_added_sm = sm;
+    }
     res.list = std::move(clamped_list);
     return res;
 }

@@ -54,6 +54,9 @@ struct Resolution {
     std::string nvcc_source; // where the emittable set came from
     // A package directory one or two edits from a package that has none (a likely typo), or "".
     std::string near_package;
+    // Why no +PTX tail was added although the list has none: the package's forward_ptx: false
+    // ("packages/<pkg>/arch_override.yml:forward_ptx: <reason>"); "" otherwise.
+    std::string ptx_not_added;
     std::vector<std::string> notes; // e.g. "torch clamp not applied: ..."
     WrapperSettings wrapper;        // packages/<pkg>/arch_override.yml `wrapper:`
 };
