@@ -1,4 +1,5 @@
 #include "helpers.h"
+#include "policy/report.h"
 
 using namespace forge;
 using namespace forge::policy;
@@ -63,4 +64,16 @@ TEST(PackageExtensions, ShippedSageattentionNamesItsFourModules) {
     EXPECT_EQ(modules, (std::vector<std::string>{
                            "sageattention/_qattn_sm80*.so", "sageattention/_qattn_sm89*.so",
                            "sageattention/_qattn_sm90*.so", "sageattention/_fused*.so"}));
+}
+
+TEST(PackageExtensions, ResolveCarriesThemToItsJson) {
+    auto r = resolve_with(shipped_policy(), "12.8", "", "linux_x86_64", "sageattention", "",
+                          shipped_packages());
+    ASSERT_TRUE(r.ok()) << r.error().to_string();
+    ASSERT_EQ(r->expected_extensions.size(), 4U);
+    EXPECT_NE(r->package_file.find("sageattention/arch_override.yml"), std::string::npos);
+    auto j = resolution_json(*r);
+    ASSERT_EQ(j["verify"]["extensions"].size(), 4U);
+    EXPECT_EQ(j["verify"]["extensions"][3]["module"], "sageattention/_fused*.so");
+    EXPECT_EQ(j["verify"]["extensions"][3]["device_code"], true);
 }

@@ -68,6 +68,11 @@ TEST(StampModules, RecordsEachHostElfWithItsTargets) {
     ASSERT_EQ(back->size(), 3U);
     EXPECT_EQ((*back)[0].targets, records[0].targets);
     EXPECT_TRUE(modules_from_record({{"arch_list", "8.0"}}, "old")->empty());
+
+    StampInputs unread{"pkg", "pkg", 0, {}, std::nullopt, "pkg/_C.so: bad ELF"};
+    auto u = make_build_info(r, unread);
+    EXPECT_TRUE(u["modules"].is_null());
+    EXPECT_EQ(u["modules_error"], "pkg/_C.so: bad ELF");
     EXPECT_FALSE(modules_from_record({{"modules", "pkg/_a.so"}}, "bad").ok());
     EXPECT_FALSE(modules_from_record({{"modules", {{{"targets", {"sm_80"}}}}}}, "bad").ok());
 }
@@ -87,6 +92,8 @@ TEST(AuditExtensionLost, PreviousWheelIsTheLatestEarlierStampOfTheDistribution) 
     l["sa-1.1-cp311-cp311-linux_x86_64.whl"] = {modules_record({"sa/_b.so"}), "l:2", 2};
     l["other-9.0-cp311-cp311-linux_x86_64.whl"] = {modules_record({"o/_c.so"}), "l:3", 3};
     l["sa-1.2-cp311-cp311-linux_x86_64.whl"] = {{{"arch_list", "8.0"}}, "l:4", 4}; // no modules
+    l["sa-1.3-cp311-cp311-linux_x86_64.whl"] = {
+        {{"arch_list", "8.0"}, {"modules", nullptr}}, "l:4", 4}; // its modules could not be read
     l["sa-2.0-cp311-cp311-linux_x86_64.whl"] = {modules_record({"sa/_d.so"}), "l:5", 5};
     std::string name;
     const LedgerEntry* p = previous_wheel(l, "sa-2.0-cp311-cp311-linux_x86_64.whl", &name);

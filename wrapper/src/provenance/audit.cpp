@@ -223,7 +223,9 @@ const LedgerEntry* previous_wheel(const Ledger& ledger, const std::string& wheel
     const LedgerEntry* best = nullptr;
     for (const auto& [name, entry] : ledger) {
         if (name == wheel_filename || entry.line >= before) continue;
-        if (!entry.record.contains("modules") || distribution_key(name) != dist) continue;
+        auto modules = entry.record.find("modules");
+        if (modules == entry.record.end() || !modules->is_array() || distribution_key(name) != dist)
+            continue;
         if (best == nullptr || entry.line > best->line) {
             best = &entry;
             if (previous_filename) *previous_filename = name;

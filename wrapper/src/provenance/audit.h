@@ -87,7 +87,8 @@ AuditResult classify(const std::string& file, const std::vector<binary::Extensio
                      const std::optional<Provenance>& provenance, const AuditPolicy& policy);
 
 // The ledger's previous wheel of the same distribution as `wheel_filename`: the latest entry
-// before this wheel's own (or the latest at all when it has none) whose record lists `modules`.
+// before this wheel's own (or the latest at all when it has none) whose record lists `modules`
+// (a stamp that could not read its modules records null: it is skipped).
 // nullptr when there is none.
 const LedgerEntry* previous_wheel(const Ledger& ledger, const std::string& wheel_filename,
                                   std::string* previous_filename = nullptr);

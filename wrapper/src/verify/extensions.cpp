@@ -80,9 +80,10 @@ std::string extensions_text(const ExtensionsReport& r) {
     for (const auto& m : r.modules) {
         std::string what = m.matched.empty() ? std::string("never built")
                                              : fmt::format("{}", fmt::join(m.matched, " "));
-        out += fmt::format("  {:<14} {}  {}", m.status, m.expected.glob, what);
-        if (!m.expected.reason.empty()) out += fmt::format("  ({})", m.expected.reason);
-        out += fmt::format("  [{}]\n", m.expected.source);
+        out += fmt::format("  {:<14} {}  {}\n", m.status, m.expected.glob, what);
+        out += fmt::format("  {:<14} {}[{}]\n", "",
+                           m.expected.reason.empty() ? "" : m.expected.reason + "  ",
+                           m.expected.source);
     }
     out += "\n";
     return out;
