@@ -49,13 +49,15 @@ Commands
   .. code-block:: cmake
 
     forge_assert_fatbin(<target> [ARCH_LIST <list>] [PACKAGE <pkg>] [ALLOW_MISSING <sm_X>...]
-                        [ALLOW_PURE_PYTHON] [ALLOW_EXTRA] [MAX_TOOLKIT <SM=X.Y>...])
+                        [ALLOW_PURE_PYTHON] [ALLOW_EXTRA] [MAX_TOOLKIT <SM=X.Y>...]
+                        [EXPECT_EXTENSION <glob>...])
 
   Runs ``nvcc-forge verify`` on ``$<TARGET_FILE:target>`` once the target is built: a target
   whose fatbin does not equal the list fails the build, with the verify table in the build log.
   Without ``ARCH_LIST`` or ``PACKAGE`` it checks against the list ``forge_arch_resolve``
   produced -- never against the target's own ``CUDA_ARCHITECTURES``, which would move both sides of
-  the comparison: a target that narrows its own list must fail, not pass.
+  the comparison: a target that narrows its own list must fail, not pass. ``EXPECT_EXTENSION``
+  globs are passed on as ``--expect-extension``: each must match the file checked.
 
   ``<target>`` is a static, shared or module library or an executable of this build (an ``ALIAS``
   names its target), created anywhere. One created in the calling directory gets a ``POST_BUILD``
@@ -158,7 +160,7 @@ endfunction()
 
 function(forge_assert_fatbin target)
   cmake_parse_arguments(PARSE_ARGV 1 F "ALLOW_PURE_PYTHON;ALLOW_EXTRA" "ARCH_LIST;PACKAGE"
-                        "ALLOW_MISSING;MAX_TOOLKIT")
+                        "ALLOW_MISSING;MAX_TOOLKIT;EXPECT_EXTENSION")
   if(F_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "forge_assert_fatbin: unknown arguments: ${F_UNPARSED_ARGUMENTS}")
   endif()
@@ -186,6 +188,9 @@ function(forge_assert_fatbin target)
   endforeach()
   foreach(m IN LISTS F_MAX_TOOLKIT)
     list(APPEND args --max-toolkit "${m}")
+  endforeach()
+  foreach(g IN LISTS F_EXPECT_EXTENSION)
+    list(APPEND args --expect-extension "${g}")
   endforeach()
   if(F_ALLOW_PURE_PYTHON)
     list(APPEND args --allow-pure-python)

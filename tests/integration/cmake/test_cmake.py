@@ -65,6 +65,11 @@ def check_case(t, gen, case, mode="path"):
             fail("a target that narrows its own CUDA_ARCHITECTURES must fail at POST_BUILD")
         if "missing sm_90" not in log:
             fail("verify table does not name the missing sm_90")
+    elif case == "expect_missing":
+        if rc == 0:
+            fail("EXPECT_EXTENSION names a module the project never builds: POST_BUILD must fail")
+        if "libkernels_sm90*.so" not in log or "extensions   FAIL" not in log:
+            fail("the verify table does not name the absent module")
     elif case == "observe":
         if rc == 0:
             fail("observe does not change the build: the gate must still fail")
@@ -85,6 +90,7 @@ for _gen in GENERATORS:
     for _case in ("pass", "narrow", "observe", "inject"):
         ft.add_case(f"cmake.{_case}.{_gen.replace(' ', '_')}",
                     lambda t, g=_gen, c=_case: check_case(t, g, c))
+ft.add_case("cmake.expect_extension", lambda t: check_case(t, "Ninja", "expect_missing"))
 ft.add_case("cmake.find_package", lambda t: check_case(t, "Ninja", "pass", "find_package"))
 
 # The lists the fixture's subprojects hard-code (80;90: SASS and PTX for both) widen

@@ -59,9 +59,9 @@ int run_audit(int argc, char** argv) {
     if (vm.count("help")) {
         std::ostringstream os;
         os << desc;
-        fmt::print("usage: {}\n\n{}\nstatuses: ok, wheel-wrong, config-moved, stale-epoch, "
-                   "no-provenance, unreadable\nexit codes: 0 all ok, 1 any not ok, 2 unusable "
-                   "input (any file unreadable) or usage\n",
+        fmt::print("usage: {}\n\n{}\nstatuses: ok, wheel-wrong, extension-lost, config-moved, "
+                   "stale-epoch, no-provenance, unreadable\nexit codes: 0 all ok, 1 any not ok, 2 "
+                   "unusable input (any file unreadable) or usage\n",
                    kUsage, os.str());
         return kExitOk;
     }

@@ -1,10 +1,11 @@
 // nvcc-forge verify FILE... (--arch-list LIST | resolve options) [--allow-missing sm_X,...]
 //   [--allow-pure-python] [--allow-extra] [--max-toolkit SM=X.Y]... [--format text|json]
-//   [--backend native|cuobjdump]
+//   [--backend native|cuobjdump] [--expect-extension GLOB]...
 // Exit 0 pass, 1 fail, 2 unreadable input.
 #include "binary/reader.h"
 #include "cli/command.h"
 #include "cli/policy_options.h"
+#include "verify/extensions.h"
 #include "verify/gate.h"
 #include "verify/report.h"
 
@@ -30,7 +31,7 @@ Result<std::vector<verify::Waiver>> parse_waivers(const std::vector<std::string>
 
 int run_verify(int argc, char** argv) {
     po::options_description desc("nvcc-forge verify FILE... (--arch-list LIST | resolve options)");
-    std::vector<std::string> files, allow_missing, max_toolkit;
+    std::vector<std::string> files, allow_missing, max_toolkit, expect_extension;
     std::string format = "text", backend = "native";
     desc.add_options()("help,h", "show this help")("file", po::value(&files),
                                                    "files: .so, .o, .a, .cubin, .fatbin, .whl")(
@@ -40,6 +41,8 @@ int run_verify(int argc, char** argv) {
         "allow-extra", po::bool_switch(), "targets beyond the list do not fail")(
         "max-toolkit", po::value(&max_toolkit)->composing(),
         "SM=X.Y: cubins of SM must be built by CUDA <= X.Y (*=X.Y for all)")(
+        "expect-extension", po::value(&expect_extension)->composing(),
+        "GLOB: a module the wheel (or the files given) must contain, with device code; repeatable")(
         "format", po::value(&format), "text | json")("backend", po::value(&backend),
                                                      "native (default) | cuobjdump");
     add_resolve_options(desc, /*with_arch_list=*/true);
@@ -78,6 +81,14 @@ int run_verify(int argc, char** argv) {
         opts.max_toolkit.push_back(*m);
     }
 
+    std::vector<verify::ExpectedModule> expected;
+    for (const auto& e : resolution->expected_extensions)
+        expected.push_back(
+            {e.module, e.reason, e.device_code,
+             fmt::format("{}:{} verify.extensions", resolution->package_file, e.line)});
+    for (const auto& g : expect_extension)
+        expected.push_back({g, "", true, "--expect-extension"});
+
     std::vector<verify::ExtensionReport> reports;
     bool unreadable = false;
     binary::ReadOptions ro;
@@ -89,18 +100,24 @@ int run_verify(int argc, char** argv) {
             unreadable = true;
             continue;
         }
-        for (const auto& ext : *exts)
-            reports.push_back(verify::verify_extension(ext, resolution->list, opts));
+        for (const auto& ext : *exts) {
+            verify::Options module_opts = opts;
+            if (verify::expected_host_only(expected, ext.file, ext.member))
+                module_opts.allow_pure_python = true;
+            reports.push_back(verify::verify_extension(ext, resolution->list, module_opts));
+        }
     }
+    const verify::ExtensionsReport ext_report = verify::check_extensions(expected, reports);
     if (format == "json") {
-        std::cout << verify::to_json(reports).dump(2) << "\n";
+        std::cout << verify::to_json(reports, &ext_report).dump(2) << "\n";
     } else {
         std::cout << verify::to_text(
-            reports, fmt::format("{} = {}", resolution->source, resolution->list.to_string()));
+            reports, fmt::format("{} = {}", resolution->source, resolution->list.to_string()),
+            expected.empty() ? nullptr : &ext_report);
     }
     if (unreadable) return kExitInput;
     bool pass = std::all_of(reports.begin(), reports.end(), [](const auto& r) { return r.pass; });
-    return pass && !reports.empty() ? kExitOk : kExitPolicy;
+    return pass && !reports.empty() && ext_report.pass() ? kExitOk : kExitPolicy;
 }
 
 } // namespace

@@ -92,6 +92,8 @@ Result<policy::Resolution> from_arch_list(const po::variables_map& vm) {
             r.allow_missing.push_back(w.target);
         r.allow_pure_python = pkg->allow_pure_python;
         r.lint_ignore = pkg->lint_ignore;
+        r.expected_extensions = pkg->extensions;
+        r.package_file = pkg->override_file;
         r.wrapper = pkg->wrapper;
     }
     return r;

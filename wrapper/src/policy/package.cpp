@@ -93,9 +93,40 @@ Result<std::vector<std::string>> string_list(const std::string& file, const YAML
     return out;
 }
 
+Result<std::vector<ExpectedExtension>> parse_extensions(const std::string& file,
+                                                        const YAML::Node& list) {
+    const std::string where = "verify.extensions";
+    if (!list.IsSequence()) return error_at(file, list, where, "expected a list");
+    std::vector<ExpectedExtension> out;
+    for (const auto& item : list) {
+        if (!item.IsMap())
+            return error_at(file, item, where,
+                            "an entry is {module: GLOB, reason: \"...\"}: the reason says what "
+                            "the wheel cannot do without the module");
+        FORGE_TRY_STATUS(yamlx::check_map(file, item, where, {"module", "reason", "device_code"}));
+        for (const char* f : {"module", "reason"})
+            if (!item[f]) return error_at(file, item, where, fmt::format("missing '{}:'", f));
+        auto module = yamlx::scalar(file, item["module"], where + ".module");
+        auto reason = yamlx::scalar(file, item["reason"], where + ".reason");
+        if (!module) return std::move(module).error();
+        if (!reason) return std::move(reason).error();
+        if (module->empty() || reason->find_first_not_of(" \t") == std::string::npos)
+            return error_at(file, item, where, "'module:' and 'reason:' must not be empty");
+        ExpectedExtension e{*module, *reason, true, yamlx::line_of(item).value_or(0)};
+        if (item["device_code"]) {
+            auto b = yamlx::boolean(file, item["device_code"], where + ".device_code");
+            if (!b) return std::move(b).error();
+            e.device_code = *b;
+        }
+        out.push_back(std::move(e));
+    }
+    return out;
+}
+
 Status parse_verify(const std::string& file, const YAML::Node& node, PackageOverride& pkg) {
-    FORGE_TRY_STATUS(yamlx::check_map(file, node, "verify",
-                                      {"allow_missing_archs", "allow_pure_python", "lint_ignore"}));
+    FORGE_TRY_STATUS(yamlx::check_map(
+        file, node, "verify",
+        {"allow_missing_archs", "allow_pure_python", "lint_ignore", "extensions"}));
     if (node["allow_missing_archs"]) {
         const YAML::Node list = node["allow_missing_archs"];
         if (!list.IsSequence())
@@ -139,6 +170,11 @@ Status parse_verify(const std::string& file, const YAML::Node& node, PackageOver
         auto l = string_list(file, node["lint_ignore"], "verify.lint_ignore");
         if (!l) return std::move(l).error();
         pkg.lint_ignore = std::move(*l);
+    }
+    if (node["extensions"]) {
+        auto e = parse_extensions(file, node["extensions"]);
+        if (!e) return std::move(e).error();
+        pkg.extensions = std::move(*e);
     }
     return ok_status();
 }

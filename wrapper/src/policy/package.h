@@ -29,6 +29,15 @@ struct Waiver {
     int line = 0;
 };
 
+// verify.extensions entry: a module the package's wheel must contain (docs/policy.md). `module` is
+// a glob (core/glob.h) relative to the wheel root.
+struct ExpectedExtension {
+    std::string module;      // "sageattention/_qattn_sm80*.so"
+    std::string reason;      // required: why the wheel is broken without it
+    bool device_code = true; // false: a host-only module (no SASS, no PTX) is expected
+    int line = 0;
+};
+
 // The wrapper's per-package settings (arch_override.yml `wrapper:`), read by the nvcc front end.
 struct WrapperSettings {
     std::string mode;                               // "" = the front end's default
@@ -71,6 +80,7 @@ struct PackageOverride {
     std::vector<Waiver> allow_missing;
     bool allow_pure_python = false;
     std::vector<std::string> lint_ignore;
+    std::vector<ExpectedExtension> extensions;
     WrapperSettings wrapper;
     std::optional<ForwardPtx> forward_ptx;
     // build_matrix.yml

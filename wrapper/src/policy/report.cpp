@@ -121,6 +121,11 @@ json resolution_json(const Resolution& r) {
     j["verify"] = {{"allow_missing_archs", waivers},
                    {"allow_pure_python", r.allow_pure_python},
                    {"lint_ignore", r.lint_ignore}};
+    json expected = json::array();
+    for (const auto& e : r.expected_extensions)
+        expected.push_back(
+            {{"module", e.module}, {"reason", e.reason}, {"device_code", e.device_code}});
+    j["verify"]["extensions"] = expected;
     json w = json::object();
     if (!r.wrapper.mode.empty()) w["mode"] = r.wrapper.mode;
     if (r.wrapper.inject_arch_specific) w["inject_arch_specific"] = *r.wrapper.inject_arch_specific;

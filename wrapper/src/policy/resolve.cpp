@@ -95,6 +95,8 @@ Result<Resolution> resolve_loaded(const ResolveRequest& req, const PolicyData& p
             res.allow_missing.push_back(w.target);
         res.allow_pure_python = package->allow_pure_python;
         res.lint_ignore = package->lint_ignore;
+        res.expected_extensions = package->extensions;
+        res.package_file = package->override_file;
         res.wrapper = package->wrapper;
         if (package->override_file.empty() && package->matrix_file.empty())
             res.notes.push_back(

@@ -46,6 +46,8 @@ struct Resolution {
     std::vector<arch::Target> allow_missing; // waivers (with evidence comments in the file)
     bool allow_pure_python = false;
     std::vector<std::string> lint_ignore;
+    std::vector<ExpectedExtension> expected_extensions; // verify.extensions
+    std::string package_file; // the package's arch_override.yml ("" when none)
 
     // Extensions (policy module):
     std::string python;      // "3.12" or ""

@@ -1,14 +1,17 @@
 // The fleet audit: classification, the ledger, the directory sweep and the worker pool.
 #include "provenance/audit.h"
 
+#include "provenance/modules.h"
 #include "provenance/stamp.h"
 #include "verify/gate.h"
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
+#include <limits>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -92,7 +95,7 @@ Result<Ledger> load_ledger(const std::string& path) {
         std::string wheel = w->get<std::string>();
         j.erase("wheel");
         // Later lines win: a re-stamp appends the newer record.
-        ledger[wheel] = LedgerEntry{std::move(j), fmt::format("{}:{}", path, n)};
+        ledger[wheel] = LedgerEntry{std::move(j), fmt::format("{}:{}", path, n), n};
     }
     if (in.bad()) return Error{"cannot read the ledger", path};
     return ledger;
@@ -196,6 +199,67 @@ AuditResult classify(const std::string& file, const std::vector<binary::Extensio
     return r;
 }
 
+namespace {
+
+std::string distribution_key(const std::string& wheel_filename) {
+    auto name = parse_wheel_filename(wheel_filename);
+    if (!name) return "";
+    std::string key;
+    for (char c : name->distribution)
+        key += c == '-' || c == '.'
+                   ? '_'
+                   : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return key;
+}
+
+} // namespace
+
+const LedgerEntry* previous_wheel(const Ledger& ledger, const std::string& wheel_filename,
+                                  std::string* previous_filename) {
+    const std::string dist = distribution_key(wheel_filename);
+    if (dist.empty()) return nullptr;
+    int before = std::numeric_limits<int>::max();
+    if (auto own = ledger.find(wheel_filename); own != ledger.end()) before = own->second.line;
+    const LedgerEntry* best = nullptr;
+    for (const auto& [name, entry] : ledger) {
+        if (name == wheel_filename || entry.line >= before) continue;
+        auto modules = entry.record.find("modules");
+        if (modules == entry.record.end() || !modules->is_array() || distribution_key(name) != dist)
+            continue;
+        if (best == nullptr || entry.line > best->line) {
+            best = &entry;
+            if (previous_filename) *previous_filename = name;
+        }
+    }
+    return best;
+}
+
+void check_lost_extensions(AuditResult& r, const std::vector<binary::Extension>& extensions,
+                           const LedgerEntry& previous, const std::string& previous_filename) {
+    if (r.status == kAuditUnreadable) return;
+    auto modules = modules_from_record(previous.record, previous.where);
+    if (!modules) {
+        r.details.push_back(fmt::format("modules not compared: {}", modules.error().to_string()));
+        return;
+    }
+    std::set<std::string> have;
+    for (const auto& m : module_records(extensions))
+        have.insert(module_key(m.module));
+    std::vector<std::string> lost;
+    for (const auto& m : *modules)
+        if (!have.count(module_key(m.module))) lost.push_back(m.module);
+    if (lost.empty()) return;
+    std::vector<std::string> details;
+    for (const auto& m : lost)
+        details.push_back(
+            fmt::format("lacks {}, which {} carried ({})", m, previous_filename, previous.where));
+    if (r.status != kAuditOk) details.push_back(fmt::format("besides ({}):", r.status));
+    details.insert(details.end(), r.details.begin(), r.details.end());
+    r.details = std::move(details);
+    r.status = kAuditExtensionLost;
+    r.lost_extensions = std::move(lost);
+}
+
 AuditResult audit_file(const std::string& file, const Ledger* ledger, const AuditPolicy& policy) {
     auto unreadable = [&](const Error& e) {
         AuditResult r;
@@ -239,6 +303,11 @@ AuditResult audit_file(const std::string& file, const Ledger* ledger, const Audi
     }
     AuditResult r = classify(file, *exts, provenance, policy);
     if (!ledger_note.empty()) r.details.push_back(ledger_note);
+    if (ledger && ends_with(filename, ".whl")) {
+        std::string previous_name;
+        if (const LedgerEntry* previous = previous_wheel(*ledger, filename, &previous_name))
+            check_lost_extensions(r, *exts, *previous, previous_name);
+    }
     return r;
 }
 

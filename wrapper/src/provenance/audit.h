@@ -24,10 +24,13 @@ inline constexpr std::string_view kAuditConfigMoved = "config-moved";
 inline constexpr std::string_view kAuditStaleEpoch = "stale-epoch";
 inline constexpr std::string_view kAuditNoProvenance = "no-provenance";
 inline constexpr std::string_view kAuditUnreadable = "unreadable";
+// A wheel lacks a module the ledger's previous wheel of the same package carried; it wins over
+// every status but unreadable (what the other statuses judge is only what was built).
+inline constexpr std::string_view kAuditExtensionLost = "extension-lost";
 // In report order.
-inline constexpr std::string_view kAuditStatuses[] = {kAuditOk,           kAuditWheelWrong,
-                                                      kAuditConfigMoved,  kAuditStaleEpoch,
-                                                      kAuditNoProvenance, kAuditUnreadable};
+inline constexpr std::string_view kAuditStatuses[] = {
+    kAuditOk,         kAuditWheelWrong,   kAuditExtensionLost, kAuditConfigMoved,
+    kAuditStaleEpoch, kAuditNoProvenance, kAuditUnreadable};
 
 // The policy the fleet is audited against.
 struct AuditPolicy {
@@ -43,6 +46,7 @@ struct AuditPolicy {
 struct LedgerEntry {
     nlohmann::json record;
     std::string where; // "ledger.jsonl:12"
+    int line = 0;      // 12: later lines were stamped later
 };
 using Ledger = std::map<std::string, LedgerEntry>;
 // Errors (exit 2): unreadable file, a line that is not a JSON object with a string "wheel".
@@ -69,6 +73,7 @@ struct AuditResult {
     std::optional<Provenance> provenance;
     std::vector<std::string> details; // why, one line each
     std::string error;                // unreadable: the reader's error (file, member, offset)
+    std::vector<std::string> lost_extensions; // extension-lost: modules the previous wheel had
 };
 
 // Does every extension with GPU code carry exactly `list` (verify's gate, kernel-less stubs not
@@ -80,6 +85,18 @@ bool carries_list(const std::vector<binary::Extension>& extensions, const arch::
 // Classifies one file from what was read (separated from I/O so every status is testable).
 AuditResult classify(const std::string& file, const std::vector<binary::Extension>& extensions,
                      const std::optional<Provenance>& provenance, const AuditPolicy& policy);
+
+// The ledger's previous wheel of the same distribution as `wheel_filename`: the latest entry
+// before this wheel's own (or the latest at all when it has none) whose record lists `modules`
+// (a stamp that could not read its modules records null: it is skipped).
+// nullptr when there is none.
+const LedgerEntry* previous_wheel(const Ledger& ledger, const std::string& wheel_filename,
+                                  std::string* previous_filename = nullptr);
+
+// Marks `r` extension-lost when `extensions` lack a module (modules.h module_key) that
+// `previous` (a ledger record with `modules`) lists. Unreadable results are left alone.
+void check_lost_extensions(AuditResult& r, const std::vector<binary::Extension>& extensions,
+                           const LedgerEntry& previous, const std::string& previous_filename);
 
 // Reads the file (wheel stamp, then `ledger` by file name) and classifies it. Never fails: a
 // reader error is the `unreadable` status.

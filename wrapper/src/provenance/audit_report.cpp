@@ -59,6 +59,7 @@ nlohmann::json audit_to_json(const AuditResult& r, const AuditPolicy& policy) {
     }
     j["policy"] = policy_json(policy);
     j["details"] = r.details;
+    j["lost_extensions"] = r.lost_extensions;
     if (!r.error.empty()) j["error"] = r.error;
     return j;
 }

@@ -204,6 +204,8 @@ nlohmann::json make_build_info(const policy::Resolution& r, const StampInputs& i
     j["run_id_source"] = in.run_id ? nlohmann::json(in.run_id->variable) : nlohmann::json();
     j["time"] = iso8601_utc(in.time);
     j["inferred"] = false;
+    j["modules"] = in.modules ? modules_json(*in.modules) : nlohmann::json();
+    if (!in.modules && !in.modules_error.empty()) j["modules_error"] = in.modules_error;
     return j;
 }
 

@@ -6,6 +6,7 @@
 
 #include "core/result.h"
 #include "policy/resolve.h"
+#include "provenance/modules.h"
 
 #include <cstdint>
 #include <functional>
@@ -49,12 +50,16 @@ Result<WheelName> parse_wheel_filename(std::string_view filename);
 // stamp goes into; `distribution` the wheel's. Keys: schema, arch_list, tokens, targets,
 // list_source, allow_missing (the package's verify waivers), policy_file, policy_sha256,
 // build_epoch, cuda, torch, python, platform, package, distribution, nvcc_forge_version, run_id,
-// run_id_source, time, inferred (false).
+// run_id_source, time, inferred (false), modules (the wheel's extension modules with their
+// targets, modules.h; null with modules_error when the reader could not read one: stamping
+// records, it does not judge).
 struct StampInputs {
     std::string package;      // importable dir in the wheel ("flash_attn")
     std::string distribution; // from the wheel filename ("flash_attn")
     std::int64_t time = 0;
     std::optional<RunId> run_id;
+    std::optional<std::vector<ModuleRecord>> modules;
+    std::string modules_error; // why `modules` is unknown
 };
 nlohmann::json make_build_info(const policy::Resolution& r, const StampInputs& in);
 

@@ -350,6 +350,12 @@ Result<StampResult> stamp_wheel(const std::string& wheel_path, const policy::Res
 
     StampInputs in;
     in.distribution = name->distribution;
+    binary::ReadOptions ro;
+    ro.inspect_payloads = true; // a kernel-less cubin is not a target the module carries
+    if (auto extensions = binary::read_extensions(wheel_path, ro); extensions)
+        in.modules = module_records(*extensions);
+    else
+        in.modules_error = extensions.error().to_string();
     in.run_id = ci_run_id(env);
     auto t = stamp_time(env);
     if (!t) return std::move(t).error();

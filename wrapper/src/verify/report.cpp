@@ -34,19 +34,23 @@ nlohmann::json to_json(const ExtensionReport& r) {
     };
 }
 
-nlohmann::json to_json(const std::vector<ExtensionReport>& reports) {
+nlohmann::json to_json(const std::vector<ExtensionReport>& reports,
+                       const ExtensionsReport* expected) {
     nlohmann::json exts = nlohmann::json::array();
-    bool pass = !reports.empty();
+    bool pass = !reports.empty() && (expected == nullptr || expected->pass());
     for (const auto& r : reports) {
         exts.push_back(to_json(r));
         pass = pass && r.pass;
     }
-    return {{"verdict", pass ? "pass" : "fail"}, {"extensions", exts}};
+    nlohmann::json out = {{"verdict", pass ? "pass" : "fail"}, {"extensions", exts}};
+    if (expected != nullptr) out.update(extensions_json(*expected));
+    return out;
 }
 
-std::string to_text(const std::vector<ExtensionReport>& reports, const std::string& list_source) {
+std::string to_text(const std::vector<ExtensionReport>& reports, const std::string& list_source,
+                    const ExtensionsReport* expected) {
     std::string out;
-    bool pass = !reports.empty();
+    bool pass = !reports.empty() && (expected == nullptr || expected->pass());
     for (const auto& r : reports) {
         pass = pass && r.pass;
         std::string name =
@@ -72,6 +76,7 @@ std::string to_text(const std::vector<ExtensionReport>& reports, const std::stri
             out += fmt::format("  waived    {}\n", w);
         out += "\n";
     }
+    if (expected != nullptr) out += extensions_text(*expected);
     out += fmt::format("verdict: {} ({} extension{})\n", pass ? "pass" : "FAIL", reports.size(),
                        reports.size() == 1 ? "" : "s");
     return out;

@@ -1,0 +1,149 @@
+// The modules a stamp records, and audit's extension-lost from the ledger's previous wheel.
+#include "provenance/audit.h"
+#include "provenance/modules.h"
+#include "provenance/stamp.h"
+
+#include <gtest/gtest.h>
+
+using namespace forge;
+using namespace forge::provenance;
+
+namespace {
+
+binary::Entry entry(const std::string& target, int kernels = 1) {
+    binary::Entry e;
+    e.file = "x.whl";
+    e.target = *arch::parse_target(target);
+    e.kernels = kernels;
+    e.stub = target.starts_with("sm_") && kernels == 0;
+    return e;
+}
+
+binary::Extension module(const std::string& member, std::vector<binary::Entry> entries) {
+    binary::Extension ext;
+    ext.file = "x.whl";
+    ext.member = member;
+    ext.entries = std::move(entries);
+    return ext;
+}
+
+nlohmann::json modules_record(std::initializer_list<std::string> members) {
+    std::vector<ModuleRecord> m;
+    for (const auto& name : members)
+        m.push_back({name, {"sm_80"}, true});
+    return {{"arch_list", "8.0"}, {"modules", modules_json(m)}};
+}
+
+AuditResult ok_result() {
+    AuditResult r;
+    r.file = "sa-2.0-cp311-cp311-linux_x86_64.whl";
+    r.status = std::string(kAuditOk);
+    return r;
+}
+
+} // namespace
+
+TEST(StampModules, RecordsEachHostElfWithItsTargets) {
+    auto records =
+        module_records({module("pkg/_a.so", {entry("sm_90"), entry("sm_80"), entry("compute_90")}),
+                        module("pkg/_stub.so", {entry("sm_80", 0)}), module("pkg/_host.so", {})});
+    ASSERT_EQ(records.size(), 3U);
+    EXPECT_EQ(records[0].module, "pkg/_a.so");
+    EXPECT_EQ(records[0].targets, (std::vector<std::string>{"compute_90", "sm_80", "sm_90"}));
+    EXPECT_TRUE(records[0].device_code);
+    EXPECT_TRUE(records[1].targets.empty()) << "a kernel-less cubin is not a target";
+    EXPECT_FALSE(records[2].device_code);
+
+    policy::Resolution r;
+    r.list = *arch::ArchList::parse("8.0");
+    StampInputs in{"pkg", "pkg", 0, {}, records};
+    auto j = make_build_info(r, in);
+    ASSERT_TRUE(j["modules"].is_array());
+    EXPECT_EQ(j["modules"][0]["module"], "pkg/_a.so");
+    EXPECT_EQ(j["modules"][0]["targets"], nlohmann::json({"compute_90", "sm_80", "sm_90"}));
+    EXPECT_EQ(j["modules"][2]["device_code"], false);
+
+    auto back = modules_from_record(j, "pkg/_build_info.json");
+    ASSERT_TRUE(back.ok()) << back.error().to_string();
+    ASSERT_EQ(back->size(), 3U);
+    EXPECT_EQ((*back)[0].targets, records[0].targets);
+    EXPECT_TRUE(modules_from_record({{"arch_list", "8.0"}}, "old")->empty());
+
+    StampInputs unread{"pkg", "pkg", 0, {}, std::nullopt, "pkg/_C.so: bad ELF"};
+    auto u = make_build_info(r, unread);
+    EXPECT_TRUE(u["modules"].is_null());
+    EXPECT_EQ(u["modules_error"], "pkg/_C.so: bad ELF");
+    EXPECT_FALSE(modules_from_record({{"modules", "pkg/_a.so"}}, "bad").ok());
+    EXPECT_FALSE(modules_from_record({{"modules", {{{"targets", {"sm_80"}}}}}}, "bad").ok());
+}
+
+TEST(StampModules, ModuleKeyDropsTheInterpreterSuffix) {
+    EXPECT_EQ(module_key("sageattention/_qattn_sm80.cpython-311-x86_64-linux-gnu.so"),
+              "sageattention/_qattn_sm80");
+    EXPECT_EQ(module_key("sageattention/_qattn_sm80.cpython-312-aarch64-linux-gnu.so"),
+              "sageattention/_qattn_sm80");
+    EXPECT_EQ(module_key("a.b/_C.abi3.so"), "a.b/_C");
+    EXPECT_EQ(module_key("_C.so"), "_C");
+}
+
+TEST(AuditExtensionLost, PreviousWheelIsTheLatestEarlierStampOfTheDistribution) {
+    Ledger l;
+    l["sa-1.0-cp311-cp311-linux_x86_64.whl"] = {modules_record({"sa/_a.so"}), "l:1", 1};
+    l["sa-1.1-cp311-cp311-linux_x86_64.whl"] = {modules_record({"sa/_b.so"}), "l:2", 2};
+    l["other-9.0-cp311-cp311-linux_x86_64.whl"] = {modules_record({"o/_c.so"}), "l:3", 3};
+    l["sa-1.2-cp311-cp311-linux_x86_64.whl"] = {{{"arch_list", "8.0"}}, "l:4", 4}; // no modules
+    l["sa-1.3-cp311-cp311-linux_x86_64.whl"] = {
+        {{"arch_list", "8.0"}, {"modules", nullptr}}, "l:4", 4}; // its modules could not be read
+    l["sa-2.0-cp311-cp311-linux_x86_64.whl"] = {modules_record({"sa/_d.so"}), "l:5", 5};
+    std::string name;
+    const LedgerEntry* p = previous_wheel(l, "sa-2.0-cp311-cp311-linux_x86_64.whl", &name);
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(name, "sa-1.1-cp311-cp311-linux_x86_64.whl");
+    // A wheel the ledger does not know: the latest stamp of its distribution.
+    p = previous_wheel(l, "sa-3.0-cp311-cp311-linux_x86_64.whl", &name);
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(name, "sa-2.0-cp311-cp311-linux_x86_64.whl");
+    EXPECT_EQ(previous_wheel(l, "sa-1.0-cp311-cp311-linux_x86_64.whl"), nullptr);
+    EXPECT_EQ(previous_wheel(l, "new-1.0-py3-none-any.whl"), nullptr);
+    EXPECT_EQ(previous_wheel(l, "not-a-wheel.so"), nullptr);
+}
+
+TEST(AuditExtensionLost, LackingAModuleThePreviousWheelCarried) {
+    const LedgerEntry previous{modules_record({"sa/_q80.cpython-311-x86_64-linux-gnu.so",
+                                               "sa/_fused.cpython-311-x86_64-linux-gnu.so"}),
+                               "ledger.jsonl:1", 1};
+    // Another interpreter's suffix is the same module.
+    auto r = ok_result();
+    check_lost_extensions(r,
+                          {module("sa/_q80.cpython-312-x86_64-linux-gnu.so", {entry("sm_80")}),
+                           module("sa/_fused.cpython-312-x86_64-linux-gnu.so", {entry("sm_80")})},
+                          previous, "sa-1.0.whl");
+    EXPECT_EQ(r.status, kAuditOk);
+    EXPECT_TRUE(r.lost_extensions.empty());
+
+    auto lost = ok_result();
+    check_lost_extensions(lost,
+                          {module("sa/_fused.cpython-311-x86_64-linux-gnu.so", {entry("sm_80")})},
+                          previous, "sa-1.0.whl");
+    EXPECT_EQ(lost.status, kAuditExtensionLost);
+    EXPECT_EQ(lost.lost_extensions,
+              (std::vector<std::string>{"sa/_q80.cpython-311-x86_64-linux-gnu.so"}));
+    ASSERT_FALSE(lost.details.empty());
+    EXPECT_NE(lost.details[0].find("sa-1.0.whl"), std::string::npos) << lost.details[0];
+    auto j = audit_to_json(lost, AuditPolicy{});
+    EXPECT_EQ(j["status"], "extension-lost");
+    EXPECT_EQ(j["lost_extensions"], nlohmann::json({"sa/_q80.cpython-311-x86_64-linux-gnu.so"}));
+    EXPECT_EQ(audit_counts({lost})["extension-lost"], 1U);
+
+    // It wins over the other findings, which stay in the details; unreadable stays unreadable.
+    auto moved = ok_result();
+    moved.status = std::string(kAuditConfigMoved);
+    moved.details = {"built for 8.0 as asked"};
+    check_lost_extensions(moved, {}, previous, "sa-1.0.whl");
+    EXPECT_EQ(moved.status, kAuditExtensionLost);
+    EXPECT_EQ(moved.details.back(), "built for 8.0 as asked");
+    auto unreadable = ok_result();
+    unreadable.status = std::string(kAuditUnreadable);
+    check_lost_extensions(unreadable, {}, previous, "sa-1.0.whl");
+    EXPECT_EQ(unreadable.status, kAuditUnreadable);
+}
