@@ -9,9 +9,17 @@
 
 namespace forge::verify {
 
+// What the run was judged against beyond the list itself: the verdict over all reports and the
+// tokens the resolution dropped against the policy row ("7.5 (arch_policy[13.0]; reason)").
+struct RunContext {
+    Verdict verdict;
+    std::vector<std::string> narrowed;
+};
+
 nlohmann::json to_json(const ExtensionReport& r);
-// {"verdict": "pass"|"fail", "extensions": [...]}
-nlohmann::json to_json(const std::vector<ExtensionReport>& reports);
-std::string to_text(const std::vector<ExtensionReport>& reports, const std::string& list_source);
+// {"verdict": "pass"|"fail", "reason": "...", "narrowed": [...], "extensions": [...]}
+nlohmann::json to_json(const std::vector<ExtensionReport>& reports, const RunContext& run);
+std::string to_text(const std::vector<ExtensionReport>& reports, const std::string& list_source,
+                    const RunContext& run);
 
 } // namespace forge::verify
