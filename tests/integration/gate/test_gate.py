@@ -89,7 +89,7 @@ def case_folding(t):
     # the package declares 10.3 now: its promise names the GPU the wheel loses
     pc = t.forge("coverage", "--package", "sageattention", "--cuda", "13.0", "--format",
                  "json").expect_ok().json()
-    check_eq(pc["10.3"]["via"], ["sm_103"], "sageattention's 10.3")
+    check("sm_103" in pc["10.3"]["via"], pc["10.3"])
 
 
 @ft.case("gate.verify.kernel_less_ptx")
@@ -114,7 +114,7 @@ def case_waiver(t):
     line = [ln for ln in r.out.splitlines() if ". sass" in ln]
     check(line and "ok (waived: sm_100 — --allow-missing)" in line[0], r.out)
     check_in("2 of 3 cubin arch(es) as asked", line[0])
-    check_not_in("3 cubin arch(es) as asked", r.out)
+    check_not_in("ok    3 cubin arch(es) as asked", r.out)
 
 
 @ft.case("gate.verify.host_only_library")
@@ -159,7 +159,8 @@ def package(t, name, arch_override):
 @ft.case("gate.resolve.narrowed")
 def case_narrowed(t):
     pk = package(t, "narrow", 'arch_list:\n  list: "8.0 9.0+PTX"\n'
-                              '  reason: "the build failed on 10.0 and 12.0"\n')
+                              '  reason: "the build failed on 10.0 and 12.0"\n'
+                              '  source: "a test"\n')
     args = ["--package", "narrow", "--packages-dir", pk, "--cuda", "13.0"]
     j = t.forge_json("resolve", *args, "--format", "json")
     check_eq([n["token"] for n in j["narrowed"]], ["7.5", "8.6", "10.0", "12.0+PTX"], "narrowed")
@@ -178,7 +179,8 @@ def case_narrowed(t):
 
 @ft.case("gate.resolve.major_gap_ptx")
 def case_gap(t):
-    pk = package(t, "gappy", 'arch_list:\n  list: "8.0 10.0 12.0"\n  reason: "floor"\n')
+    pk = package(t, "gappy", 'arch_list:\n  list: "8.0 10.0 12.0"\n  reason: "floor"\n'
+                             '  source: "a test"\n')
     args = ["--package", "gappy", "--packages-dir", pk, "--cuda", "13.0"]
     j = t.forge_json("resolve", *args, "--format", "json")
     check_eq(j["arch_list"], "8.0+PTX 10.0 12.0+PTX", "arch_list")

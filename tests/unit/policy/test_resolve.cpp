@@ -378,7 +378,8 @@ TEST(CellKey, ChangesWithEveryInputAndBuildEpoch) {
 
 TEST(ResolveNormalise, NarrowingAgainstThePolicyRowIsReported) {
     auto pkg = override_from("arch_list:\n  list: \"8.0 9.0+PTX\"\n"
-                             "  reason: \"the build failed on 10.0 and 12.0\"\n");
+                             "  reason: \"the build failed on 10.0 and 12.0\"\n"
+                             "  source: \"a test\"\n");
     auto r = must(shipped_with(&pkg, "13.0", ""));
     EXPECT_EQ(r.list.to_string(), "8.0 9.0+PTX");
     std::vector<std::string> tokens;
@@ -396,7 +397,8 @@ TEST(ResolveNormalise, NarrowingAgainstThePolicyRowIsReported) {
 }
 
 TEST(ResolveNormalise, MajorGapGetsItsPtx) {
-    auto pkg = override_from("arch_list:\n  list: \"8.0 10.0 12.0\"\n  reason: \"floor\"\n");
+    auto pkg = override_from(
+        "arch_list:\n  list: \"8.0 10.0 12.0\"\n  reason: \"floor\"\n  source: \"a test\"\n");
     auto r = must(shipped_with(&pkg, "13.0", ""));
     EXPECT_EQ(r.list.to_string(), "8.0+PTX 10.0 12.0+PTX");
     ASSERT_EQ(r.ptx_added.size(), 2u);

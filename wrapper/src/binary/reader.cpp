@@ -354,7 +354,6 @@ std::optional<bool> stub_known(const Entry& e) {
     return e.stub;
 }
 
-
 Result<std::vector<Extension>> read_extensions_from_memory(const std::uint8_t* data,
                                                            std::uint64_t size,
                                                            const std::string& name,

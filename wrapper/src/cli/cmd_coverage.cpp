@@ -55,7 +55,8 @@ int run_files(const std::vector<std::string>& files, const std::vector<arch::Gpu
             unreadable = true;
             continue;
         }
-        if (read->empty()) text += fmt::format("{}\n  no extension module (no ELF with device code)\n\n", f);
+        if (read->empty())
+            text += fmt::format("{}\n  no extension module (no ELF with device code)\n\n", f);
         for (const auto& ext : *read) {
             const std::string name =
                 ext.member ? fmt::format("{} [{}]", ext.file, *ext.member) : ext.file;
@@ -82,7 +83,8 @@ int run_files(const std::vector<std::string>& files, const std::vector<arch::Gpu
                 exts.push_back(j);
                 continue;
             }
-            text += fmt::format("  carries     {}\n", carries.empty() ? "-" : fmt::format("{}", fmt::join(carries, " ")));
+            text += fmt::format("  carries     {}\n",
+                                carries.empty() ? "-" : fmt::format("{}", fmt::join(carries, " ")));
             if (!empty.empty())
                 text += fmt::format("  kernel-less {} (runs nothing, not counted)\n",
                                     fmt::join(empty, " "));
@@ -141,9 +143,9 @@ int run_coverage(int argc, char** argv) {
     }
     if (vm.count("file")) {
         if (format != "text" && format != "json")
-            return report_error("coverage",
-                                Error(fmt::format("coverage FILE renders text or json, not '{}'",
-                                                  format)));
+            return report_error(
+                "coverage",
+                Error(fmt::format("coverage FILE renders text or json, not '{}'", format)));
         if (vm.count("arch-list") || vm.count("package") || vm.count("cuda"))
             return report_error("coverage", Error("coverage FILE reads what the files carry; it "
                                                   "takes no list (verify compares the two)"));

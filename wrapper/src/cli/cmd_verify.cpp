@@ -104,8 +104,7 @@ int run_verify(int argc, char** argv) {
         std::cout << verify::to_json(reports, run).dump(2) << "\n";
     } else {
         std::cout << verify::to_text(
-            reports, fmt::format("{} = {}", resolution->source, resolution->list.to_string()),
-            run);
+            reports, fmt::format("{} = {}", resolution->source, resolution->list.to_string()), run);
     }
     if (unreadable) return kExitInput;
     return run.verdict.pass ? kExitOk : kExitPolicy;

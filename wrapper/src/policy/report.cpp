@@ -195,9 +195,9 @@ std::string coverage_text(const Resolution& r, const CoverageReport& report) {
         for (std::size_t i = 0; i < gpus.size() && i < promised.size(); ++i)
             if (report.rows[i].tier != promised[i].tier &&
                 (promised[i].tier == arch::Tier::Native || report.rows[i].tier == arch::Tier::Dead))
-                cost.push_back(fmt::format("{} {}: {} -> {}", arch::cc_string(gpus[i].sm),
-                                           products_of(gpus[i]), arch::tier_string(promised[i].tier),
-                                           arch::tier_string(report.rows[i].tier)));
+                cost.push_back(fmt::format(
+                    "{} {}: {} -> {}", arch::cc_string(gpus[i].sm), products_of(gpus[i]),
+                    arch::tier_string(promised[i].tier), arch::tier_string(report.rows[i].tier)));
         out += cost.empty() ? "  costs no GPU its tier\n"
                             : fmt::format("  costs:\n    {}\n", fmt::join(cost, "\n    "));
     }

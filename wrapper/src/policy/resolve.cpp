@@ -335,8 +335,9 @@ Result<Resolution> resolve_loaded(const ResolveRequest& req, const PolicyData& p
             arch::ArchList survivors;
             for (const auto& e : row->list.entries()) {
                 auto ts = e.targets();
-                bool emits = std::all_of(ts.begin(), ts.end(),
-                                         [&](const arch::Target& t) { return emittable->count(t); });
+                bool emits = std::all_of(ts.begin(), ts.end(), [&](const arch::Target& t) {
+                    return emittable->count(t);
+                });
                 if (!emits || (torch_build != nullptr && !torch_runs(*torch_build, e.sm, gpus)))
                     continue; // the row would lose it too: a clamp, not a narrowing
                 survivors.add(e);
@@ -360,7 +361,8 @@ Result<Resolution> resolve_loaded(const ResolveRequest& req, const PolicyData& p
         added = false;
         for (const auto& gap : arch::major_gaps(clamped_list.targets())) {
             if (gap.has_ptx_net || gap.suggested_sm == 0) continue;
-            if (!emittable->count({arch::Kind::Ptx, gap.suggested_sm, arch::Suffix::None})) continue;
+            if (!emittable->count({arch::Kind::Ptx, gap.suggested_sm, arch::Suffix::None}))
+                continue;
             for (auto& e : clamped_list.mutable_entries())
                 if (e.sm == gap.suggested_sm && e.suffix == arch::Suffix::None) e.ptx = true;
             res.ptx_added.push_back(
@@ -377,11 +379,10 @@ Result<Resolution> resolve_loaded(const ResolveRequest& req, const PolicyData& p
         const std::string where = ccs.empty() ? fmt::format("major {}", gap.major)
                                               : fmt::format("CC {}", fmt::join(ccs, " "));
         res.notes.push_back(
-            gap.has_ptx_net
-                ? fmt::format("major {} has no cubin: {} lands in jit through {} PTX", gap.major,
-                              where, gap.net)
-                : fmt::format("major {} has no cubin and no PTX below it: {} is dead", gap.major,
-                              where));
+            gap.has_ptx_net ? fmt::format("major {} has no cubin: {} lands in jit through {} PTX",
+                                          gap.major, where, gap.net)
+                            : fmt::format("major {} has no cubin and no PTX below it: {} is dead",
+                                          gap.major, where));
     }
     res.list = std::move(clamped_list);
     return res;

@@ -48,18 +48,18 @@ struct Resolution {
     std::string source;  // which table/field won: "arch_policy[12.8]",
                          // "packages/flash_attn/arch_override.yml:arch_list_by_cuda[12.8]",
                          // "--arch-list"
-    std::vector<ClampedToken> clamped; // every token removed, with its reason
-    std::optional<int> ptx_added_sm;   // where _ensure_ptx_on_highest_base put +PTX
-    std::vector<PtxAdded> ptx_added;   // every +PTX added: the highest, then one per major gap
+    std::vector<ClampedToken> clamped;   // every token removed, with its reason
+    std::optional<int> ptx_added_sm;     // where _ensure_ptx_on_highest_base put +PTX
+    std::vector<PtxAdded> ptx_added;     // every +PTX added: the highest, then one per major gap
     std::vector<NarrowedToken> narrowed; // policy-row tokens the override drops
-    arch::ArchList row_list; // with narrowing: the policy row after the same clamps (the promise)
-    std::string cuda;                  // "12.8" ("" when --arch-list was given)
-    std::string torch;                 // "2.9" or ""
-    std::string platform;              // linux_x86_64 | linux_aarch64 | win_amd64
-    std::string package;               // "" if none
-    std::string policy_file;           // path of arch_policy.yml used ("" for --arch-list)
-    std::string policy_sha256;         // of that file
-    std::optional<long> build_epoch;   // from arch_policy.yml
+    arch::ArchList row_list;   // with narrowing: the policy row after the same clamps (the promise)
+    std::string cuda;          // "12.8" ("" when --arch-list was given)
+    std::string torch;         // "2.9" or ""
+    std::string platform;      // linux_x86_64 | linux_aarch64 | win_amd64
+    std::string package;       // "" if none
+    std::string policy_file;   // path of arch_policy.yml used ("" for --arch-list)
+    std::string policy_sha256; // of that file
+    std::optional<long> build_epoch; // from arch_policy.yml
     // package verify settings (packages/<pkg>/arch_override.yml `verify:`)
     std::vector<arch::Target> allow_missing; // waivers (with evidence comments in the file)
     bool allow_pure_python = false;

@@ -170,10 +170,9 @@ AuditResult classify(const std::string& file, const std::vector<binary::Extensio
         if (std::none_of(policy.allow_missing.begin(), policy.allow_missing.end(),
                          [&](const arch::Target& p) { return p.folded() == t.folded(); }))
             only_there.push_back(t);
-    const std::string from =
-        provenance->source == "stamp"
-            ? fmt::format("the wheel's own stamp {}", provenance->where)
-            : fmt::format("the ledger {}", provenance->where);
+    const std::string from = provenance->source == "stamp"
+                                 ? fmt::format("the wheel's own stamp {}", provenance->where)
+                                 : fmt::format("the ledger {}", provenance->where);
     r.narrowed = provenance->list == policy.list && !policy.narrowed.empty();
     if (auto n = provenance->record.find("narrowed");
         n != provenance->record.end() && n->is_array() && !n->empty())

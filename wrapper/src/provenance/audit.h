@@ -74,7 +74,7 @@ struct AuditResult {
     // pkg/_build_info.json; found only in the artifact)").
     std::vector<std::string> waivers;
     bool narrowed = false; // judged in a cell whose list drops tokens of the policy row
-    std::string error;                // unreadable: the reader's error (file, member, offset)
+    std::string error;     // unreadable: the reader's error (file, member, offset)
 };
 
 // Does every extension with GPU code carry exactly `list` (verify's gate, kernel-less stubs not

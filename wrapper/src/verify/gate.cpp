@@ -195,7 +195,8 @@ ExtensionReport verify_extension(const binary::Extension& ext, const arch::ArchL
     if (is_host_only(ext)) {
         r.host_only = true;
         r.pass = true;
-        r.checks.push_back({"device-code", true,
+        r.checks.push_back({"device-code",
+                            true,
                             "host-only library (no fatbin, not a Python extension module): "
                             "listed, not judged",
                             {}});
@@ -222,19 +223,19 @@ ExtensionReport verify_extension(const binary::Extension& ext, const arch::ArchL
     // 6 (decided first because it changes what the others mean): no device code at all.
     if (!r.device_code) {
         Check c{"device-code", opts.allow_pure_python, "", {}};
-        c.detail = opts.allow_pure_python
-                       ? "no device code; allowed (allow_pure_python)"
-                       : (stub_sass.empty() && empty_ptx.empty()
-                              ? "no SASS and no PTX at all: a wheel without GPU code imports fine "
-                                "and fails at the first kernel launch"
-                              : fmt::format("only kernel-less images ({}): no kernel was compiled",
-                                            fmt::join(names([&] {
-                                                          auto all = stub_sass;
-                                                          all.insert(empty_ptx.begin(),
-                                                                     empty_ptx.end());
-                                                          return all;
-                                                      }()),
-                                                      " ")));
+        c.detail =
+            opts.allow_pure_python
+                ? "no device code; allowed (allow_pure_python)"
+                : (stub_sass.empty() && empty_ptx.empty()
+                       ? "no SASS and no PTX at all: a wheel without GPU code imports fine "
+                         "and fails at the first kernel launch"
+                       : fmt::format("only kernel-less images ({}): no kernel was compiled",
+                                     fmt::join(names([&] {
+                                                   auto all = stub_sass;
+                                                   all.insert(empty_ptx.begin(), empty_ptx.end());
+                                                   return all;
+                                               }()),
+                                               " ")));
         if (opts.allow_pure_python) {
             r.checks.push_back(c);
             r.pass = true;
@@ -439,11 +440,11 @@ Verdict verdict(const std::vector<ExtensionReport>& reports, const Options& opts
         if (!r.pass) ++failed;
     }
     if (judged == 0) {
-        std::string what = host_only == 0
-                               ? std::string("no extension module at all")
-                               : fmt::format("only host-only libraries ({})", host_only);
+        std::string what = host_only == 0 ? std::string("no extension module at all")
+                                          : fmt::format("only host-only libraries ({})", host_only);
         if (opts.allow_pure_python)
-            return {true, fmt::format("{}: a pure-Python package, allowed (allow_pure_python)", what)};
+            return {true,
+                    fmt::format("{}: a pure-Python package, allowed (allow_pure_python)", what)};
         return {false, fmt::format("{}: nothing carries GPU code; a package without any is "
                                    "allowed only with --allow-pure-python or "
                                    "verify.allow_pure_python",

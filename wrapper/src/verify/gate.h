@@ -57,7 +57,7 @@ Result<MaxToolkit> parse_max_toolkit(std::string_view spec);
 struct Check {
     std::string name; // "family", "sass", "ptx", "extra", "device-code", "toolkit"
     bool ok = true;
-    std::string detail;               // one line for people
+    std::string detail;              // one line for people
     std::vector<std::string> waived; // "sm_100 — --allow-missing": why an ok is not "as asked"
 };
 
@@ -68,18 +68,18 @@ struct LostGpu {
     std::vector<std::string> products;
     arch::Tier promised = arch::Tier::Native;
     arch::Tier actual = arch::Tier::Dead;
-    bool waived = false; // lost only through a waived target
+    bool waived = false;                        // lost only through a waived target
     [[nodiscard]] std::string describe() const; // "10.3 (B300): native -> dead"
 };
 
 struct ExtensionReport {
     std::string file;
     std::optional<std::string> member;
-    std::vector<std::string> expected;  // nvcc target names the list asks for
-    std::vector<std::string> sass;      // cubins present with kernels (names as stored)
-    std::vector<std::string> ptx;       // PTX present
-    std::vector<std::string> lto;       // LTO-IR present (reported, not judged)
-    std::vector<std::string> stub_only; // arches present only as kernel-less cubins
+    std::vector<std::string> expected;            // nvcc target names the list asks for
+    std::vector<std::string> sass;                // cubins present with kernels (names as stored)
+    std::vector<std::string> ptx;                 // PTX present
+    std::vector<std::string> lto;                 // LTO-IR present (reported, not judged)
+    std::vector<std::string> stub_only;           // arches present only as kernel-less cubins
     std::vector<std::string> ptx_without_kernels; // PTX entries with no .entry (not counted)
     std::vector<std::string> missing_sass;
     std::vector<std::string> missing_ptx;
