@@ -16,7 +16,8 @@ namespace forge::bundle {
 
 struct LayoutBlob {
     std::string toolkit;   // "12.8": the release every cubin of the blob must report
-    bool or_newer = false; // written "13.0+" (the seeds' wording): that release or a later one
+    bool or_newer = false; // written "13.0+" (docs/arch-rules.md, "Cubins from several toolkits"):
+                           // that release or later
     // The layout's spelling again ("12.8", "13.0+"), for messages.
     [[nodiscard]] std::string spelled() const { return or_newer ? toolkit + "+" : toolkit; }
     [[nodiscard]] bool accepts(std::string_view release) const;
