@@ -122,7 +122,7 @@ def case_resolve_package(t):
     j = json.loads(mini("resolve", "--cuda", "12.8", "--torch", "2.9", "--python", "3.12", "--package", "lanes",
                         "--format", "json").stdout)
     check(j["source"] == "packages/lanes/build_matrix.yml:combinations[0].arch_list", j["source"])
-    check(j["arch_list"] == "8.6+PTX" and j["ptx_added"] == "8.6", j)
+    check(j["arch_list"] == "8.6+PTX" and j["ptx_added"] == ["8.6"], j)
 
 
 @ft.case("policy.cli.package_arch_list_form")

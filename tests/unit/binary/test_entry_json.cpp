@@ -34,7 +34,7 @@ TEST(EntryJson, OneEntryWithUnreadFieldsAsNull) {
               "  {\"file\": \"lib/_C.so\", \"member\": null, \"section\": \".nv_fatbin\", "
               "\"fatbin\": 1, \"fatbin_offset\": 16, \"offset\": 80, \"kind\": \"sass\", "
               "\"arch\": \"sm_90a\", \"compression\": \"zstd\", \"size\": 4096, "
-              "\"uncompressed_size\": 9000, \"stub\": false, \"kernels\": null, \"toolkit\": "
+              "\"uncompressed_size\": 9000, \"stub\": null, \"kernels\": null, \"toolkit\": "
               "null}");
 }
 

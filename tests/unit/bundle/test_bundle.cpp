@@ -257,6 +257,22 @@ TEST(BundleLayoutTest, IsReadWithTheStrictYamlRules) {
     EXPECT_EQ(top.error().line.value_or(-1), 3) << top.error().to_string();
 }
 
+TEST(BundleLayoutTest, OrNewerWordingIsAccepted) {
+    // the layout wording "CUDA 13.0+": that release or a later one
+    auto l = layout_of("blobs:\n  - {toolkit: \"12.8\", sms: [90, 100, 120]}\n"
+                       "  - {toolkit: \"13.0+\", sms: [110]}\n");
+    ASSERT_EQ(l.blobs.size(), 2u);
+    EXPECT_EQ(l.blobs[1].toolkit, "13.0");
+    EXPECT_TRUE(l.blobs[1].or_newer);
+    EXPECT_TRUE(l.blobs[1].accepts("13.0"));
+    EXPECT_TRUE(l.blobs[1].accepts("13.2.51"));
+    EXPECT_FALSE(l.blobs[1].accepts("12.9"));
+    EXPECT_FALSE(l.blobs[0].accepts("13.0")); // an exact release stays exact
+    auto check = verify_bundle(sample_bundle(), l, "h.h", fake_reader(honest_contents()));
+    ASSERT_TRUE(check.ok()) << check.error().to_string();
+    EXPECT_TRUE(check->mismatches.empty()) << check->mismatches.front();
+}
+
 TEST(VerifyBundleTest, HonestBundlePasses) {
     auto check = verify_bundle(sample_bundle(), layout_of(kGoodLayout), "h.h",
                                fake_reader(honest_contents()));

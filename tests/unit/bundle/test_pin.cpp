@@ -120,13 +120,14 @@ TEST(PlanToolkitsTest, SplitsSmsByPinnedToolkitOldestFirst) {
     EXPECT_EQ(plan->groups[1].sms, (std::vector<int>{110}));
 }
 
-TEST(PlanToolkitsTest, ExactPinPrefersNewestPatchOfThatRelease) {
+TEST(PlanToolkitsTest, ExactPinPrefersOldestSuitablePatchOfThatRelease) {
+    // Each SM is built "with the oldest suitable toolkit": 12.8.61 over 12.8.93.
     std::vector<Toolkit> found{fake_toolkit("12.8.61", {90}, "/a/bin/nvcc"),
                                fake_toolkit("12.8.93", {90}, "/b/bin/nvcc"),
                                fake_toolkit("12.9.86", {90}, "/c/bin/nvcc")};
     auto plan = plan_toolkits({90}, policy_of("90: \"==12.8\"\n"), found);
     ASSERT_TRUE(plan.ok());
-    EXPECT_EQ(plan->groups.at(0).toolkit->nvcc, "/b/bin/nvcc");
+    EXPECT_EQ(plan->groups.at(0).toolkit->nvcc, "/a/bin/nvcc");
 }
 
 TEST(PlanToolkitsTest, MissingToolkitListsEveryMissingSmAndWhatWasFound) {

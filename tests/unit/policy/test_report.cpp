@@ -71,7 +71,7 @@ TEST(Report, ResolutionJsonHasTheContractKeys) {
         EXPECT_TRUE(j.contains(key)) << key;
     EXPECT_EQ(j["arch_list"], "8.0+PTX");
     EXPECT_EQ(j["tokens"].size(), 1u);
-    EXPECT_EQ(j["ptx_added"], "8.0");
+    EXPECT_EQ(j["ptx_added"], nlohmann::ordered_json::array({"8.0"}));
     EXPECT_EQ(j["clamped"][0]["token"], "7.0");
     EXPECT_EQ(j["targets"], nlohmann::ordered_json::array({"sm_80", "compute_80"}));
     EXPECT_EQ(j["policy_sha256"], shipped().sha256);

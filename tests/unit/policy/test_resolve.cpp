@@ -146,7 +146,8 @@ TEST(Clamp, NvccRemovesWhatTheToolkitCannotEmitWithReason) {
     auto policy = load_policy(mini());
     ASSERT_TRUE(policy.ok());
     auto r = must(resolve_loaded(req, *policy, &pkg, gpus()));
-    EXPECT_EQ(r.list.to_string(), "8.0 12.0+PTX");
+    // majors 9-11 have no cubin left: the second PTX goes on 8.0 (docs/arch-rules.md)
+    EXPECT_EQ(r.list.to_string(), "8.0+PTX 12.0+PTX");
     EXPECT_TRUE(clamped_with(r, "7.0", "nvcc 12.8 cannot emit sm_70"));
     EXPECT_TRUE(clamped_with(r, "10.0f", "cannot emit sm_100f"));
     EXPECT_EQ(r.clamped.size(), 2u);
@@ -160,9 +161,9 @@ TEST(Clamp, TorchRemovesWhatThePairedTorchCannotRun) {
     EXPECT_EQ(r.clamped[0].token, "12.0");
     EXPECT_NE(r.clamped[0].reason.find("torch 2.11"), std::string::npos);
     EXPECT_NE(r.clamped[0].reason.find("torch_runnable[12.8].by_torch[2.11]"), std::string::npos);
-    // without --torch there is no torch clamp
+    // without --torch there is no torch clamp (and majors 9-11 get their PTX net on 8.9)
     EXPECT_EQ(must(resolve_with(mini(), "12.8", "", "linux_x86_64", "x86only")).list.to_string(),
-              "8.9 12.0+PTX");
+              "8.9+PTX 12.0+PTX");
 }
 
 TEST(Clamp, ShippedVoltaFlickerIsReproduced) {
@@ -405,4 +406,64 @@ TEST(CellKey, ChangesWithEveryInputAndBuildEpoch) {
     Resolution other_list = base;
     other_list.list = *arch::ArchList::parse("8.0");
     EXPECT_NE(key, cell_key(other_list));
+}
+
+// ---- narrowing and the second PTX (docs/arch-rules.md, "Narrowing", "PTX once per major") ----
+
+TEST(ResolveNormalise, NarrowingAgainstThePolicyRowIsReported) {
+    auto pkg = override_from("arch_list:\n  list: \"8.0 9.0+PTX\"\n"
+                             "  reason: \"the build failed on 10.0 and 12.0\"\n"
+                             "  source: \"a test\"\n");
+    auto r = must(shipped_with(&pkg, "13.0", ""));
+    EXPECT_EQ(r.list.to_string(), "8.0 9.0+PTX");
+    std::vector<std::string> tokens;
+    for (const auto& n : r.narrowed) {
+        tokens.push_back(n.token);
+        EXPECT_EQ(n.against, "arch_policy[13.0]");
+        EXPECT_EQ(n.reason, "the build failed on 10.0 and 12.0");
+    }
+    EXPECT_EQ(tokens, (std::vector<std::string>{"7.5", "8.6", "10.0", "12.0+PTX"}));
+    auto j = resolution_json(r);
+    ASSERT_EQ(j["narrowed"].size(), 4u);
+    EXPECT_EQ(j["narrowed"][0]["token"], "7.5");
+    // the policy row itself narrows nothing
+    EXPECT_TRUE(must(shipped_with(nullptr, "13.0", "")).narrowed.empty());
+}
+
+TEST(ResolveNormalise, MajorGapGetsItsPtx) {
+    auto pkg = override_from(
+        "arch_list:\n  list: \"8.0 10.0 12.0\"\n  reason: \"floor\"\n  source: \"a test\"\n");
+    auto r = must(shipped_with(&pkg, "13.0", ""));
+    EXPECT_EQ(r.list.to_string(), "8.0+PTX 10.0 12.0+PTX");
+    ASSERT_EQ(r.ptx_added.size(), 2u);
+    EXPECT_EQ(r.ptx_added[0].sm, 120);
+    EXPECT_EQ(r.ptx_added[1].sm, 80);
+    EXPECT_EQ(r.ptx_added[1].gap_tier, "jit");
+    EXPECT_EQ(resolution_json(r)["ptx_added"], nlohmann::ordered_json::parse(R"(["12.0","8.0"])"));
+    EXPECT_TRUE(std::any_of(r.notes.begin(), r.notes.end(), [](const std::string& n) {
+        return n.find("major 9 has no cubin") != std::string::npos &&
+               n.find("lands in jit through compute_80") != std::string::npos;
+    }));
+}
+
+TEST(ResolveNormalise, TorchOfAnotherCudaIndexIsAnError) {
+    auto r = resolve_with(mini(), "12.8", "2.9.1+cu126");
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().message.find("built for CUDA 12.6"), std::string::npos);
+    EXPECT_TRUE(resolve_with(mini(), "12.8", "2.9.1+cu128").ok());
+}
+
+TEST(ResolveNormalise, ShortCudaIsEchoed) {
+    auto r = must(shipped_with(nullptr, "13", ""));
+    EXPECT_EQ(r.cuda, "13.0");
+    EXPECT_NE(std::find(r.notes.begin(), r.notes.end(), "--cuda 13 read as CUDA 13.0"),
+              r.notes.end());
+}
+
+TEST(ResolveNormalise, CombinationLeftOpenIsNamed) {
+    auto r = must(resolve_with(mini(), "12.8", "2.9", "linux_x86_64", "lanes"));
+    EXPECT_TRUE(std::any_of(r.notes.begin(), r.notes.end(), [](const std::string& n) {
+        return n.find("combinations[0]") != std::string::npos &&
+               n.find("--python") != std::string::npos && n.find("skipped") != std::string::npos;
+    }));
 }

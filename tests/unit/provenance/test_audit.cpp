@@ -276,3 +276,40 @@ TEST(AuditReport, JsonKeysAndTextSummary) {
     EXPECT_EQ(counts["stale-epoch"], 0u);
     EXPECT_EQ(counts["no-provenance"], 1u);
 }
+
+TEST(AuditClassify, WaiversArePrintedWithWhereTheyCameFrom) {
+    // The wheel's own stamp waives sm_90; the package file (the current policy) does not.
+    auto p = provenance_from_record(
+        {{"arch_list", "8.0 9.0"}, {"build_epoch", 3}, {"allow_missing", {"sm_90"}}}, "stamp",
+        "pkg/_build_info.json");
+    ASSERT_TRUE(p.ok());
+    auto r = classify("x.whl", carrying({"sm_80"}), *p, audit_policy("8.0 9.0"));
+    EXPECT_EQ(r.status, "ok");
+    ASSERT_EQ(r.waivers.size(), 1u);
+    EXPECT_NE(r.waivers[0].find("sm_90"), std::string::npos) << r.waivers[0];
+    EXPECT_NE(r.waivers[0].find("the wheel's own stamp pkg/_build_info.json"), std::string::npos)
+        << r.waivers[0];
+    EXPECT_NE(r.waivers[0].find("found only in the artifact"), std::string::npos) << r.waivers[0];
+    auto text = audit_to_text({r}, audit_policy("8.0 9.0"));
+    EXPECT_NE(text.find("waived          x.whl: sm_90"), std::string::npos) << text;
+    // the same waiver in the package file is not "only in the artifact"
+    auto pol = audit_policy("8.0 9.0");
+    pol.allow_missing = {*arch::parse_target("sm_90")};
+    auto r2 = classify("x.whl", carrying({"sm_80"}), *p, pol);
+    ASSERT_EQ(r2.waivers.size(), 1u);
+    EXPECT_EQ(r2.waivers[0].find("only in the artifact"), std::string::npos) << r2.waivers[0];
+}
+
+TEST(AuditClassify, NarrowedCellsAreCounted) {
+    auto pol = audit_policy("8.0 9.0+PTX");
+    pol.narrowed = {"7.5", "8.6"};
+    auto r =
+        classify("x.whl", carrying({"sm_80", "sm_90", "compute_90"}), prov("8.0 9.0+PTX"), pol);
+    EXPECT_TRUE(r.narrowed);
+    auto other = classify("y.whl", carrying({"sm_80"}), prov("8.0"), audit_policy("8.0"));
+    EXPECT_FALSE(other.narrowed);
+    EXPECT_EQ(narrowed_count({r, other}), 1u);
+    auto text = audit_to_text({r, other}, pol);
+    EXPECT_NE(text.find("narrowed cell: arch_policy[12.8] drops 7.5 8.6"), std::string::npos)
+        << text;
+}

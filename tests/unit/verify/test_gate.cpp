@@ -12,20 +12,27 @@ binary::Entry entry(std::string_view name, int kernels = 1, bool stub = false) {
     e.file = "ext.so";
     e.section = ".nv_fatbin";
     e.target = *arch::parse_target(name);
-    if (e.target.kind == arch::Kind::Sass) e.kernels = kernels;
+    e.kernels = kernels; // cubins: .text.* sections; PTX: .entry directives
     e.stub = stub;
     return e;
 }
 
 binary::Extension ext(std::initializer_list<binary::Entry> entries) {
     binary::Extension x;
-    x.file = "ext.so";
+    x.file = "ext.cpython-312-x86_64-linux-gnu.so"; // a Python extension module: always judged
     x.entries = entries;
     return x;
 }
 
 arch::ArchList list(std::string_view s) {
     return *arch::ArchList::parse(s);
+}
+
+std::vector<arch::Gpu> gpus(std::initializer_list<int> sms) {
+    std::vector<arch::Gpu> out;
+    for (int sm : sms)
+        out.push_back(arch::Gpu{sm, {}, false, {}});
+    return out;
 }
 
 const Check* check(const ExtensionReport& r, std::string_view name) {
@@ -144,4 +151,109 @@ TEST(Gate, MaxToolkit) {
     EXPECT_FALSE(parse_max_toolkit("120").ok());
     EXPECT_FALSE(parse_max_toolkit("120=x").ok());
     EXPECT_TRUE(parse_max_toolkit("*=12.8").ok());
+}
+
+TEST(Gate, ArchSpecificPtxIsNotTheForwardTail) {
+    // compute_90a JITs onto 9.0 only: it cannot satisfy 9.0+PTX, and the GPUs above are lost.
+    Options o;
+    o.gpus = gpus({80, 90, 100, 120});
+    auto r = verify_extension(ext({entry("sm_80"), entry("sm_90a"), entry("compute_90a")}),
+                              list("8.0 9.0+PTX"), o);
+    EXPECT_FALSE(r.pass);
+    EXPECT_EQ(r.missing_ptx, (std::vector<std::string>{"compute_90"}));
+    EXPECT_NE(check(r, "ptx")->detail.find("compute_90a"), std::string::npos);
+    ASSERT_EQ(r.lost.size(), 2u);
+    EXPECT_EQ(r.lost[0].sm, 100);
+    EXPECT_EQ(r.lost[0].promised, arch::Tier::Jit);
+    EXPECT_EQ(r.lost[0].actual, arch::Tier::Dead);
+    // the same for a family PTX against a plain +PTX
+    auto f = verify_extension(ext({entry("sm_100f"), entry("compute_100f")}), list("10.0+PTX"), o);
+    EXPECT_EQ(f.missing_ptx, (std::vector<std::string>{"compute_100"}));
+}
+
+TEST(Gate, FoldingKeepsCoverage) {
+    // sageattention's wheel against a list with 10.0 and 12.0: sm_100a runs on 10.0 only, so
+    // 10.3 (B300) is lost; sm_120a with sm_121a keeps 12.x; sm_90a is all of major 9.
+    Options o;
+    o.gpus = gpus({90, 100, 103, 120, 121});
+    auto r = verify_extension(
+        ext({entry("sm_90a"), entry("sm_100a"), entry("sm_120a"), entry("sm_121a")}),
+        list("9.0 10.0 12.0 12.1"), o);
+    EXPECT_FALSE(r.pass);
+    EXPECT_EQ(r.missing_sass, (std::vector<std::string>{"sm_100"}));
+    ASSERT_EQ(r.lost.size(), 1u);
+    EXPECT_EQ(r.lost[0].sm, 103);
+    EXPECT_NE(r.lost[0].describe().find("10.3"), std::string::npos);
+    // without sm_121a, sm_120a no longer stands in for 12.0 either
+    auto r2 = verify_extension(ext({entry("sm_120a")}), list("12.0"), o);
+    EXPECT_EQ(r2.missing_sass, (std::vector<std::string>{"sm_120"}));
+    // a family cubin covers its family
+    EXPECT_TRUE(verify_extension(ext({entry("sm_100f")}), list("10.0"), o).pass);
+    // and an a cubin of a one-CC major stands in
+    EXPECT_TRUE(verify_extension(ext({entry("sm_90a")}), list("9.0"), o).pass);
+}
+
+TEST(Gate, PtxWithoutKernelsDoesNotCount) {
+    auto r = verify_extension(ext({entry("sm_80"), entry("sm_90"), entry("compute_90", 0)}),
+                              list("8.0 9.0+PTX"), {});
+    EXPECT_FALSE(r.pass);
+    EXPECT_EQ(r.missing_ptx, (std::vector<std::string>{"compute_90"}));
+    EXPECT_EQ(r.ptx_without_kernels, (std::vector<std::string>{"compute_90"}));
+    EXPECT_EQ(r.kernels.at("compute_90"), 0);
+    EXPECT_TRUE(verify_extension(ext({entry("sm_80"), entry("sm_90"), entry("compute_90", 2)}),
+                                 list("8.0 9.0+PTX"), {})
+                    .pass);
+}
+
+TEST(Gate, WaiverShownOnItsCheck) {
+    Options o;
+    o.waivers.push_back({*arch::parse_target("sm_100"), "--allow-missing"});
+    auto r = verify_extension(ext({entry("sm_80"), entry("sm_90")}), list("8.0 9.0 10.0"), o);
+    EXPECT_TRUE(r.pass);
+    const Check* sass = check(r, "sass");
+    ASSERT_EQ(sass->waived.size(), 1u);
+    EXPECT_EQ(sass->waived[0], "sm_100 — --allow-missing");
+    EXPECT_EQ(sass->detail, "2 of 3 cubin arch(es) as asked");
+    ASSERT_EQ(r.lost.size(), 1u); // the GPU the waiver costs, marked as waived
+    EXPECT_TRUE(r.lost[0].waived);
+}
+
+TEST(Gate, HostOnlyLibrariesAreListedNotJudged) {
+    binary::Extension gomp;
+    gomp.file = "w.whl";
+    gomp.member = "pkg.libs/libgomp-a34b3233.so.1.0.0";
+    auto r = verify_extension(gomp, list("8.0"), {});
+    EXPECT_TRUE(r.host_only);
+    EXPECT_TRUE(r.pass);
+    EXPECT_EQ(r.source, "none"); // nothing was measured
+    // a Python extension module without device code still fails
+    binary::Extension c;
+    c.file = "w.whl";
+    c.member = "pkg/_C.cpython-312-x86_64-linux-gnu.so";
+    EXPECT_FALSE(verify_extension(c, list("8.0"), {}).pass);
+    // so does an object file without device code, and a module inside *.libs/ is host-only
+    binary::Extension obj;
+    obj.file = "k.o";
+    EXPECT_FALSE(verify_extension(obj, list("8.0"), {}).pass);
+    EXPECT_FALSE(is_python_extension("pkg.libs/_C.cpython-312-x86_64-linux-gnu.so"));
+    EXPECT_TRUE(is_python_extension("pkg/_C.abi3.so"));
+    EXPECT_TRUE(is_python_extension("pkg/_C.cp312-win_amd64.pyd"));
+}
+
+TEST(Gate, VerdictNeedsAJudgedExtensionOrTheAllowance) {
+    binary::Extension gomp;
+    gomp.file = "w.whl";
+    gomp.member = "pkg.libs/libgomp.so.1";
+    auto host = verify_extension(gomp, list("8.0"), {});
+    auto good = verify_extension(ext({entry("sm_80")}), list("8.0"), {});
+    EXPECT_TRUE(verdict({good, host}, {}).pass);
+    Verdict none = verdict({}, {});
+    EXPECT_FALSE(none.pass);
+    EXPECT_NE(none.reason.find("no extension module"), std::string::npos);
+    EXPECT_FALSE(verdict({host}, {}).pass);
+    Options allow;
+    allow.allow_pure_python = true;
+    Verdict ok = verdict({}, allow);
+    EXPECT_TRUE(ok.pass);
+    EXPECT_NE(ok.reason.find("allow_pure_python"), std::string::npos);
 }

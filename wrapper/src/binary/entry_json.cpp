@@ -56,7 +56,7 @@ std::string entry_json(const Entry& e) {
         json_string(e.file), json_optional(e.member), json_string(e.section), e.fatbin_index,
         e.fatbin_offset, e.entry_offset, arch::kind_string(e.target.kind), e.target.name(),
         compression_string(e.compression), e.payload_size, e.uncompressed_size,
-        e.stub ? "true" : "false", json_optional(e.kernels), json_optional(e.toolkit));
+        json_optional(stub_known(e)), json_optional(e.kernels), json_optional(e.toolkit));
 }
 
 std::string entries_json(const std::vector<Entry>& rows) {

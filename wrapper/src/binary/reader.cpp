@@ -108,6 +108,20 @@ Error out_of_memory(const Where& where, std::uint64_t offset, std::string_view w
     return where.error(offset, fmt::format("out of memory while reading {}", what));
 }
 
+// `.entry` as a directive (PTX ISA, "Kernel and Function Directives"), not as part of a longer
+// name such as `.entry_point`: preceded by whitespace or the start, followed by whitespace.
+int count_ptx_entries(std::string_view ptx) {
+    constexpr std::string_view kEntry = ".entry";
+    auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+    int n = 0;
+    for (auto at = ptx.find(kEntry); at != std::string_view::npos;
+         at = ptx.find(kEntry, at + kEntry.size())) {
+        const auto end = at + kEntry.size();
+        if ((at == 0 || blank(ptx[at - 1])) && end < ptx.size() && blank(ptx[end])) ++n;
+    }
+    return n;
+}
+
 class Reader {
   public:
     Reader(std::string file, const ReadOptions& opts)
@@ -407,6 +421,7 @@ class Reader {
                 e.flags = x.flags;
                 if (x.kind == kKindElf)
                     cubins.push_back({entries.size(), &x, stubs.count(fb.offset) > 0});
+                if (x.kind == kKindPtx) FORGE_TRY_STATUS(describe_ptx(x, where, e));
                 entries.push_back(std::move(e));
             }
         }
@@ -483,6 +498,29 @@ class Reader {
         return ok_status();
     }
 
+    // Kernels of a PTX entry: its `.entry` directives. A TU without kernels still emits PTX
+    // (`.version`/`.target` only), which JITs nothing. Plain PTX is text read in place; a
+    // compressed one only when payloads are inspected.
+    Status describe_ptx(const FatbinEntry& x, const Where& where, Entry& e) const {
+        if (x.compression == Compression::None) {
+            e.kernels = count_ptx_entries(x.payload.view());
+            return ok_status();
+        }
+        if (!opts_.inspect_payloads) return ok_status();
+        auto text = decompress_payload(x.payload.sub(0, x.compressed_size), x.compression,
+                                       x.uncompressed_size, opts_.max_member_bytes, where);
+        if (!text) {
+            Error err = std::move(text).error();
+            err.message = fmt::format("in the decompressed PTX of the fatbin entry at 0x{:x}: {}",
+                                      x.offset, err.message);
+            err.offset = x.offset;
+            return err;
+        }
+        e.kernels = count_ptx_entries(
+            std::string_view(reinterpret_cast<const char*>(text->data()), text->size()));
+        return ok_status();
+    }
+
     static void apply(const CubinInfo& info, Entry& e) {
         e.stub = info.stub();
         e.kernels = info.kernels;
@@ -507,6 +545,12 @@ std::vector<Entry> flatten(std::vector<Extension>&& exts) {
 }
 
 } // namespace
+
+std::optional<bool> stub_known(const Entry& e) {
+    if (e.target.kind != arch::Kind::Sass) return false;
+    if (!e.stub && !e.kernels && e.compression != Compression::None) return std::nullopt;
+    return e.stub;
+}
 
 Result<std::vector<Extension>> read_extensions_from_memory(const std::uint8_t* data,
                                                            std::uint64_t size,

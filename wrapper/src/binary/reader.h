@@ -36,7 +36,9 @@ struct Entry {
     // linked file without relocatable fatbins (nvcc's device-link stub).
     bool stub = false;
     // Number of kernels (.text.* sections) when the cubin was read: always for uncompressed
-    // cubins (their section table is a header), for compressed ones with inspect_payloads.
+    // cubins (their section table is a header), for compressed ones with inspect_payloads. For
+    // PTX: its `.entry` directives, read the same way (plain text always, compressed when
+    // inspected).
     std::optional<int> kernels;
     std::optional<std::string> toolkit; // "13.0": CUDA release that built the cubin (inspected)
     std::uint64_t flags = 0;            // raw fatbin entry flags (0 for a standalone cubin)
@@ -45,6 +47,11 @@ struct Entry {
     // can disagree with the fatbin flag when someone hand-packs with fatbinary --image3.
     std::optional<bool> cubin_arch_specific;
 };
+
+// Whether a cubin is kernel-less, when that is known: a compressed cubin whose payload was not
+// read (list without --toolkit) is unknown unless the device-link wrapper already named it a
+// stub. nullopt for unknown; PTX and LTO entries are never stubs.
+std::optional<bool> stub_known(const Entry& e);
 
 struct ReadOptions {
     // Decompress ELF payloads (sizes checked) to report toolkit, kernels, `a` from .nv.compat.

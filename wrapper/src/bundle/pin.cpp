@@ -118,8 +118,10 @@ Result<ToolkitPlan> plan_toolkits(const std::vector<int>& sms, const SmToolkitPo
                     fmt::format("{} ({}) cannot emit sm_{}", tk.version.full(), tk.nvcc, sm));
                 continue;
             }
+            // The oldest suitable toolkit (per-SM builds use the oldest release that can emit
+            // the SM, for the widest driver compatibility), down to the patch.
             auto rank = [](const toolkit::Toolkit& t) {
-                return std::make_tuple(t.version.major, t.version.minor, -t.version.patch);
+                return std::make_tuple(t.version.major, t.version.minor, t.version.patch);
             };
             if (!best || rank(tk) < rank(*best) ||
                 (rank(tk) == rank(*best) && tk.nvcc < best->nvcc))

@@ -28,6 +28,13 @@ std::string release_of(std::string_view version) { // "12.8.93" -> "12.8"
     return m[1].str() + "." + m[2].str();
 }
 
+std::pair<int, int> major_minor(std::string_view release) {
+    static const std::regex re(R"((\d+)\.(\d+)(?:\.\d+)?)");
+    std::match_results<std::string_view::const_iterator> m;
+    if (!std::regex_match(release.begin(), release.end(), m, re)) return {-1, -1};
+    return {std::stoi(m[1].str()), std::stoi(m[2].str())};
+}
+
 std::string sm_names(const std::vector<int>& sms) {
     std::string s;
     for (int sm : sms)
@@ -36,6 +43,13 @@ std::string sm_names(const std::vector<int>& sms) {
 }
 
 } // namespace
+
+bool LayoutBlob::accepts(std::string_view release) const {
+    const std::string r = release_of(release);
+    if (!or_newer) return r == toolkit;
+    auto have = major_minor(r);
+    return have.first >= 0 && have >= major_minor(toolkit);
+}
 
 Result<BundleLayout> parse_bundle_layout(std::string_view yaml_text, const std::string& file) {
     auto loaded = policy::yamlx::load_text(yaml_text, file);
@@ -61,11 +75,15 @@ Result<BundleLayout> parse_bundle_layout(std::string_view yaml_text, const std::
         LayoutBlob lb;
         lb.line = b.Mark().line + 1;
         const YAML::Node tk = b["toolkit"];
-        static const std::regex release_re(R"(\d+\.\d+)");
-        if (!tk || !tk.IsScalar() || !std::regex_match(tk.Scalar(), release_re))
-            return layout_error("toolkit must be a CUDA release \"X.Y\" (e.g. \"12.8\")", file,
-                                tk ? tk : b, where + ".toolkit");
-        lb.toolkit = tk.Scalar();
+        static const std::regex release_re(R"((\d+\.\d+)(\+?))");
+        std::smatch m;
+        const std::string text = tk && tk.IsScalar() ? tk.Scalar() : std::string();
+        if (!tk || !tk.IsScalar() || !std::regex_match(text, m, release_re))
+            return layout_error("toolkit must be a CUDA release \"X.Y\" or \"X.Y+\" (e.g. "
+                                "\"12.8\", \"13.0+\")",
+                                file, tk ? tk : b, where + ".toolkit");
+        lb.toolkit = m[1].str();
+        lb.or_newer = m[2].length() > 0;
         const YAML::Node sms = b["sms"];
         if (!sms || !sms.IsSequence() || sms.size() == 0)
             return layout_error("sms must be a non-empty list of SM numbers", file, sms ? sms : b,
@@ -132,9 +150,9 @@ Result<BundleCheck> verify_bundle(const Bundle& bundle, const BundleLayout& layo
         };
 
         // What the header's lookup table claims.
-        if (release_of(blob.toolkit) != want.toolkit)
+        if (!want.accepts(release_of(blob.toolkit)))
             mismatch(fmt::format("the header's table says CUDA {}, the layout expects {}",
-                                 blob.toolkit, want.toolkit));
+                                 blob.toolkit, want.spelled()));
         std::vector<int> table_sms = blob.sms;
         std::sort(table_sms.begin(), table_sms.end());
         if (table_sms != want.sms)
@@ -157,11 +175,11 @@ Result<BundleCheck> verify_bundle(const Bundle& bundle, const BundleLayout& layo
             }
             if (!e.toolkit) {
                 mismatch(fmt::format("{} records no build toolkit; the layout expects CUDA {}",
-                                     what, want.toolkit));
+                                     what, want.spelled()));
                 good = false;
-            } else if (*e.toolkit != want.toolkit) {
+            } else if (!want.accepts(*e.toolkit)) {
                 mismatch(fmt::format("{} was built by CUDA {}, the layout expects CUDA {}", what,
-                                     *e.toolkit, want.toolkit));
+                                     *e.toolkit, want.spelled()));
                 good = false;
             }
             if (good)

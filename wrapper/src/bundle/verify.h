@@ -15,7 +15,12 @@
 namespace forge::bundle {
 
 struct LayoutBlob {
-    std::string toolkit;  // "12.8": the release every cubin of the blob must report
+    std::string toolkit;   // "12.8": the release every cubin of the blob must report
+    bool or_newer = false; // written "13.0+" (docs/arch-rules.md, "Cubins from several toolkits"):
+                           // that release or later
+    // The layout's spelling again ("12.8", "13.0+"), for messages.
+    [[nodiscard]] std::string spelled() const { return or_newer ? toolkit + "+" : toolkit; }
+    [[nodiscard]] bool accepts(std::string_view release) const;
     std::vector<int> sms; // the SASS the blob must hold, exactly
     int line = 0;
 };
@@ -25,7 +30,8 @@ struct BundleLayout {
     std::vector<LayoutBlob> blobs; // in header order
 };
 
-// `blobs:` a list of `{toolkit: "12.8", sms: [90, 100, 120]}`. Errors carry file:line and key.
+// `blobs:` a list of `{toolkit: "12.8", sms: [90, 100, 120]}` ("13.0+": 13.0 or later). Errors
+// carry file:line and key.
 Result<BundleLayout> parse_bundle_layout(std::string_view yaml_text, const std::string& file);
 Result<BundleLayout> load_bundle_layout(const std::string& path);
 

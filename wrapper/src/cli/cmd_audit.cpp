@@ -88,6 +88,12 @@ int run_audit(int argc, char** argv) {
     policy.source = res->source;
     policy.build_epoch = res->build_epoch;
     policy.allow_missing = res->allow_missing;
+    policy.waiver_source =
+        res->package.empty()
+            ? std::string("verify.allow_missing_archs")
+            : fmt::format("packages/{}/arch_override.yml verify.allow_missing_archs", res->package);
+    for (const auto& n : res->narrowed)
+        policy.narrowed.push_back(n.token);
     policy.policy_file = res->policy_file;
     policy.policy_sha256 = res->policy_sha256;
     // --arch-list skips the resolver; an explicit --policy still gives the epoch to compare.

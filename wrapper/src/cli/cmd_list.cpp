@@ -37,7 +37,10 @@ void print_table(const std::vector<binary::Entry>& rows, bool toolkit) {
                                    e.target.name(),
                                    std::string(binary::compression_string(e.compression)),
                                    std::to_string(e.payload_size),
-                                   e.stub ? "yes" : "no",
+                                   binary::stub_known(e)
+                                       ? (*binary::stub_known(e) ? "yes" : "no")
+                                       // compressed and not read: --toolkit decompresses it
+                                       : "unknown",
                                    e.kernels ? std::to_string(*e.kernels) : "-"};
         if (toolkit) r.push_back(e.toolkit.value_or("-"));
         for (auto& cell : r)

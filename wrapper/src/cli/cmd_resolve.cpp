@@ -37,6 +37,11 @@ int run_resolve(int argc, char** argv) {
     }
     for (const auto& c : res->clamped)
         fmt::print(stderr, "nvcc-forge resolve: clamped {}: {}\n", c.token, c.reason);
+    for (const auto& n : res->narrowed)
+        fmt::print(stderr, "nvcc-forge resolve: narrowed {}: dropped against {} ({})\n", n.token,
+                   n.against, n.reason.empty() ? "the override gives no reason" : n.reason);
+    for (const auto& p : res->ptx_added)
+        fmt::print(stderr, "nvcc-forge resolve: ptx_added {}: {}\n", arch::cc_string(p.sm), p.why);
     for (const auto& n : res->notes)
         fmt::print(stderr, "nvcc-forge resolve: note: {}\n", n);
     if (format == "torch") {

@@ -1,6 +1,6 @@
 // nvcc-forge verify FILE... (--arch-list LIST | resolve options) [--allow-missing sm_X,...]
 //   [--allow-pure-python] [--allow-extra] [--max-toolkit SM=X.Y]... [--format text|json]
-//   [--backend native|cuobjdump] [--expect-extension GLOB]...
+//   [--backend native] [--expect-extension GLOB]...
 // Exit 0 pass, 1 fail, 2 unreadable input.
 #include "binary/reader.h"
 #include "cli/command.h"
@@ -43,8 +43,9 @@ int run_verify(int argc, char** argv) {
         "SM=X.Y: cubins of SM must be built by CUDA <= X.Y (*=X.Y for all)")(
         "expect-extension", po::value(&expect_extension)->composing(),
         "GLOB: a module the wheel (or the files given) must contain, with device code; repeatable")(
-        "format", po::value(&format), "text | json")("backend", po::value(&backend),
-                                                     "native (default) | cuobjdump");
+        "format", po::value(&format), "text | json")(
+        "backend", po::value(&backend),
+        "native (the only reader the gate judges with; `list --backend cuobjdump` is the oracle)");
     add_resolve_options(desc, /*with_arch_list=*/true);
     po::positional_options_description pos;
     pos.add("file", -1);
@@ -64,6 +65,9 @@ int run_verify(int argc, char** argv) {
     if (!resolution) return report_error("verify", resolution.error());
     verify::Options opts;
     opts.source = backend;
+    auto gpus = gpus_from_options(vm);
+    if (!gpus) return report_error("verify", gpus.error());
+    opts.gpus = std::move(*gpus);
     opts.allow_extra = vm["allow-extra"].as<bool>();
     opts.allow_pure_python = vm["allow-pure-python"].as<bool>() || resolution->allow_pure_python;
     auto waivers = parse_waivers(allow_missing);
@@ -108,16 +112,25 @@ int run_verify(int argc, char** argv) {
         }
     }
     const verify::ExtensionsReport ext_report = verify::check_extensions(expected, reports);
+    verify::RunContext run{verify::verdict(reports, opts), {}, &ext_report};
+    if (!ext_report.pass()) {
+        run.verdict.pass = false;
+        const std::string why = fmt::format("expected extension(s) absent or without device code: {}",
+                                            ext_report.check.detail);
+        run.verdict.reason = run.verdict.reason.empty() ? why : run.verdict.reason + "; " + why;
+    }
+    for (const auto& n : resolution->narrowed)
+        run.narrowed.push_back(
+            fmt::format("{} (dropped against {}: {})", n.token, n.against, n.reason));
     if (format == "json") {
-        std::cout << verify::to_json(reports, &ext_report).dump(2) << "\n";
+        std::cout << verify::to_json(reports, run).dump(2) << "\n";
     } else {
+        if (expected.empty()) run.expected = nullptr;
         std::cout << verify::to_text(
-            reports, fmt::format("{} = {}", resolution->source, resolution->list.to_string()),
-            expected.empty() ? nullptr : &ext_report);
+            reports, fmt::format("{} = {}", resolution->source, resolution->list.to_string()), run);
     }
     if (unreadable) return kExitInput;
-    bool pass = std::all_of(reports.begin(), reports.end(), [](const auto& r) { return r.pass; });
-    return pass && !reports.empty() && ext_report.pass() ? kExitOk : kExitPolicy;
+    return run.verdict.pass ? kExitOk : kExitPolicy;
 }
 
 } // namespace

@@ -100,7 +100,14 @@ json resolution_json(const Resolution& r) {
     for (const auto& c : r.clamped)
         clamped.push_back({{"token", c.token}, {"reason", c.reason}});
     j["clamped"] = clamped;
-    j["ptx_added"] = r.ptx_added_sm ? json(arch::cc_string(*r.ptx_added_sm)) : json(nullptr);
+    json ptx_added = json::array();
+    for (const auto& p : r.ptx_added)
+        ptx_added.push_back(arch::cc_string(p.sm));
+    j["ptx_added"] = ptx_added;
+    json narrowed = json::array();
+    for (const auto& n : r.narrowed)
+        narrowed.push_back({{"token", n.token}, {"against", n.against}, {"reason", n.reason}});
+    j["narrowed"] = narrowed;
     j["ptx_not_added"] = r.ptx_not_added.empty() ? json(nullptr) : json(r.ptx_not_added);
     auto torch = torch_arch_list(r);
     j["torch_arch_list"] = torch ? json(*torch) : json(nullptr);
@@ -161,13 +168,8 @@ json coverage_json(const CoverageReport& report) {
     return j;
 }
 
-std::string coverage_text(const Resolution& r, const CoverageReport& report) {
-    std::string out = fmt::format("arch list: {}\nsource:    {}\n", r.list.to_string(), r.source);
-    if (!r.cuda.empty())
-        out += fmt::format("cell:      cuda {} torch {} platform {}{}\n", r.cuda,
-                           r.torch.empty() ? "-" : r.torch, r.platform,
-                           r.package.empty() ? "" : fmt::format(" package {}", r.package));
-    out += "\n";
+std::string coverage_rows_text(const CoverageReport& report) {
+    std::string out;
     for (const auto& row : report.rows) {
         out += fmt::format("{:>5}  {:<6}  {}\n", arch::cc_string(row.gpu.sm),
                            arch::tier_string(row.tier), products_of(row.gpu));
@@ -189,6 +191,36 @@ std::string coverage_text(const Resolution& r, const CoverageReport& report) {
                "supported):\n";
         for (const auto* d : jit)
             out += fmt::format("  - {} {}\n", arch::cc_string(d->gpu.sm), products_of(d->gpu));
+    }
+    return out;
+}
+
+std::string coverage_text(const Resolution& r, const CoverageReport& report) {
+    std::string out = fmt::format("arch list: {}\nsource:    {}\n", r.list.to_string(), r.source);
+    if (!r.cuda.empty())
+        out += fmt::format("cell:      cuda {} torch {} platform {}{}\n", r.cuda,
+                           r.torch.empty() ? "-" : r.torch, r.platform,
+                           r.package.empty() ? "" : fmt::format(" package {}", r.package));
+    out += "\n";
+    out += coverage_rows_text(report);
+    if (!r.narrowed.empty()) {
+        out += fmt::format("\nNarrowed against {} ({}):\n", r.narrowed.front().against,
+                           r.reason.empty() ? "no reason given" : r.reason);
+        for (const auto& n : r.narrowed)
+            out += fmt::format("  - {}\n", n.token);
+        std::vector<arch::Gpu> gpus;
+        for (const auto& row : report.rows)
+            gpus.push_back(row.gpu);
+        auto promised = arch::coverage(r.row_list.targets(), gpus);
+        std::vector<std::string> cost;
+        for (std::size_t i = 0; i < gpus.size() && i < promised.size(); ++i)
+            if (report.rows[i].tier != promised[i].tier &&
+                (promised[i].tier == arch::Tier::Native || report.rows[i].tier == arch::Tier::Dead))
+                cost.push_back(fmt::format(
+                    "{} {}: {} -> {}", arch::cc_string(gpus[i].sm), products_of(gpus[i]),
+                    arch::tier_string(promised[i].tier), arch::tier_string(report.rows[i].tier)));
+        out += cost.empty() ? "  costs no GPU its tier\n"
+                            : fmt::format("  costs:\n    {}\n", fmt::join(cost, "\n    "));
     }
     if (!r.clamped.empty()) {
         out += "\nClamped from the requested list:\n";

@@ -26,6 +26,8 @@ CoverageReport coverage_report(const arch::ArchList& list, const std::vector<arc
 // {"8.9": {"tier": "native", "products": [...], "via": [...], "why": "...", "tegra": false}, ...}
 nlohmann::ordered_json coverage_json(const CoverageReport& report);
 std::string coverage_text(const Resolution& r, const CoverageReport& report);
+// The GPU rows and the native/jit/dead summary alone (coverage of a list or of a binary).
+std::string coverage_rows_text(const CoverageReport& report);
 std::string coverage_markdown(const Resolution& r, const CoverageReport& report);
 
 // One cell of the policy matrix: CUDA x torch x platform(s), resolved or failed.

@@ -80,11 +80,22 @@ Result<Resolution> resolve_loaded(const ResolveRequest& req, const PolicyData& p
         auto c = normalize_cuda(req.cuda);
         if (!c) return std::move(c).error();
         res.cuda = *c;
+        if (res.cuda != req.cuda)
+            res.notes.push_back(fmt::format("--cuda {} read as CUDA {}", req.cuda, res.cuda));
     } else if (req.toolkit) {
         res.cuda = req.toolkit->version.release();
     } else {
         return input_error("no CUDA version: pass --cuda or let a real nvcc be found", "",
                            "--cuda");
+    }
+    // A torch local tag names the CUDA index it was built for: 2.9.1+cu126 is not a CUDA 12.8 cell.
+    if (auto plus = req.torch.find("+cu"); plus != std::string::npos) {
+        auto built = normalize_cuda(std::string_view(req.torch).substr(plus + 1));
+        if (built && *built != res.cuda)
+            return input_error(fmt::format("--torch {} is built for CUDA {}, not CUDA {}: a torch "
+                                           "from another CUDA index is another cell",
+                                           req.torch, *built, res.cuda),
+                               "", "--torch");
     }
     res.policy_file = policy.file;
     res.policy_sha256 = policy.sha256;
@@ -129,21 +140,48 @@ Result<Resolution> resolve_loaded(const ResolveRequest& req, const PolicyData& p
         }
     } else {
         if (package != nullptr) {
+            std::vector<const Combination*> matches;
             for (const auto& combo : package->combinations) {
                 if (!combo.arch_list) continue;
                 bool match = true;
+                std::vector<std::string> unknown;
                 for (const auto& [axis, value] : combo.match) {
                     const std::string& have = axis == "cuda"     ? res.cuda
                                               : axis == "torch"  ? res.torch
                                               : axis == "python" ? res.python
                                                                  : res.platform;
+                    if (have.empty()) unknown.push_back(fmt::format("{} {}", axis, value));
                     match = match && have == value;
                 }
                 if (match) {
-                    win = from_override(*combo.arch_list, package->name, "build_matrix.yml",
-                                        fmt::format("combinations[{}].arch_list", combo.index));
-                    break;
+                    matches.push_back(&combo);
+                } else if (!unknown.empty()) {
+                    // Not a match, but not a mismatch either: the request left the axis open.
+                    res.notes.push_back(fmt::format(
+                        "packages/{}/build_matrix.yml combinations[{}] names {}, which this "
+                        "request does not give (--{}): skipped",
+                        package->name, combo.index, fmt::join(unknown, ", "),
+                        unknown.front().substr(0, unknown.front().find(' '))));
                 }
+            }
+            if (!matches.empty()) {
+                const Combination& first = *matches.front();
+                for (const Combination* other : matches) {
+                    if (other == &first) continue;
+                    if (!(other->arch_list->list == first.arch_list->list))
+                        return input_error(
+                            fmt::format("build_matrix combinations[{}] ('{}') and [{}] ('{}') both "
+                                        "match this cell with different arch lists",
+                                        first.index, first.arch_list->text, other->index,
+                                        other->arch_list->text),
+                            package->matrix_file,
+                            fmt::format("combinations[{}].arch_list", other->index), other->line);
+                    res.notes.push_back(fmt::format(
+                        "build_matrix combinations[{}] and [{}] both match; [{}] won (same list)",
+                        first.index, other->index, first.index));
+                }
+                win = from_override(*first.arch_list, package->name, "build_matrix.yml",
+                                    fmt::format("combinations[{}].arch_list", first.index));
             }
             if (!win) {
                 if (auto it = package->arch_list_by_cuda.find(cuda);
@@ -210,6 +248,7 @@ Result<Resolution> resolve_loaded(const ResolveRequest& req, const PolicyData& p
     }
 
     // ---- clamp 2: what the paired torch can run ----
+    const TorchBuild* torch_build = nullptr;
     if (!res.torch.empty()) {
         const auto& table = aarch64 ? policy.torch_runnable_aarch64 : policy.torch_runnable;
         const char* table_name = aarch64 ? "torch_runnable_aarch64" : "torch_runnable";
@@ -236,6 +275,7 @@ Result<Resolution> resolve_loaded(const ResolveRequest& req, const PolicyData& p
                     policy.file, fmt::format("{}[{}].releases", table_name, cuda),
                     idx.line > 0 ? std::optional<int>(idx.line) : std::nullopt);
             const TorchBuild& build = idx.build_for(res.torch);
+            torch_build = &build;
             std::string where =
                 idx.by_torch.count(res.torch)
                     ? fmt::format("{}[{}].by_torch[{}]", table_name, cuda, res.torch)
@@ -272,14 +312,86 @@ Result<Resolution> resolve_loaded(const ResolveRequest& req, const PolicyData& p
     for (const auto& e : kept)
         clamped_list.add(e);
 
-    // ---- Step 3: +PTX on the highest plain token (never on an a/f token) ----
+    // ---- narrowing: what the override drops against the policy row, after the same clamps ----
+    if (res.source.starts_with("packages/")) {
+        const PolicyRow* row = nullptr;
+        std::string row_name;
+        if (aarch64) {
+            if (auto it = policy.arch_policy_aarch64.find(cuda);
+                it != policy.arch_policy_aarch64.end()) {
+                row = &it->second;
+                row_name = fmt::format("arch_policy_aarch64[{}]", cuda);
+            }
+        } else {
+            std::string key = fmt::format("{}/{}", cuda, res.torch);
+            if (auto it = policy.arch_exceptions.find(key);
+                !res.torch.empty() && it != policy.arch_exceptions.end()) {
+                row = &it->second;
+                row_name = fmt::format("arch_exceptions[{}]", key);
+            } else if (auto it2 = policy.arch_policy.find(cuda); it2 != policy.arch_policy.end()) {
+                row = &it2->second;
+                row_name = fmt::format("arch_policy[{}]", cuda);
+            }
+        }
+        if (row != nullptr) {
+            arch::ArchList survivors;
+            for (const auto& e : row->list.entries()) {
+                auto ts = e.targets();
+                bool emits = std::all_of(ts.begin(), ts.end(), [&](const arch::Target& t) {
+                    return emittable->count(t);
+                });
+                if (!emits || (torch_build != nullptr && !torch_runs(*torch_build, e.sm, gpus)))
+                    continue; // the row would lose it too: a clamp, not a narrowing
+                survivors.add(e);
+                bool kept_sm = std::any_of(kept.begin(), kept.end(),
+                                           [&](const arch::ArchEntry& k) { return k.sm == e.sm; });
+                if (!kept_sm) res.narrowed.push_back({e.token(), row_name, res.reason});
+            }
+            if (!res.narrowed.empty()) res.row_list = std::move(survivors);
+        }
+    }
+
+    // ---- Step 3: +PTX on the highest plain token (never on an a/f token), and on the highest
+    // plain token below every major left without a cubin and without a PTX net (the second PTX,
+    // docs/arch-rules.md "PTX once per major") ----
     // A package may opt out with its reason (forward_ptx: false); the resolution says why.
     if (package != nullptr && package->forward_ptx && !package->forward_ptx->value) {
         if (const arch::ArchEntry* h = clamped_list.highest_portable(); h != nullptr && !h->ptx)
             res.ptx_not_added = fmt::format("packages/{}/arch_override.yml:forward_ptx: {}",
                                             package->name, package->forward_ptx->reason);
-    } else if (int sm = clamped_list.ensure_ptx_on_highest_base(); sm >= 0) {
-        res.ptx_added_sm = sm;
+    } else {
+        if (int sm = clamped_list.ensure_ptx_on_highest_base(); sm >= 0) {
+            res.ptx_added_sm = sm;
+            res.ptx_added.push_back({sm, "highest plain arch", ""});
+        }
+        // One PTX below a gap nets every major above it, so the gaps are read again after each add.
+        for (bool added = true; added;) {
+            added = false;
+            for (const auto& gap : arch::major_gaps(clamped_list.targets())) {
+                if (gap.has_ptx_net || gap.suggested_sm == 0) continue;
+                if (!emittable->count({arch::Kind::Ptx, gap.suggested_sm, arch::Suffix::None}))
+                    continue;
+                for (auto& e : clamped_list.mutable_entries())
+                    if (e.sm == gap.suggested_sm && e.suffix == arch::Suffix::None) e.ptx = true;
+                res.ptx_added.push_back(
+                    {gap.suggested_sm,
+                     fmt::format("highest plain arch below the major {} gap", gap.major), "jit"});
+                added = true;
+                break;
+            }
+        }
+    }
+    for (const auto& gap : arch::major_gaps(clamped_list.targets())) {
+        std::vector<std::string> ccs;
+        for (const auto& g : gpus)
+            if (arch::sm_major(g.sm) == gap.major) ccs.push_back(arch::cc_string(g.sm));
+        const std::string where = ccs.empty() ? fmt::format("major {}", gap.major)
+                                              : fmt::format("CC {}", fmt::join(ccs, " "));
+        res.notes.push_back(
+            gap.has_ptx_net ? fmt::format("major {} has no cubin: {} lands in jit through {} PTX",
+                                          gap.major, where, gap.net)
+                            : fmt::format("major {} has no cubin and no PTX below it: {} is dead",
+                                          gap.major, where));
     }
     res.list = std::move(clamped_list);
     return res;

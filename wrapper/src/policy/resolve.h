@@ -28,20 +28,38 @@ struct ClampedToken {
     std::string reason; // "nvcc 13.0 cannot emit sm_70", "torch 2.11+cu128 ships no ..."
 };
 
+// A token of the policy row the winning override does not carry (docs/arch-rules.md,
+// "Narrowing"): legitimate (a kernel floor), never silent.
+struct NarrowedToken {
+    std::string token;   // "7.5", "12.0+PTX" (as the clamped row has it)
+    std::string against; // the row it was dropped against: "arch_policy[13.0]"
+    std::string reason;  // the override's reason ("" when it gives none)
+};
+
+// A +PTX the normalisation added, and why (docs/arch-rules.md, "PTX once per major").
+struct PtxAdded {
+    int sm = 0;
+    std::string why;      // "highest plain arch" / "highest plain arch below the major 9 gap"
+    std::string gap_tier; // for a gap: the tier the major's GPUs land in ("jit"), else ""
+};
+
 struct Resolution {
     arch::ArchList list; // final, clamped, +PTX ensured
     std::string source;  // which table/field won: "arch_policy[12.8]",
                          // "packages/flash_attn/arch_override.yml:arch_list_by_cuda[12.8]",
                          // "--arch-list"
-    std::vector<ClampedToken> clamped; // every token removed, with its reason
-    std::optional<int> ptx_added_sm;   // where _ensure_ptx_on_highest_base put +PTX
-    std::string cuda;                  // "12.8" ("" when --arch-list was given)
-    std::string torch;                 // "2.9" or ""
-    std::string platform;              // linux_x86_64 | linux_aarch64 | win_amd64
-    std::string package;               // "" if none
-    std::string policy_file;           // path of arch_policy.yml used ("" for --arch-list)
-    std::string policy_sha256;         // of that file
-    std::optional<long> build_epoch;   // from arch_policy.yml
+    std::vector<ClampedToken> clamped;   // every token removed, with its reason
+    std::optional<int> ptx_added_sm;     // where _ensure_ptx_on_highest_base put +PTX
+    std::vector<PtxAdded> ptx_added;     // every +PTX added: the highest, then one per major gap
+    std::vector<NarrowedToken> narrowed; // policy-row tokens the override drops
+    arch::ArchList row_list;   // with narrowing: the policy row after the same clamps (the promise)
+    std::string cuda;          // "12.8" ("" when --arch-list was given)
+    std::string torch;         // "2.9" or ""
+    std::string platform;      // linux_x86_64 | linux_aarch64 | win_amd64
+    std::string package;       // "" if none
+    std::string policy_file;   // path of arch_policy.yml used ("" for --arch-list)
+    std::string policy_sha256; // of that file
+    std::optional<long> build_epoch; // from arch_policy.yml
     // package verify settings (packages/<pkg>/arch_override.yml `verify:`)
     std::vector<arch::Target> allow_missing; // waivers (with evidence comments in the file)
     bool allow_pure_python = false;

@@ -102,15 +102,18 @@ Result<Ledger> load_ledger(const std::string& path) {
 }
 
 bool carries_list(const std::vector<binary::Extension>& extensions, const arch::ArchList& list,
-                  const std::vector<arch::Target>& allow_missing, std::vector<std::string>* why) {
+                  const std::vector<arch::Target>& allow_missing, std::vector<std::string>* why,
+                  const std::string& waiver_source, std::vector<std::string>* waived) {
     verify::Options opts; // exact match: no extras, no pure-python pass; only declared waivers
     for (const auto& t : allow_missing)
-        opts.waivers.push_back({t, "allow_missing"});
+        opts.waivers.push_back({t, waiver_source});
+    std::set<std::string> used;
     bool any = false, all = true;
     for (const auto& ext : extensions) {
         if (!has_gpu_code(ext)) continue;
         any = true;
         auto report = verify::verify_extension(ext, list, opts);
+        used.insert(report.waived.begin(), report.waived.end());
         if (report.pass) continue;
         all = false;
         if (why) {
@@ -123,6 +126,7 @@ bool carries_list(const std::vector<binary::Extension>& extensions, const arch::
         }
     }
     if (!any && why) why->push_back("no GPU code in any extension");
+    if (waived != nullptr) waived->assign(used.begin(), used.end());
     return any && all;
 }
 
@@ -151,7 +155,9 @@ AuditResult classify(const std::string& file, const std::vector<binary::Extensio
         r.status = kAuditNoProvenance;
         r.inferred = true;
         std::vector<std::string> why;
-        r.inferred_match = carries_list(extensions, policy.list, policy.allow_missing, &why);
+        r.narrowed = !policy.narrowed.empty();
+        r.inferred_match = carries_list(extensions, policy.list, policy.allow_missing, &why,
+                                        policy.waiver_source, &r.waivers);
         r.details.push_back(fmt::format(
             "no stamp and no ledger entry; inferred from its contents: {} the current policy ({})",
             *r.inferred_match ? "matches" : "does not match", policy.list.to_string()));
@@ -161,7 +167,28 @@ AuditResult classify(const std::string& file, const std::vector<binary::Extensio
     }
 
     std::vector<std::string> why;
-    if (!carries_list(extensions, provenance->list, provenance->allow_missing, &why)) {
+    // A stamp or ledger record may waive what the package file does not: say so.
+    std::vector<arch::Target> only_there;
+    for (const auto& t : provenance->allow_missing)
+        if (std::none_of(policy.allow_missing.begin(), policy.allow_missing.end(),
+                         [&](const arch::Target& p) { return p.folded() == t.folded(); }))
+            only_there.push_back(t);
+    const std::string from = provenance->source == "stamp"
+                                 ? fmt::format("the wheel's own stamp {}", provenance->where)
+                                 : fmt::format("the ledger {}", provenance->where);
+    r.narrowed = provenance->list == policy.list && !policy.narrowed.empty();
+    if (auto n = provenance->record.find("narrowed");
+        n != provenance->record.end() && n->is_array() && !n->empty())
+        r.narrowed = true;
+    bool carried_ok = carries_list(extensions, provenance->list, provenance->allow_missing, &why,
+                                   from, &r.waivers);
+    for (auto& w : r.waivers)
+        for (const auto& t : only_there)
+            if (w.starts_with(t.name() + " ") || w.starts_with(t.folded().name() + " "))
+                w.insert(w.size() - 1, provenance->source == "stamp"
+                                           ? "; found only in the artifact, not in the package file"
+                                           : "; found only in the ledger, not in the package file");
+    if (!carried_ok) {
         r.status = kAuditWheelWrong;
         r.details.push_back(fmt::format("does not carry what it was built to carry ({}, from {})",
                                         provenance->list.to_string(), provenance->where));

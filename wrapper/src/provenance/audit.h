@@ -37,6 +37,8 @@ struct AuditPolicy {
     arch::ArchList list;
     std::optional<long> build_epoch;
     std::vector<arch::Target> allow_missing; // the package's verify waivers (inferred comparison)
+    std::string waiver_source;               // where those come from, as printed
+    std::vector<std::string> narrowed;       // tokens the cell drops against the policy row
     std::string source;                      // "--arch-list", "arch_policy[12.8]"
     std::string policy_file;                 // "" when none
     std::string policy_sha256;               // "" when none
@@ -72,15 +74,22 @@ struct AuditResult {
     int extensions = 0;                 // host ELFs with GPU code
     std::optional<Provenance> provenance;
     std::vector<std::string> details; // why, one line each
-    std::string error;                // unreadable: the reader's error (file, member, offset)
+    // Every waiver the comparison used, with where it came from ("sm_100 (the wheel's own stamp
+    // pkg/_build_info.json; found only in the artifact)").
+    std::vector<std::string> waivers;
+    bool narrowed = false; // judged in a cell whose list drops tokens of the policy row
+    std::string error;     // unreadable: the reader's error (file, member, offset)
     std::vector<std::string> lost_extensions; // extension-lost: modules the previous wheel had
 };
 
 // Does every extension with GPU code carry exactly `list` (verify's gate, kernel-less stubs not
 // counted, `allow_missing` waived as verify waives them)? `why` receives the failed checks.
 // False when no extension has GPU code.
+// `waiver_source` names where `allow_missing` comes from; `waived` receives the waivers used.
 bool carries_list(const std::vector<binary::Extension>& extensions, const arch::ArchList& list,
-                  const std::vector<arch::Target>& allow_missing, std::vector<std::string>* why);
+                  const std::vector<arch::Target>& allow_missing, std::vector<std::string>* why,
+                  const std::string& waiver_source = "allow_missing",
+                  std::vector<std::string>* waived = nullptr);
 
 // Classifies one file from what was read (separated from I/O so every status is testable).
 AuditResult classify(const std::string& file, const std::vector<binary::Extension>& extensions,
@@ -123,5 +132,6 @@ nlohmann::json audit_to_json(const AuditResult& r, const AuditPolicy& policy);
 nlohmann::json audit_to_json(const std::vector<AuditResult>& results, const AuditPolicy& policy);
 std::string audit_to_text(const std::vector<AuditResult>& results, const AuditPolicy& policy);
 std::map<std::string, size_t> audit_counts(const std::vector<AuditResult>& results);
+size_t narrowed_count(const std::vector<AuditResult>& results); // files in narrowed cells
 
 } // namespace forge::provenance

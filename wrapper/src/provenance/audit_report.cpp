@@ -3,7 +3,9 @@
 
 #include "core/text.h"
 
+#include <algorithm>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace forge::provenance {
 namespace {
@@ -24,6 +26,11 @@ nlohmann::json policy_json(const AuditPolicy& p) {
 }
 
 } // namespace
+
+size_t narrowed_count(const std::vector<AuditResult>& results) {
+    return static_cast<size_t>(std::count_if(results.begin(), results.end(),
+                                             [](const AuditResult& r) { return r.narrowed; }));
+}
 
 std::map<std::string, size_t> audit_counts(const std::vector<AuditResult>& results) {
     std::map<std::string, size_t> counts;
@@ -60,6 +67,8 @@ nlohmann::json audit_to_json(const AuditResult& r, const AuditPolicy& policy) {
     j["policy"] = policy_json(policy);
     j["details"] = r.details;
     j["lost_extensions"] = r.lost_extensions;
+    j["waivers"] = r.waivers;
+    j["narrowed"] = r.narrowed;
     if (!r.error.empty()) j["error"] = r.error;
     return j;
 }
@@ -80,7 +89,14 @@ std::string audit_to_text(const std::vector<AuditResult>& results, const AuditPo
     out += fmt::format("  {:<15} {:>6}\n", "status", "files");
     for (auto s : kAuditStatuses)
         out += fmt::format("  {:<15} {:>6}\n", s, counts[std::string(s)]);
+    if (!policy.narrowed.empty())
+        out += fmt::format("  narrowed cell: {} drops {}\n", policy.source,
+                           fmt::join(policy.narrowed, " "));
+    out += fmt::format("  {:<15} {:>6}\n", "narrowed", narrowed_count(results));
     for (const auto& r : results) {
+        // A waiver changes what "ok" means, so it is printed whatever the status.
+        for (const auto& w : r.waivers)
+            out += fmt::format("{:<15} {}: {}\n", "waived", r.file, w);
         if (r.status == kAuditOk) continue;
         std::string first = r.details.empty() ? std::string() : r.details.front();
         // The reader's error starts with the file name already printed on this line.

@@ -21,13 +21,36 @@ std::vector<std::string> names(const std::set<Target>& s) {
     return out;
 }
 
-// An expected plain target is satisfied by the same target with any suffix (suffix folding:
-// sm_90a / sm_100f count as sm_90 / sm_100); an expected a/f target only by itself.
-bool satisfied(const Target& want, const std::set<Target>& have) {
+int rank(arch::Tier t) {
+    return t == arch::Tier::Native ? 0 : t == arch::Tier::Jit ? 1 : 2;
+}
+
+// The GPUs the gate reasons about: the table, plus any CC the list or the binary names that the
+// table lacks (so a suffixed cubin is never judged against an empty world).
+std::vector<arch::Gpu> universe(const std::vector<arch::Gpu>& table,
+                                const std::vector<Target>& targets) {
+    std::vector<arch::Gpu> out = table;
+    for (const auto& t : targets)
+        if (std::none_of(out.begin(), out.end(), [&](const arch::Gpu& g) { return g.sm == t.sm; }))
+            out.push_back(arch::Gpu{t.sm, {}, false, {}});
+    return out;
+}
+
+// Folding by coverage, not by name (docs/arch-rules.md, "The gate"): an expected plain cubin is
+// satisfied by itself, or by suffixed cubins of its SM when, together with the other cubins
+// present, every CC the plain cubin would run on still runs natively. sm_90a stands in for sm_90
+// (major 9 has one CC); sm_100a does not stand in for sm_100 (10.3 is lost), sm_100f does.
+bool sass_satisfied(const Target& want, const std::set<Target>& have,
+                    const std::vector<arch::Gpu>& gpus, const arch::TegraSet& tegra) {
     if (have.count(want)) return true;
     if (want.suffix != Suffix::None) return false;
-    return std::any_of(have.begin(), have.end(),
-                       [&](const Target& t) { return t.folded() == want; });
+    if (std::none_of(have.begin(), have.end(), [&](const Target& t) { return t.folded() == want; }))
+        return false;
+    return std::all_of(gpus.begin(), gpus.end(), [&](const arch::Gpu& g) {
+        return !arch::sass_runs_on(want, g, tegra) ||
+               std::any_of(have.begin(), have.end(),
+                           [&](const Target& t) { return arch::sass_runs_on(t, g, tegra); });
+    });
 }
 
 const Waiver* find_waiver(const Target& t, const std::vector<Waiver>& waivers) {
@@ -65,12 +88,100 @@ Result<MaxToolkit> parse_max_toolkit(std::string_view spec) {
     return m;
 }
 
+Carried classify(const binary::Extension& ext) {
+    Carried c;
+    for (const auto& e : ext.entries) {
+        switch (e.target.kind) {
+        case Kind::Sass:
+            // A kernel-less cubin (the nvlink device-link stub, or a TU without kernels) proves
+            // nothing about an arch: only cubins with kernels count as device code.
+            if (e.stub || (e.kernels && *e.kernels == 0))
+                c.stub_sass.insert(e.target);
+            else
+                c.sass.insert(e.target);
+            if (e.kernels)
+                c.kernels[e.target.name()] += *e.kernels;
+            else
+                c.kernels.try_emplace(e.target.name(), 0);
+            break;
+        case Kind::Ptx:
+            // The same for PTX: a TU without kernels still emits `.version/.target` and nothing
+            // to JIT.
+            if (e.kernels && *e.kernels == 0)
+                c.empty_ptx.insert(e.target);
+            else
+                c.ptx.insert(e.target);
+            if (e.kernels) c.kernels[e.target.name()] += *e.kernels;
+            break;
+        case Kind::Lto:
+            c.lto.insert(e.target);
+            break;
+        }
+    }
+    return c;
+}
+
+std::vector<Target> Carried::runnable() const {
+    std::vector<Target> out(sass.begin(), sass.end());
+    out.insert(out.end(), ptx.begin(), ptx.end());
+    return out;
+}
+
+bool is_python_extension(std::string_view path) {
+    auto cut = [](std::string_view p) {
+        auto slash = p.find_last_of("/\\");
+        return slash == std::string_view::npos ? std::pair(std::string_view(), p)
+                                               : std::pair(p.substr(0, slash), p.substr(slash + 1));
+    };
+    auto [dir, name] = cut(path);
+    // auditwheel and delvewheel vendor host libraries into `<dist>.libs/` next to the package.
+    if (cut(dir).second.ends_with(".libs")) return false;
+    if (name.ends_with(".pyd") || name.ends_with(".abi3.so")) return true;
+    return name.ends_with(".so") && name.find(".cpython-") != std::string_view::npos;
+}
+
+std::string LostGpu::describe() const {
+    return fmt::format("{}{}: {} -> {}{}", arch::cc_string(sm),
+                       products.empty() ? "" : fmt::format(" ({})", fmt::join(products, ", ")),
+                       arch::tier_string(promised), arch::tier_string(actual),
+                       waived ? " (waived)" : "");
+}
+
+namespace {
+
+// A shared library by its name: only those can be host-only (an object or archive without a
+// fatbin is a build that lost its device code).
+bool is_shared_library(std::string_view path) {
+    if (path.ends_with(".dll") || path.ends_with(".dylib")) return true;
+    auto so = path.rfind(".so");
+    if (so == std::string_view::npos) return false;
+    auto rest = path.substr(so + 3);
+    return std::all_of(rest.begin(), rest.end(),
+                       [](char c) { return c == '.' || (c >= '0' && c <= '9'); });
+}
+
+} // namespace
+
+bool is_host_only(const binary::Extension& ext) {
+    const std::string& path = ext.member ? *ext.member : ext.file;
+    return ext.entries.empty() && is_shared_library(path) && !is_python_extension(path);
+}
+
+namespace {
+
+std::string waiver_text(const Target& t, const Waiver& w) {
+    return fmt::format("{} — {}", t.name(), w.source);
+}
+
+} // namespace
+
 ExtensionReport verify_extension(const binary::Extension& ext, const arch::ArchList& expected,
                                  const Options& opts) {
     ExtensionReport r;
     r.file = ext.file;
     r.member = ext.member;
-    r.source = opts.source;
+    // "none": nothing was measured, so no reader can be named as having seen it.
+    r.source = ext.entries.empty() ? "none" : opts.source;
 
     std::set<Target> want_sass, want_ptx;
     for (const auto& t : expected.targets()) {
@@ -81,46 +192,50 @@ ExtensionReport verify_extension(const binary::Extension& ext, const arch::ArchL
         r.expected.push_back(t.name());
     }
 
-    std::set<Target> have_sass, have_ptx, have_lto, stub_sass;
-    for (const auto& e : ext.entries) {
-        switch (e.target.kind) {
-        case Kind::Sass:
-            // A kernel-less cubin (the nvlink device-link stub, or a TU without kernels) proves
-            // nothing about an arch: only cubins with kernels count as device code.
-            if (e.stub || (e.kernels && *e.kernels == 0))
-                stub_sass.insert(e.target);
-            else
-                have_sass.insert(e.target);
-            if (e.kernels)
-                r.kernels[e.target.name()] += *e.kernels;
-            else
-                r.kernels.try_emplace(e.target.name(), 0);
-            break;
-        case Kind::Ptx:
-            have_ptx.insert(e.target);
-            break;
-        case Kind::Lto:
-            have_lto.insert(e.target);
-            break;
-        }
+    if (is_host_only(ext)) {
+        r.host_only = true;
+        r.pass = true;
+        r.checks.push_back({"device-code",
+                            true,
+                            "host-only library (no fatbin, not a Python extension module): "
+                            "listed, not judged",
+                            {}});
+        return r;
     }
+
+    Carried carried = classify(ext);
+    for (const auto& [name, count] : carried.kernels)
+        r.kernels[name] = count;
+    const std::set<Target>& have_sass = carried.sass;
+    const std::set<Target>& have_ptx = carried.ptx;
+    const std::set<Target>& have_lto = carried.lto;
+    const std::set<Target>& stub_sass = carried.stub_sass;
+    const std::set<Target>& empty_ptx = carried.empty_ptx;
     r.sass = names(have_sass);
     r.ptx = names(have_ptx);
     r.lto = names(have_lto);
     for (const auto& s : stub_sass)
         if (!have_sass.count(s)) r.stub_only.push_back(s.name());
+    for (const auto& p : empty_ptx)
+        if (!have_ptx.count(p)) r.ptx_without_kernels.push_back(p.name());
     r.device_code = !have_sass.empty() || !have_ptx.empty();
 
     // 6 (decided first because it changes what the others mean): no device code at all.
     if (!r.device_code) {
-        Check c{"device-code", opts.allow_pure_python, ""};
-        c.detail = opts.allow_pure_python
-                       ? "no device code; allowed (allow_pure_python)"
-                       : (stub_sass.empty()
-                              ? "no SASS and no PTX at all: a wheel without GPU code imports fine "
-                                "and fails at the first kernel launch"
-                              : fmt::format("only kernel-less cubins ({}): no kernel was compiled",
-                                            fmt::join(r.stub_only, " ")));
+        Check c{"device-code", opts.allow_pure_python, "", {}};
+        c.detail =
+            opts.allow_pure_python
+                ? "no device code; allowed (allow_pure_python)"
+                : (stub_sass.empty() && empty_ptx.empty()
+                       ? "no SASS and no PTX at all: a wheel without GPU code imports fine "
+                         "and fails at the first kernel launch"
+                       : fmt::format("only kernel-less images ({}): no kernel was compiled",
+                                     fmt::join(names([&] {
+                                                   auto all = stub_sass;
+                                                   all.insert(empty_ptx.begin(), empty_ptx.end());
+                                                   return all;
+                                               }()),
+                                               " ")));
         if (opts.allow_pure_python) {
             r.checks.push_back(c);
             r.pass = true;
@@ -129,6 +244,11 @@ ExtensionReport verify_extension(const binary::Extension& ext, const arch::ArchL
         r.checks.push_back(c);
     }
 
+    std::vector<Target> named(want_sass.begin(), want_sass.end());
+    named.insert(named.end(), have_sass.begin(), have_sass.end());
+    const std::vector<arch::Gpu> gpus = universe(opts.gpus, named);
+    const arch::TegraSet tegra(opts.gpus);
+
     // 1. family: a CC major asked for with no cubin of that major at all.
     std::set<int> want_majors, have_majors;
     for (const auto& t : want_sass)
@@ -136,7 +256,7 @@ ExtensionReport verify_extension(const binary::Extension& ext, const arch::ArchL
     for (const auto& t : have_sass)
         have_majors.insert(arch::sm_major(t.sm));
     {
-        Check c{"family", true, ""};
+        Check c{"family", true, "", {}};
         for (int m : want_majors) {
             if (have_majors.count(m)) continue;
             bool all_waived = std::all_of(want_sass.begin(), want_sass.end(), [&](const Target& t) {
@@ -152,24 +272,48 @@ ExtensionReport verify_extension(const binary::Extension& ext, const arch::ArchL
     }
 
     std::set<std::string> waived_used;
-    auto missing_of = [&](const std::set<Target>& want, const std::set<Target>& have,
+    std::set<Target> waived_targets;
+    // Returns the waivers it used, as the check line shows them.
+    auto missing_of = [&](const std::set<Target>& want, auto&& is_satisfied,
                           std::vector<std::string>& out) {
+        std::vector<std::string> used;
         for (const auto& t : want) {
-            if (satisfied(t, have)) continue;
+            if (is_satisfied(t)) continue;
             if (const Waiver* w = find_waiver(t, opts.waivers)) {
                 waived_used.insert(fmt::format("{} ({})", t.name(), w->source));
+                waived_targets.insert(t);
+                used.push_back(waiver_text(t, *w));
                 continue;
             }
             out.push_back(t.name());
         }
+        return used;
+    };
+    auto as_asked = [](std::size_t total, std::size_t waived, std::string_view what) {
+        return waived == 0 ? fmt::format("{} {} as asked", total, what)
+                           : fmt::format("{} of {} {} as asked", total - waived, total, what);
     };
 
-    // 2 + 4. exact SASS with suffix folding.
-    missing_of(want_sass, have_sass, r.missing_sass);
+    // 2 + 4. SASS, suffixes folded by coverage.
     {
-        Check c{"sass", r.missing_sass.empty(), ""};
-        c.detail = c.ok ? fmt::format("{} cubin arch(es) as asked", want_sass.size())
+        Check c{"sass", true, "", {}};
+        c.waived = missing_of(
+            want_sass, [&](const Target& t) { return sass_satisfied(t, have_sass, gpus, tegra); },
+            r.missing_sass);
+        c.ok = r.missing_sass.empty();
+        std::vector<std::string> why;
+        for (const auto& m : r.missing_sass) {
+            auto t = *arch::parse_target(m);
+            std::vector<std::string> stand_ins;
+            for (const auto& h : have_sass)
+                if (h.folded() == t) stand_ins.push_back(h.name());
+            if (!stand_ins.empty())
+                why.push_back(fmt::format("{} does not cover every CC {} runs on",
+                                          fmt::join(stand_ins, " "), m));
+        }
+        c.detail = c.ok ? as_asked(want_sass.size(), c.waived.size(), "cubin arch(es)")
                         : fmt::format("missing {}", fmt::join(r.missing_sass, " "));
+        if (!why.empty()) c.detail += fmt::format(" ({})", fmt::join(why, "; "));
         std::vector<std::string> stub_missing;
         for (const auto& m : r.missing_sass)
             if (std::find(r.stub_only.begin(), r.stub_only.end(), m) != r.stub_only.end())
@@ -180,18 +324,57 @@ ExtensionReport verify_extension(const binary::Extension& ext, const arch::ArchL
         r.checks.push_back(c);
     }
 
-    // 3 + 4. PTX: every +PTX token needs its compute_X entry.
-    missing_of(want_ptx, have_ptx, r.missing_ptx);
+    // 3 + 4. PTX: a +PTX token is satisfied only by its own PTX with kernels. A compute_90a or
+    // compute_100f tail JITs onto one CC or one family, so it is not the forward tail a plain
+    // token promises.
     {
-        Check c{"ptx", r.missing_ptx.empty(), ""};
-        c.detail =
-            c.ok ? (want_ptx.empty()
-                        ? "no PTX asked"
-                        : fmt::format("{} PTX as asked", fmt::join(names(want_ptx), " ")))
-                 : fmt::format(
-                       "missing PTX {}: the forward-compat tail the list declares is not there",
-                       fmt::join(r.missing_ptx, " "));
+        Check c{"ptx", true, "", {}};
+        c.waived = missing_of(
+            want_ptx, [&](const Target& t) { return have_ptx.count(t) > 0; }, r.missing_ptx);
+        c.ok = r.missing_ptx.empty();
+        if (c.ok) {
+            c.detail = want_ptx.empty()
+                           ? "no PTX asked"
+                           : (c.waived.empty()
+                                  ? fmt::format("{} PTX as asked", fmt::join(names(want_ptx), " "))
+                                  : as_asked(want_ptx.size(), c.waived.size(), "PTX"));
+        } else {
+            c.detail = fmt::format(
+                "missing PTX {}: the forward-compat tail the list declares is not there",
+                fmt::join(r.missing_ptx, " "));
+            std::vector<std::string> near;
+            for (const auto& m : r.missing_ptx) {
+                auto t = *arch::parse_target(m);
+                for (const auto& h : have_ptx)
+                    if (h.folded() == t.folded() && h != t) near.push_back(h.name());
+                if (empty_ptx.count(t) && !have_ptx.count(t))
+                    near.push_back(fmt::format("{} without kernels", m));
+            }
+            if (!near.empty())
+                c.detail += fmt::format(" (present: {}; an a/f PTX JITs onto one CC or family "
+                                        "only, a kernel-less PTX onto nothing)",
+                                        fmt::join(near, ", "));
+        }
         r.checks.push_back(c);
+    }
+
+    // What the binary really covers against what the list promises, GPU by GPU.
+    {
+        std::vector<Target> promised(want_sass.begin(), want_sass.end());
+        promised.insert(promised.end(), want_ptx.begin(), want_ptx.end());
+        std::vector<Target> unwaived;
+        for (const auto& t : promised)
+            if (!waived_targets.count(t)) unwaived.push_back(t);
+        std::vector<Target> actual(have_sass.begin(), have_sass.end());
+        actual.insert(actual.end(), have_ptx.begin(), have_ptx.end());
+        auto want_rows = arch::coverage(promised, gpus, tegra);
+        auto unwaived_rows = arch::coverage(unwaived, gpus, tegra);
+        auto have_rows = arch::coverage(actual, gpus, tegra);
+        for (std::size_t i = 0; i < gpus.size(); ++i) {
+            if (rank(have_rows[i].tier) <= rank(want_rows[i].tier)) continue;
+            r.lost.push_back({gpus[i].sm, gpus[i].products, want_rows[i].tier, have_rows[i].tier,
+                              rank(have_rows[i].tier) <= rank(unwaived_rows[i].tier)});
+        }
     }
 
     // 5. extra: actual - expected; a build that silently widens is as wrong as one that narrows.
@@ -200,7 +383,7 @@ ExtensionReport verify_extension(const binary::Extension& ext, const arch::ArchL
     for (const auto& t : have_ptx)
         if (!want_ptx.count(t) && !want_ptx.count(t.folded())) r.extra.push_back(t.name());
     {
-        Check c{"extra", r.extra.empty() || opts.allow_extra, ""};
+        Check c{"extra", r.extra.empty() || opts.allow_extra, "", {}};
         c.detail = r.extra.empty()
                        ? "nothing beyond the list"
                        : fmt::format("not in the list: {}{}", fmt::join(r.extra, " "),
@@ -210,7 +393,7 @@ ExtensionReport verify_extension(const binary::Extension& ext, const arch::ArchL
 
     // Toolkit bounds (driver compatibility): cubins built by a newer toolkit than allowed.
     if (!opts.max_toolkit.empty()) {
-        Check c{"toolkit", true, ""};
+        Check c{"toolkit", true, "", {}};
         for (const auto& e : ext.entries) {
             if (e.target.kind != Kind::Sass || e.stub) continue;
             for (const auto& m : opts.max_toolkit) {
@@ -240,6 +423,35 @@ ExtensionReport verify_extension(const binary::Extension& ext, const arch::ArchL
     r.waived.assign(waived_used.begin(), waived_used.end());
     r.pass = std::all_of(r.checks.begin(), r.checks.end(), [](const Check& c) { return c.ok; });
     return r;
+}
+
+} // namespace forge::verify
+
+namespace forge::verify {
+
+Verdict verdict(const std::vector<ExtensionReport>& reports, const Options& opts) {
+    std::size_t judged = 0, failed = 0, host_only = 0;
+    for (const auto& r : reports) {
+        if (r.host_only) {
+            ++host_only;
+            continue;
+        }
+        ++judged;
+        if (!r.pass) ++failed;
+    }
+    if (judged == 0) {
+        std::string what = host_only == 0 ? std::string("no extension module at all")
+                                          : fmt::format("only host-only libraries ({})", host_only);
+        if (opts.allow_pure_python)
+            return {true,
+                    fmt::format("{}: a pure-Python package, allowed (allow_pure_python)", what)};
+        return {false, fmt::format("{}: nothing carries GPU code; a package without any is "
+                                   "allowed only with --allow-pure-python or "
+                                   "verify.allow_pure_python",
+                                   what)};
+    }
+    if (failed > 0) return {false, fmt::format("{} of {} extension(s) fail", failed, judged)};
+    return {true, {}};
 }
 
 } // namespace forge::verify

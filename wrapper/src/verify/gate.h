@@ -3,10 +3,12 @@
 #pragma once
 
 #include "arch/arch.h"
+#include "arch/coverage.h"
 #include "binary/reader.h"
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -29,7 +31,25 @@ struct Options {
     bool allow_extra = false;
     std::vector<MaxToolkit> max_toolkit;
     std::string source = "native"; // which reader measured: "native" or "cuobjdump"
+    // The GPU table (policy/gpus.yml): which CCs exist decides whether a suffixed cubin keeps the
+    // coverage of the plain one it stands in for. Empty: the CCs the list and the binary name.
+    std::vector<arch::Gpu> gpus;
 };
+
+// What a file really carries, as the gate counts it: cubins and PTX with kernels; kernel-less
+// images apart (they prove nothing and run nothing).
+struct Carried {
+    std::set<arch::Target> sass, ptx, lto, stub_sass, empty_ptx;
+    std::map<std::string, int> kernels; // per cubin / PTX arch, summed over TUs
+    [[nodiscard]] std::vector<arch::Target> runnable() const; // sass + ptx: what coverage reads
+};
+Carried classify(const binary::Extension& ext);
+
+// A Python extension module by its name (`*.cpython-*.so`, `*.abi3.so`, `*.pyd`) and not in an
+// auditwheel `*.libs/` folder. Anything else without a fatbin is a host-only library.
+bool is_python_extension(std::string_view path);
+// A shared library (by name) that is not a Python extension module and carries no fatbin.
+bool is_host_only(const binary::Extension& ext);
 
 // Parses "120=12.8" or "*=12.8".
 Result<MaxToolkit> parse_max_toolkit(std::string_view spec);
@@ -37,25 +57,42 @@ Result<MaxToolkit> parse_max_toolkit(std::string_view spec);
 struct Check {
     std::string name; // "family", "sass", "ptx", "extra", "device-code", "toolkit"
     bool ok = true;
-    std::string detail; // one line for people
+    std::string detail;              // one line for people
+    std::vector<std::string> waived; // "sm_100 — --allow-missing": why an ok is not "as asked"
+};
+
+// A GPU the list promises that the binary does not reach as promised (native -> jit/dead, or
+// jit -> dead), from the coverage of what the binary really carries.
+struct LostGpu {
+    int sm = 0;
+    std::vector<std::string> products;
+    arch::Tier promised = arch::Tier::Native;
+    arch::Tier actual = arch::Tier::Dead;
+    bool waived = false;                        // lost only through a waived target
+    [[nodiscard]] std::string describe() const; // "10.3 (B300): native -> dead"
 };
 
 struct ExtensionReport {
     std::string file;
     std::optional<std::string> member;
-    std::vector<std::string> expected;  // nvcc target names the list asks for
-    std::vector<std::string> sass;      // cubins present with kernels (names as stored)
-    std::vector<std::string> ptx;       // PTX present
-    std::vector<std::string> lto;       // LTO-IR present (reported, not judged)
-    std::vector<std::string> stub_only; // arches present only as kernel-less cubins
+    std::vector<std::string> expected;            // nvcc target names the list asks for
+    std::vector<std::string> sass;                // cubins present with kernels (names as stored)
+    std::vector<std::string> ptx;                 // PTX present
+    std::vector<std::string> lto;                 // LTO-IR present (reported, not judged)
+    std::vector<std::string> stub_only;           // arches present only as kernel-less cubins
+    std::vector<std::string> ptx_without_kernels; // PTX entries with no .entry (not counted)
     std::vector<std::string> missing_sass;
     std::vector<std::string> missing_ptx;
     std::vector<std::string> extra;
     std::vector<std::string> waived;           // waivers that were used, with their source
     std::vector<std::string> missing_families; // "sm_10x"
-    std::map<std::string, int> kernels;        // per cubin arch: kernels summed over TUs
+    std::map<std::string, int> kernels;        // per cubin / PTX arch: kernels summed over TUs
+    std::vector<LostGpu> lost;                 // GPUs promised by the list, not reached
     std::vector<std::string> toolkit_violations;
     bool device_code = false;
+    // A shared library that is not a Python extension module and has no fatbin (libgomp vendored
+    // by auditwheel): listed, never judged.
+    bool host_only = false;
     std::string source; // "native" / "cuobjdump"
     bool pass = false;
     std::vector<Check> checks; // [device-code,] family, sass, ptx, extra[, toolkit]
@@ -63,5 +100,13 @@ struct ExtensionReport {
 
 ExtensionReport verify_extension(const binary::Extension& ext, const arch::ArchList& expected,
                                  const Options& opts);
+
+// The verdict over every report of a run: at least one judged extension and all passing, or, with
+// the pure-Python allowance, no extension with device code at all. `reason` says why either way.
+struct Verdict {
+    bool pass = false;
+    std::string reason;
+};
+Verdict verdict(const std::vector<ExtensionReport>& reports, const Options& opts);
 
 } // namespace forge::verify

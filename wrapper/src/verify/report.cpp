@@ -11,7 +11,15 @@ namespace forge::verify {
 nlohmann::json to_json(const ExtensionReport& r) {
     nlohmann::json checks = nlohmann::json::array();
     for (const auto& c : r.checks)
-        checks.push_back({{"check", c.name}, {"ok", c.ok}, {"detail", c.detail}});
+        checks.push_back(
+            {{"check", c.name}, {"ok", c.ok}, {"detail", c.detail}, {"waived", c.waived}});
+    nlohmann::json lost = nlohmann::json::array();
+    for (const auto& g : r.lost)
+        lost.push_back({{"cc", arch::cc_string(g.sm)},
+                        {"products", g.products},
+                        {"promised", arch::tier_string(g.promised)},
+                        {"actual", arch::tier_string(g.actual)},
+                        {"waived", g.waived}});
     return {
         {"file", r.file},
         {"member", r.member ? nlohmann::json(*r.member) : nlohmann::json(nullptr)},
@@ -25,6 +33,9 @@ nlohmann::json to_json(const ExtensionReport& r) {
         {"extra", r.extra},
         {"waived", r.waived},
         {"stub_only", r.stub_only},
+        {"ptx_without_kernels", r.ptx_without_kernels},
+        {"lost_gpus", lost},
+        {"host_only", r.host_only},
         {"kernels", r.kernels},
         {"toolkit_violations", r.toolkit_violations},
         {"device_code", r.device_code},
@@ -34,27 +45,31 @@ nlohmann::json to_json(const ExtensionReport& r) {
     };
 }
 
-nlohmann::json to_json(const std::vector<ExtensionReport>& reports,
-                       const ExtensionsReport* expected) {
+nlohmann::json to_json(const std::vector<ExtensionReport>& reports, const RunContext& run) {
     nlohmann::json exts = nlohmann::json::array();
-    bool pass = !reports.empty() && (expected == nullptr || expected->pass());
-    for (const auto& r : reports) {
+    for (const auto& r : reports)
         exts.push_back(to_json(r));
-        pass = pass && r.pass;
-    }
-    nlohmann::json out = {{"verdict", pass ? "pass" : "fail"}, {"extensions", exts}};
-    if (expected != nullptr) out.update(extensions_json(*expected));
+    nlohmann::json out = {{"verdict", run.verdict.pass ? "pass" : "fail"},
+                          {"reason", run.verdict.reason},
+                          {"narrowed", run.narrowed},
+                          {"extensions", exts}};
+    if (run.expected != nullptr) out.update(extensions_json(*run.expected));
     return out;
 }
 
 std::string to_text(const std::vector<ExtensionReport>& reports, const std::string& list_source,
-                    const ExtensionsReport* expected) {
+                    const RunContext& run) {
     std::string out;
-    bool pass = !reports.empty() && (expected == nullptr || expected->pass());
+    for (const auto& n : run.narrowed)
+        out += fmt::format("narrowed  {}\n", n);
+    if (!run.narrowed.empty()) out += "\n";
     for (const auto& r : reports) {
-        pass = pass && r.pass;
         std::string name =
             escape_control(r.member ? fmt::format("{} [{}]", r.file, *r.member) : r.file);
+        if (r.host_only) {
+            out += fmt::format("HOST  {}\n  {}\n\n", name, r.checks.front().detail);
+            continue;
+        }
         out += fmt::format("{}  {}\n", r.pass ? "PASS" : "FAIL", name);
         out += fmt::format("  expected  {}   (from {}; read by {})\n",
                            r.expected.empty() ? "-" : fmt::format("{}", fmt::join(r.expected, " ")),
@@ -63,9 +78,13 @@ std::string to_text(const std::vector<ExtensionReport>& reports, const std::stri
                            fmt::join(r.sass, " "),
                            r.ptx.empty() ? "" : fmt::format(" {}", fmt::join(r.ptx, " ")));
         int n = 1;
-        for (const auto& c : r.checks)
-            out += fmt::format("  {}. {:<12} {:<4}  {}\n", n++, c.name, c.ok ? "ok" : "FAIL",
-                               c.detail);
+        for (const auto& c : r.checks) {
+            // A waived target is never "as asked": the waiver and its evidence sit on the line.
+            std::string status = c.ok ? "ok" : "FAIL";
+            if (!c.waived.empty())
+                status += fmt::format(" (waived: {})", fmt::join(c.waived, "; "));
+            out += fmt::format("  {}. {:<12} {:<4}  {}\n", n++, c.name, status, c.detail);
+        }
         if (!r.kernels.empty()) {
             std::vector<std::string> k;
             for (const auto& [a, count] : r.kernels)
@@ -74,11 +93,17 @@ std::string to_text(const std::vector<ExtensionReport>& reports, const std::stri
         }
         for (const auto& w : r.waived)
             out += fmt::format("  waived    {}\n", w);
+        if (!r.ptx_without_kernels.empty())
+            out += fmt::format("  no-entry  {} (PTX without a kernel: not counted)\n",
+                               fmt::join(r.ptx_without_kernels, " "));
+        for (const auto& g : r.lost)
+            out += fmt::format("  lost      {}\n", g.describe());
         out += "\n";
     }
-    if (expected != nullptr) out += extensions_text(*expected);
-    out += fmt::format("verdict: {} ({} extension{})\n", pass ? "pass" : "FAIL", reports.size(),
-                       reports.size() == 1 ? "" : "s");
+    if (run.expected != nullptr) out += extensions_text(*run.expected);
+    out += fmt::format("verdict: {} ({} extension{}){}\n", run.verdict.pass ? "pass" : "FAIL",
+                       reports.size(), reports.size() == 1 ? "" : "s",
+                       run.verdict.reason.empty() ? "" : fmt::format(": {}", run.verdict.reason));
     return out;
 }
 

@@ -10,11 +10,19 @@
 
 namespace forge::verify {
 
+// What the run was judged against beyond the list itself: the verdict over all reports and the
+// tokens the resolution dropped against the policy row ("7.5 (arch_policy[13.0]; reason)").
+struct RunContext {
+    Verdict verdict;
+    std::vector<std::string> narrowed;
+    const ExtensionsReport* expected = nullptr; // the `extensions` check, when the run had one
+};
+
 nlohmann::json to_json(const ExtensionReport& r);
-// {"verdict": "pass"|"fail", "extensions": [...]}, plus extensions_json(*expected) when given.
-nlohmann::json to_json(const std::vector<ExtensionReport>& reports,
-                       const ExtensionsReport* expected = nullptr);
+// {"verdict": "pass"|"fail", "reason": "...", "narrowed": [...], "extensions": [...]}, plus
+// extensions_json(*run.expected) when the run checked expected extensions.
+nlohmann::json to_json(const std::vector<ExtensionReport>& reports, const RunContext& run);
 std::string to_text(const std::vector<ExtensionReport>& reports, const std::string& list_source,
-                    const ExtensionsReport* expected = nullptr);
+                    const RunContext& run);
 
 } // namespace forge::verify
