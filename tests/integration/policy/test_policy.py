@@ -372,11 +372,55 @@ def version_of(tool):
     return re.search(r"V(\d+\.\d+\.\d+)", out).group(1)
 
 
+@ft.case("policy.data_dir.installed")
+def case_data_dir(t):
+    """An installed binary reads the data installed next to it (any prefix, also after the prefix
+    moves), NVCC_FORGE_DATA_DIR overrides it, and without data it fails naming where it looked:
+    never the source tree it was built from."""
+    import shutil
+    p1 = t.path("p1")
+    r = t.run(["cmake", "--install", t.build, "--prefix", p1])
+    check(r.rc == 0, f"install failed\n{r!r}")
+    p2 = t.path("moved", "p2")
+    os.makedirs(os.path.dirname(p2))
+    os.rename(p1, p2)
+    exe = os.path.join(p2, "bin", "nvcc-forge")
+    env = t.env(NVCC_FORGE_DATA_DIR=None)
+
+    def resolve_json(env):
+        return json.loads(t.run([exe, "resolve", "--cuda", "12.8", "--format", "json"], env=env)
+                          .expect_rc(0).out)
+
+    j = resolve_json(env)
+    check(j["policy_file"] == os.path.join(p2, "share", "nvcc-forge", "policy", "arch_policy.yml"), j["policy_file"])
+    check(j["arch_list"] == ROW_128, j["arch_list"])
+    # NVCC_FORGE_DATA_DIR: a copy whose 12.8 row differs.
+    custom = t.path("custom")
+    shutil.copytree(os.path.join(p2, "share", "nvcc-forge"), custom)
+    pol = os.path.join(custom, "policy", "arch_policy.yml")
+    text = ft.read(pol)
+    row = re.search(r"^  \"?12\.8\"?:.*\n(?:    .*\n)*?    list: .*$", text, re.M)
+    check(row, "no 12.8 row found in the installed policy")
+    new_row = re.sub(r"list: .*$", 'list: "8.0 9.0"', row.group(0))
+    ft.write(pol, text.replace(row.group(0), new_row, 1))
+    j = resolve_json(t.env(NVCC_FORGE_DATA_DIR=custom))
+    check(j["policy_file"] == pol, j["policy_file"])
+    check(j["arch_list"] == "8.0 9.0+PTX", j["arch_list"])
+    # No data next to the binary: exit 2, naming the installed path.
+    shutil.rmtree(os.path.join(p2, "share", "nvcc-forge"))
+    r = t.run([exe, "resolve", "--cuda", "12.8"], env=env).expect_rc(2)
+    r.expect_err(os.path.join(p2, "share", "nvcc-forge"))
+    check(os.path.join(t.source, "policy", "arch_policy.yml") not in r.err,
+          f"fell back to the source tree: {r.err}")
+    r = t.run([exe, "resolve", "--cuda", "12.8", "--format", "json"], env=env)
+    check(r.rc == 2 and '"policy_file"' not in r.out, f"no data, yet: {r!r}")
+
+
 @ft.case("policy.nvcc_tables")
 def case_nvcc_tables(t):
     """Toolkits: /usr/local/cuda (13.0) and the wheels install_nvcc_tables.sh puts in
-    $FORGE_NVCC_TABLE_WHEELS (default SOURCE/.tools/nvcc-tables). Rows whose toolkit is absent are
-    skipped; the case is skipped when none could be checked."""
+    $FORGE_NVCC_TABLE_WHEELS (default SOURCE/.tools/nvcc-tables). A row whose toolkit is absent
+    fails: every row names a toolkit that install_nvcc_tables.sh installs."""
     import yaml
 
     policy = yaml.safe_load(open(os.path.join(ROOT, "policy", "arch_policy.yml")))
@@ -390,7 +434,10 @@ def case_nvcc_tables(t):
         tools += sorted(glob.glob(os.path.join(wheels, f"{cuda}.*", "nvidia", "*", "bin", "nvcc")))
         tools += sorted(glob.glob(os.path.join(wheels, f"{cuda}.*", "nvidia", "*", "bin", "ptxas")))
         if not tools:
-            print(f"skip {cuda}: no toolkit")
+            # Every row was read off a toolkit that install_nvcc_tables.sh (run by
+            # .ci/install-deps.sh) downloads: a row that cannot be checked is a failure.
+            failures.append(f"{cuda}: no toolkit to check the row against (bash "
+                            f"tests/integration/policy/install_nvcc_tables.sh {wheels})")
             continue
         tool = tools[0]
         option = "--gpu-architecture <arch>" if tool.endswith("nvcc") else "--gpu-name"
@@ -405,8 +452,7 @@ def case_nvcc_tables(t):
               f"{'ok' if real == codes else 'DIFFER'}")
     if failures:
         ft.fail("\n" + "\n".join(failures))
-    if checked == 0:
-        ft.skip("no toolkit to check")
+    check(checked == len(policy["nvcc_supported"]), f"checked {checked} rows")
 
 
 if __name__ == "__main__":

@@ -266,5 +266,41 @@ def bundle_cu128(t):
         forge(t, "verify-bundle", h, "--layout", fx(t, "layout_128_wrong_sms.yml")).expect_rc(1)
 
 
+@ft.case("toolkits.load_fatbin_selection")
+def load_fatbin_selection(t):
+    """load_fatbin.h keeps the first blob the device accepts, and says why when none loads: a host
+    program with a fake driver (tests/fixtures/bundle/load_select.cpp) against the real cuda.h."""
+    inc = "/usr/local/cuda/include"
+    if not os.path.exists(os.path.join(inc, "cuda.h")):
+        ft.skip(f"no {inc}/cuda.h")
+    exe = t.path("load_select")
+    r = t.run(["g++", "-std=c++11", "-Wall", "-Wextra", "-Werror", "-I", t.src("wrapper", "include"),
+               "-I", inc, fx(t, "load_select.cpp"), "-o", exe])
+    ft.check(r.rc == 0, f"load_select.cpp does not compile\n{r!r}")
+    t.run([exe]).expect_rc(0).expect_out("all scenarios hold")
+
+
+@ft.case("toolkits.bundle_shipped_pins")
+def bundle_shipped_pins(t):
+    """The shipped policy/sm_toolkit.yml with the toolkits that exist here: sm_110 (>=13.0) builds
+    with CUDA 13.x; an SM pinned ==12.8 is refused, exit 2, naming the pin, when no 12.8 nvcc is
+    installed (PyPI has none: README "Several toolkits"), never built by another toolkit."""
+    need_cuda13(t)
+    r = forge(t, "bundle", fx(t, "kernels.cu"), "--sm", "110", "--symbol", "kernels", "--out", "k110.h")
+    r.expect_rc(0)
+    ft.check(os.path.getsize(t.path("k110.h")) > 0, "empty header")
+    rel = ft.nvcc_release(t.nvcc())
+    ok = ft.write(t.path("layout_110.yml"), f'blobs:\n  - {{toolkit: "{rel}", sms: [110]}}\n')
+    forge(t, "verify-bundle", "k110.h", "--layout", ok).expect_rc(0)
+    wrong = ft.write(t.path("layout_110_12.yml"), 'blobs:\n  - {toolkit: "12.8", sms: [110]}\n')
+    forge(t, "verify-bundle", "k110.h", "--layout", wrong).expect_rc(1)
+    r = forge(t, "bundle", fx(t, "kernels.cu"), "--sm", "90,110", "--symbol", "kernels", "--out", "k90.h")
+    if has_release(t, "12.8", "90"):
+        r.expect_rc(0)
+    else:
+        r.expect_rc(2).expect_output("12.8")
+        ft.check(not os.path.exists(t.path("k90.h")), "a refused bundle leaves no header")
+
+
 if __name__ == "__main__":
     sys.exit(ft.main(setup=setup))

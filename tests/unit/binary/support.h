@@ -14,30 +14,49 @@
 #include <iterator>
 #include <optional>
 #include <string>
+#include <sys/wait.h>
 #include <vector>
 
 namespace forge::binary::test {
 
-// Builds the fixtures once per build tree (the script is idempotent and locks); nullopt when
-// nvcc is not installed.
-inline std::optional<std::string> fixture_dir() {
-    static const std::optional<std::string> dir = []() -> std::optional<std::string> {
+// The fixtures, built once per build tree (the script is idempotent and locks): the directory,
+// or why there is none. `skip` only when the script says nvcc is absent (exit 77); any other
+// failure of the script is a failure of every test that needs the fixtures, never a skip.
+struct FixtureDir {
+    std::optional<std::string> dir;
+    bool skip = false;
+    std::string why;
+};
+
+inline const FixtureDir& fixture_dir() {
+    static const FixtureDir fixtures = [] {
+        FixtureDir f;
         const std::string out = std::string(FORGE_TEST_BINARY_DIR) + "/binary-fixtures";
+        const std::string log = out + ".log";
         const std::string cmd = std::string("bash '") + FORGE_TEST_SOURCE_DIR +
-                                "/fixtures/binary/make_fixtures.sh' '" + out + "' >'" + out +
-                                ".log' 2>&1";
+                                "/fixtures/binary/make_fixtures.sh' '" + out + "' >'" + log +
+                                "' 2>&1";
         std::filesystem::create_directories(out);
-        const int rc = std::system(cmd.c_str());
-        if (rc != 0) return std::nullopt;
-        return out;
+        const int status = std::system(cmd.c_str());
+        const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        if (rc == 0) {
+            f.dir = out;
+        } else if (rc == 77) {
+            f.skip = true;
+            f.why = "nvcc not installed (see " + log + ")";
+        } else {
+            f.why = "make_fixtures.sh failed (exit " + std::to_string(rc) + "), see " + log;
+        }
+        return f;
     }();
-    return dir;
+    return fixtures;
 }
 
 #define FORGE_NEED_FIXTURES(var)                                                                   \
-    auto var##_opt = ::forge::binary::test::fixture_dir();                                         \
-    if (!var##_opt) GTEST_SKIP() << "nvcc fixtures unavailable (see binary-fixtures.log)";         \
-    const std::string var = *var##_opt
+    const auto& var##_fx = ::forge::binary::test::fixture_dir();                                   \
+    if (var##_fx.skip) GTEST_SKIP() << var##_fx.why;                                               \
+    if (!var##_fx.dir) FAIL() << var##_fx.why;                                                     \
+    const std::string var = *var##_fx.dir
 
 // "13.0" from `nvcc --version` of the toolkit that built the fixtures.
 inline std::string nvcc_release() {

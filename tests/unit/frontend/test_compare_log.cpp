@@ -112,8 +112,15 @@ TEST(LogRecord, RejectsMissingKeyAndWrongType) {
 
 TEST(LogRecord, InvalidUtf8InAPathDoesNotThrow) {
     LogRecord r;
-    r.sources = {std::string("bad\xff.cu")};
-    EXPECT_NO_THROW((void)r.to_json());
+    r.sources = {std::string("bad\xff.cu"), "good.cu"};
+    std::string line;
+    ASSERT_NO_THROW(line = r.to_json());
+    // One line of valid JSON; the bad byte becomes U+FFFD, the rest of the record is kept.
+    EXPECT_EQ(line.find('\n'), std::string::npos) << line;
+    auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    ASSERT_FALSE(j.is_discarded()) << line;
+    EXPECT_EQ(j["sources"], (nlohmann::json{"bad\xef\xbf\xbd.cu", "good.cu"})) << line;
+    EXPECT_TRUE(j.contains("exit_code")) << line;
 }
 
 TEST(DropLine, Format) {

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdio>
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
@@ -340,7 +341,18 @@ TEST(Cache, FileStampChangesWithContent) {
     std::ofstream(f) << "a";
     auto s1 = file_stamp(f);
     std::ofstream(f) << "ab";
-    EXPECT_NE(file_stamp(f), s1);
+    auto s2 = file_stamp(f);
+    EXPECT_NE(s2, s1);
+    // A same-size edit, with the mtime put back (as `cp -p` or `touch -r` leave it): size, inode
+    // and mtime all equal, only the content differs.
+    struct stat before {};
+    ASSERT_EQ(::stat(f.c_str(), &before), 0);
+    std::ofstream(f) << "xy";
+    const struct timespec times[2] = {before.st_atim, before.st_mtim};
+    ASSERT_EQ(::utimensat(AT_FDCWD, f.c_str(), times, 0), 0);
+    EXPECT_NE(file_stamp(f), s2);
+    // Unchanged content, unchanged stamp (the cache must still hit).
+    EXPECT_EQ(file_stamp(f), file_stamp(f));
 }
 
 TEST(Cache, CapsJsonRoundTrip) {

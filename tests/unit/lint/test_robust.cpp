@@ -4,6 +4,8 @@
 #include "lint/lex.h"
 #include "lint/lint.h"
 
+#include "../seed.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -109,7 +111,7 @@ void check_findings(const std::vector<LintFinding>& found, std::string_view text
 } // namespace
 
 TEST(LintRobust, RandomInputsNeverCrashOrEscapeTheText) {
-    std::mt19937 rng(20261130);
+    std::mt19937 rng(forge::test::test_seed(20261130));
     auto list = arch::ArchList::parse("8.0 8.6 9.0+PTX", "test");
     ASSERT_TRUE(list.ok());
     for (int iter = 0; iter < 1500; ++iter) {

@@ -6,8 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sys/wait.h>
 #include <tuple>
 #include <unistd.h>
 
@@ -260,15 +262,55 @@ TEST(LintTree, SingleFileAndDeterministicOrder) {
 }
 
 TEST(LintTree, UnreadableFileMakesTheScanIncomplete) {
-    if (::geteuid() == 0) GTEST_SKIP() << "root reads everything";
     TempTree t;
     t.write("a.cu", kAdaGate);
     t.write("b.cu", kAdaGate);
     fs::permissions(t.path() / "b.cu", fs::perms::none);
-    auto r = lint_at(t.path(), "8.0 8.6");
-    EXPECT_TRUE(r.unreadable);
-    EXPECT_EQ(hits(r), (std::vector<Hit>{{"a.cu", 1, "arch-gate", "8.9"}}));
-    ASSERT_EQ(r.skipped.size(), 1u);
-    EXPECT_NE(r.skipped[0].find("b.cu"), std::string::npos);
+    // Root reads a file whatever its mode (and CI runs as root): the scan then runs in a child
+    // that drops to nobody (65534), and reports back through a pipe.
+    const bool root = ::geteuid() == 0;
+    if (root) {
+        fs::permissions(t.path(), fs::perms::owner_all | fs::perms::group_read |
+                                      fs::perms::group_exec | fs::perms::others_read |
+                                      fs::perms::others_exec);
+        fs::permissions(t.path() / "a.cu", fs::perms::owner_read | fs::perms::owner_write |
+                                               fs::perms::group_read | fs::perms::others_read);
+    }
+    int fds[2];
+    ASSERT_EQ(::pipe(fds), 0);
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        ::close(fds[0]);
+        if (root && (::setgid(65534) != 0 || ::setuid(65534) != 0)) ::_exit(3);
+        if (std::FILE* probe = std::fopen((t.path() / "b.cu").c_str(), "r")) {
+            std::fclose(probe);
+            ::_exit(4); // still readable: the test would prove nothing
+        }
+        auto r = lint_at(t.path(), "8.0 8.6");
+        std::string out = r.unreadable ? "unreadable\n" : "readable\n";
+        for (const auto& [file, line, rule, needs] : hits(r))
+            out += "hit " + file + ":" + std::to_string(line) + ":" + rule + ":" + needs + "\n";
+        for (const auto& s : r.skipped)
+            out += "skipped " + s + "\n";
+        const bool written =
+            ::write(fds[1], out.data(), out.size()) == static_cast<ssize_t>(out.size());
+        ::_exit(written ? 0 : 5);
+    }
+    ::close(fds[1]);
+    std::string got;
+    char buf[4096];
+    for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;)
+        got.append(buf, static_cast<std::size_t>(n));
+    ::close(fds[0]);
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
     fs::permissions(t.path() / "b.cu", fs::perms::owner_all);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << "child status " << status << " (3: cannot drop privileges, 4: b.cu still readable)";
+    EXPECT_EQ(got.substr(0, got.find('\n')), "unreadable") << got;
+    EXPECT_NE(got.find("hit a.cu:1:arch-gate:8.9\n"), std::string::npos) << got;
+    EXPECT_EQ(got.find("hit b.cu"), std::string::npos) << got;
+    EXPECT_NE(got.find("skipped "), std::string::npos) << got;
+    EXPECT_NE(got.find("b.cu", got.find("skipped ")), std::string::npos) << got;
 }

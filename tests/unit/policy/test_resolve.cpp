@@ -3,6 +3,8 @@
 #include "policy/report.h"
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 
 using namespace forge;
 using namespace forge::policy;
@@ -254,12 +256,37 @@ TEST(ResolveErrors, UnknownTorchAndBadInputs) {
     EXPECT_EQ(missing_policy.error().file, "/nonexistent.yml");
 }
 
-TEST(ResolveErrors, PackageFileErrorsPropagateWithLine) {
+TEST(ResolveErrors, UnknownPackageRidesThePolicyRow) {
     // an unknown package is not an error: most packages ride the policy row, and the result says so
     auto none = must(resolve_with(mini(), "12.8", "", "linux_x86_64", "no_such_package"));
     EXPECT_EQ(none.source, "arch_policy[12.8]");
     ASSERT_FALSE(none.notes.empty());
     EXPECT_NE(none.notes[0].find("no_such_package"), std::string::npos);
+}
+
+TEST(ResolveErrors, PackageFileErrorsPropagateWithLine) {
+    // A malformed package file stops the resolution with its file and line: a package whose
+    // override cannot be read must never silently fall back to the policy row.
+    const auto dir = std::filesystem::path(FORGE_TEST_BINARY_DIR) / "resolve-errors" / "packages";
+    std::filesystem::create_directories(dir / "broken");
+    {
+        std::ofstream f(dir / "broken" / "arch_override.yml");
+        f << "# a comment\n\narch_list: \"8.0 sm_bogus\"\n";
+    }
+    auto r = resolve_with(mini(), "12.8", "", "linux_x86_64", "broken", "", dir.string());
+    ASSERT_FALSE(r.ok()) << "resolved to " << r->list.to_string() << " from " << r->source;
+    EXPECT_EQ(r.error().exit_code, kExitInput);
+    EXPECT_NE(r.error().file.find("broken/arch_override.yml"), std::string::npos)
+        << r.error().to_string();
+    ASSERT_TRUE(r.error().line) << r.error().to_string();
+    EXPECT_EQ(*r.error().line, 3) << r.error().to_string();
+    // The same file with a good list resolves: the error was the bad token.
+    {
+        std::ofstream f(dir / "broken" / "arch_override.yml");
+        f << "arch_list:\n  list: \"8.0 9.0\"\n  reason: \"x\"\n  source: \"x\"\n";
+    }
+    auto ok = must(resolve_with(mini(), "12.8", "", "linux_x86_64", "broken", "", dir.string()));
+    EXPECT_EQ(ok.source, "packages/broken/arch_override.yml:arch_list");
 }
 
 // ---- +PTX placement and the known traps (docs/arch-rules.md) ----

@@ -112,6 +112,34 @@ const std::string kRecord = "demo/__init__.py,sha256=AAAA,3\n"
                             "demo-1.0.dist-info/METADATA,sha256=CCCC,40\n"
                             "demo-1.0.dist-info/RECORD,,\n";
 
+// Unpadded urlsafe base64 of the bytes a hex string spells (RECORD's hash encoding).
+std::string urlsafe_b64_of_hex(const std::string& hex) {
+    std::string bytes;
+    for (std::size_t i = 0; i + 1 < hex.size(); i += 2)
+        bytes.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+    const char* abc = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    std::string out;
+    std::size_t i = 0;
+    for (; i + 2 < bytes.size(); i += 3) {
+        const auto n = (static_cast<unsigned>(static_cast<unsigned char>(bytes[i])) << 16) |
+                       (static_cast<unsigned>(static_cast<unsigned char>(bytes[i + 1])) << 8) |
+                       static_cast<unsigned>(static_cast<unsigned char>(bytes[i + 2]));
+        for (int k = 18; k >= 0; k -= 6)
+            out.push_back(abc[(n >> k) & 63]);
+    }
+    if (bytes.size() - i == 2) {
+        const auto n = (static_cast<unsigned>(static_cast<unsigned char>(bytes[i])) << 16) |
+                       (static_cast<unsigned>(static_cast<unsigned char>(bytes[i + 1])) << 8);
+        for (int k = 18; k >= 6; k -= 6)
+            out.push_back(abc[(n >> k) & 63]);
+    } else if (bytes.size() - i == 1) {
+        const auto n = static_cast<unsigned>(static_cast<unsigned char>(bytes[i])) << 16;
+        for (int k = 18; k >= 12; k -= 6)
+            out.push_back(abc[(n >> k) & 63]);
+    }
+    return out;
+}
+
 fs::path make_wheel(const fs::path& dir,
                     const std::string& filename = "demo-1.0-cp312-cp312-linux_x86_64.whl") {
     auto p = dir / filename;
@@ -282,11 +310,18 @@ TEST(StampWheel, KeepsEveryOtherMemberByteForByteAndUpdatesRecord) {
     // RECORD: every line from before, plus the stamp with its real hash and size.
     std::string info = read_member_text(wheel, "demo/_build_info.json");
     std::string record = read_member_text(wheel, "demo-1.0.dist-info/RECORD");
-    EXPECT_EQ(record,
-              update_record(kRecord, "demo-1.0.dist-info/RECORD", "demo/_build_info.json", info));
-    EXPECT_NE(record.find("demo/_build_info.json," + record_hash(info) + "," +
-                          std::to_string(info.size())),
-              std::string::npos);
+    ASSERT_EQ(urlsafe_b64_of_hex(policy::sha256_hex("")),
+              "47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU");
+    // The expected line is computed here from the stored bytes (sha256, then unpadded urlsafe
+    // base64, PEP 376/427), not by the code under test.
+    EXPECT_EQ(record, "demo/__init__.py,sha256=AAAA,3\n"
+                      "demo/_C.so,sha256=BBBB,5004\n"
+                      "demo-1.0.dist-info/METADATA,sha256=CCCC,40\n"
+                      "demo/_build_info.json,sha256=" +
+                          urlsafe_b64_of_hex(policy::sha256_hex(info)) + "," +
+                          std::to_string(info.size()) +
+                          "\n"
+                          "demo-1.0.dist-info/RECORD,,\n");
     auto j = nlohmann::json::parse(info);
     EXPECT_EQ(j["arch_list"], "8.0 9.0+PTX");
     EXPECT_EQ(j["run_id"], "5");

@@ -172,12 +172,32 @@ TEST(DiscoverToolkitsTest, TheWrapperItselfNeverCounts) {
     ASSERT_EQ(report.toolkits.size(), 1u);
     EXPECT_EQ(report.toolkits[0].root, fs::canonical(t.root / "real").string());
 
-    // A byte-identical copy (not a symlink) of the wrapper elsewhere is the wrapper too.
-    fs::create_directories(t.root / "copy" / "bin");
-    fs::copy_file(t.root / "wrap" / "bin" / "nvcc", t.root / "copy" / "bin" / "nvcc");
-    std::ofstream(t.root / "copy" / "bin" / "ptxas") << "";
+    // A byte-identical copy (not a symlink, another path) of the running binary is the wrapper
+    // too. The copy is a working toolkit on its own (its -dryrun names its own directory), so
+    // only the byte comparison can reject it.
+    fake_cuda(t.root / "copy", "13.0.88", "90 100");
     in.path_env = (t.root / "copy" / "bin").string();
-    EXPECT_TRUE(discover_toolkits(in).toolkits.empty());
+    fs::create_directories(t.root / "self");
+    in.self_exe = (t.root / "self" / "nvcc-forge").string();
+    // Control: the same size, other bytes: a toolkit.
+    std::string bytes;
+    {
+        std::ifstream f(t.root / "copy" / "bin" / "nvcc", std::ios::binary);
+        bytes.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+    }
+    std::string other = bytes;
+    other.back() = other.back() == '\n' ? ' ' : '\n';
+    std::ofstream(in.self_exe, std::ios::binary) << other;
+    auto control = discover_toolkits(in);
+    ASSERT_EQ(control.toolkits.size(), 1u);
+    EXPECT_EQ(control.toolkits[0].root, fs::canonical(t.root / "copy").string());
+    std::ofstream(in.self_exe, std::ios::binary | std::ios::trunc) << bytes;
+    auto copy = discover_toolkits(in);
+    EXPECT_TRUE(copy.toolkits.empty()) << copy.toolkits[0].root;
+    bool said = false;
+    for (const auto& s : copy.skipped)
+        said |= s.find("nvcc-forge itself") != std::string::npos;
+    EXPECT_TRUE(said);
 }
 
 TEST(DiscoverToolkitsTest, ALauncherScriptIsTheToolkitItRuns) {

@@ -22,13 +22,14 @@ fs::path wrapper_exe() {
 fs::path data_dir() {
     if (const char* env = std::getenv("NVCC_FORGE_DATA_DIR"); env != nullptr && *env != '\0')
         return fs::path(env);
+    const fs::path exe = self_exe();
+    // The binaries where this build writes them read the source tree's data. Any other binary
+    // (installed, copied, moved with its prefix) reads only the data next to it: a broken install
+    // then fails naming where it looked, instead of silently reading the tree it was built from.
     std::error_code ec;
-    fs::path exe = self_exe();
-    if (!exe.empty()) {
-        fs::path installed = exe.parent_path().parent_path() / FORGE_DATA_REL_DIR;
-        if (fs::is_regular_file(installed / "policy" / "arch_policy.yml", ec)) return installed;
-    }
-    return fs::path(FORGE_SOURCE_DIR);
+    if (exe.empty() || fs::equivalent(exe.parent_path(), FORGE_BUILD_EXE_DIR, ec))
+        return fs::path(FORGE_SOURCE_DIR);
+    return exe.parent_path().parent_path() / FORGE_DATA_REL_DIR;
 }
 
 fs::path default_policy_file() {

@@ -1,6 +1,6 @@
 // Where the running binary and its data live. The installed binary finds its data relative to
 // itself (<prefix>/bin/nvcc-forge -> <prefix>/share/nvcc-forge), so an install works from any
-// prefix; a build-tree binary falls back to the source tree.
+// prefix; only the build tree's own binaries (where the build writes them) read the source tree.
 #pragma once
 
 #include <filesystem>
@@ -14,7 +14,8 @@ std::filesystem::path self_exe(); // /proc/self/exe, resolved
 // kWrapperExeEnv set, so a tool that must recognise or link the wrapper asks here, not self_exe().
 inline constexpr const char* kWrapperExeEnv = "NVCC_FORGE_WRAPPER_EXE";
 std::filesystem::path wrapper_exe();
-std::filesystem::path data_dir(); // NVCC_FORGE_DATA_DIR, else installed share dir, else source
+// NVCC_FORGE_DATA_DIR, else the source tree for the build's own binaries, else <exe>/../share/...
+std::filesystem::path data_dir();
 std::filesystem::path default_policy_file();  // data_dir()/policy/arch_policy.yml
 std::filesystem::path default_gpus_file();    // data_dir()/policy/gpus.yml
 std::filesystem::path default_packages_dir(); // data_dir()/packages

@@ -90,8 +90,20 @@ std::string file_stamp(const fs::path& p) {
     struct stat st {};
     if (::stat(p.c_str(), &st) != 0) return p.string() + "|absent";
     long long ns = static_cast<long long>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec;
-    return fmt::format("{}|{}|{}|{}", p.string(), ns, static_cast<long long>(st.st_size),
-                       static_cast<unsigned long long>(st.st_ino));
+    std::string stamp =
+        fmt::format("{}|{}|{}|{}", p.string(), ns, static_cast<long long>(st.st_size),
+                    static_cast<unsigned long long>(st.st_ino));
+    // A same-size edit within one tick of the file system's coarse clock (or with its mtime put
+    // back, as `cp -p` and `touch -r` do) keeps size, inode and mtime: small files (the policy
+    // and package data) also stamp their content. The toolkit's nvcc, large, keeps the cheap form.
+    constexpr long long kHashedBytes = 1 << 20;
+    if (S_ISREG(st.st_mode) && st.st_size <= kHashedBytes) {
+        std::ifstream in(p, std::ios::binary);
+        std::ostringstream content;
+        content << in.rdbuf();
+        stamp += fmt::format("|{:016x}", fnv1a(content.str()));
+    }
+    return stamp;
 }
 
 std::optional<std::string> cache_read(const fs::path& dir, const std::string& key) {

@@ -1,0 +1,372 @@
+#!/usr/bin/env python3
+"""Mutation check of the test suite: does breaking one decision make a test fail?
+
+Each mutant below is one small source edit at a decision the product exists for (suffix folding,
+the PTX tail, kernel-less cubins, waivers, the extra check, the resolver's priorities, the clamp,
++PTX placement, inject vs observe, the fallback, the drop line, the readers, exit codes). The
+script copies the tree (without build/ and .git) to a scratch directory, builds it once, checks
+that every mutant's tests pass unmutated ("baseline"), then applies one mutant at a time, rebuilds
+only the targets it names (incrementally, through ccache), runs its narrow `ctest -R`, and
+restores the file. A mutant is
+
+  killed     a test failed (what we want)
+  surviving  every selected test still passed: the suite does not notice the broken decision
+  stale      its pattern does not occur exactly once any more (the code moved: update the mutant)
+  no-build   the mutated tree does not compile (the mutant tells nothing: fix the mutant)
+  no-tests   its regex selects no test
+
+Usage (after `source .ci/env.sh`, as for the tests):
+  python3 bench/mutate.py [--scratch /tmp/forge-mutate] [--only NAME,...] [--list] [--jobs 2]
+                          [--markdown FILE] [--seed-fixtures BUILD/tests/binary-fixtures]
+                          [--in-place]
+
+Slow (a build per mutant); it is not part of CI. Run it whenever a decision changes; the latest
+table is in bench/RESULTS.md ("Mutation check").
+"""
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+TOOLS = ["nvcc-forge", "nvcc-forge-tools"]
+
+# (name, file, pattern, replacement, build targets, ctest regex)
+MUTANTS = [
+    # ---- the gate (verify/gate.cpp) ----
+    ("gate.suffix_folding", "wrapper/src/verify/gate.cpp",
+     "[&](const Target& t) { return t.folded() == want; });",
+     "[&](const Target& t) { return t == want; });",
+     ["test_verify"] + TOOLS, r"^(Gate\.|verify\.)"),
+    ("gate.af_needs_itself", "wrapper/src/verify/gate.cpp",
+     "if (want.suffix != Suffix::None) return false;",
+     "if (want.suffix != Suffix::None) return have.count(want.folded()) > 0;",
+     ["test_verify"] + TOOLS, r"^(Gate\.|verify\.)"),
+    ("gate.ptx_tail", "wrapper/src/verify/gate.cpp",
+     "missing_of(want_ptx, have_ptx, r.missing_ptx);", "(void)want_ptx;",
+     ["test_verify"] + TOOLS, r"^(Gate\.|verify\.)"),
+    ("gate.kernel_less_cubins_count", "wrapper/src/verify/gate.cpp",
+     "if (e.stub || (e.kernels && *e.kernels == 0))", "if (e.stub)",
+     ["test_verify"] + TOOLS, r"^(Gate\.|verify\.)"),
+    ("gate.stubs_count", "wrapper/src/verify/gate.cpp",
+     "if (e.stub || (e.kernels && *e.kernels == 0))", "if (e.kernels && *e.kernels == 0)",
+     ["test_verify"] + TOOLS, r"^(Gate\.|verify\.)"),
+    ("gate.waivers_ignored", "wrapper/src/verify/gate.cpp",
+     "if (const Waiver* w = find_waiver(t, opts.waivers)) {",
+     "if (const Waiver* w = static_cast<const Waiver*>(nullptr)) {",
+     ["test_verify"] + TOOLS, r"^(Gate\.|verify\.)"),
+    ("gate.waiver_any_kind", "wrapper/src/verify/gate.cpp",
+     "if (w.target.kind == t.kind && w.target.folded() == t.folded()) return &w;",
+     "if (w.target.sm == t.sm) return &w;",
+     ["test_verify"] + TOOLS, r"^(Gate\.|verify\.)"),
+    ("gate.extra_never_fails", "wrapper/src/verify/gate.cpp",
+     'Check c{"extra", r.extra.empty() || opts.allow_extra, ""};', 'Check c{"extra", true, ""};',
+     ["test_verify"] + TOOLS, r"^(Gate\.|verify\.)"),
+    ("gate.allow_extra_ignored", "wrapper/src/verify/gate.cpp",
+     'Check c{"extra", r.extra.empty() || opts.allow_extra, ""};',
+     'Check c{"extra", r.extra.empty(), ""};',
+     ["test_verify"] + TOOLS, r"^(Gate\.|verify\.)"),
+    ("gate.family_never_fails", "wrapper/src/verify/gate.cpp",
+     "c.ok = r.missing_families.empty();", "c.ok = true;",
+     ["test_verify"] + TOOLS, r"^(Gate\.|verify\.)"),
+    ("gate.no_device_code_passes", "wrapper/src/verify/gate.cpp",
+     'Check c{"device-code", opts.allow_pure_python, ""};', 'Check c{"device-code", true, ""};',
+     ["test_verify"] + TOOLS, r"^(Gate\.|verify\.)"),
+    ("gate.toolkit_bound_inclusive", "wrapper/src/verify/gate.cpp",
+     "} else if (std::pair(maj, min) > std::pair(m.major, m.minor)) {",
+     "} else if (std::pair(maj, min) >= std::pair(m.major, m.minor)) {",
+     ["test_verify"] + TOOLS, r"^(Gate\.|verify\.)"),
+    ("gate.toolkit_never_fails", "wrapper/src/verify/gate.cpp",
+     "c.ok = r.toolkit_violations.empty();", "c.ok = true;",
+     ["test_verify"] + TOOLS, r"^(Gate\.|verify\.)"),
+    # ---- verify's command line and report ----
+    ("verify.unreadable_exits_1", "wrapper/src/cli/cmd_verify.cpp",
+     "if (unreadable) return kExitInput;", "if (unreadable) return kExitPolicy;",
+     TOOLS, r"^verify\."),
+    ("verify.no_extension_passes", "wrapper/src/cli/cmd_verify.cpp",
+     "return pass && !reports.empty() ? kExitOk : kExitPolicy;",
+     "return pass ? kExitOk : kExitPolicy;", TOOLS, r"^verify\."),
+    ("verify.package_waivers_dropped", "wrapper/src/cli/cmd_verify.cpp",
+     "for (const auto& t : resolution->allow_missing)",
+     "for (const auto& t : std::vector<arch::Target>{})", TOOLS, r"^verify\."),
+    ("verify.package_pure_python_dropped", "wrapper/src/cli/cmd_verify.cpp",
+     'opts.allow_pure_python = vm["allow-pure-python"].as<bool>() || resolution->allow_pure_python;',
+     'opts.allow_pure_python = vm["allow-pure-python"].as<bool>();', TOOLS, r"^verify\."),
+    ("verify.json_verdict_always_pass", "wrapper/src/verify/report.cpp",
+     '{"verdict", pass ? "pass" : "fail"}, {"extensions", exts}};',
+     '{"verdict", "pass"}, {"extensions", exts}};',
+     ["test_verify"] + TOOLS, r"^(VerifyReport\.|verify\.)"),
+    ("verify.text_always_pass", "wrapper/src/verify/report.cpp",
+     'out += fmt::format("{}  {}\\n", r.pass ? "PASS" : "FAIL", name);',
+     'out += fmt::format("{}  {}\\n", "PASS", name);',
+     ["test_verify"] + TOOLS, r"^(VerifyReport\.|verify\.)"),
+    ("verify.waivers_not_printed", "wrapper/src/verify/report.cpp",
+     "for (const auto& w : r.waived)", "for (const auto& w : std::vector<std::string>{})",
+     ["test_verify"] + TOOLS, r"^(VerifyReport\.|verify\.)"),
+    # ---- the resolver (policy/resolve.cpp) ----
+    ("resolve.combination_ignored", "wrapper/src/policy/resolve.cpp",
+     "if (match) {", "if (false && match) {", ["test_policy"] + TOOLS, r"^(Resolve|SeedTraps|Clamp|Resolution|Shipped|BuildMatrix|policy\.cli|verify\.resolve)"),
+    ("resolve.by_cuda_ignored", "wrapper/src/policy/resolve.cpp",
+     "it != package->arch_list_by_cuda.end())", "it != package->arch_list_by_cuda.end() && false)",
+     ["test_policy"] + TOOLS, r"^(Resolve|SeedTraps|Clamp|Resolution|Shipped|BuildMatrix|policy\.cli|verify\.resolve)"),
+    ("resolve.package_list_ignored", "wrapper/src/policy/resolve.cpp",
+     "else if (package->arch_list)", "else if (false)",
+     ["test_policy"] + TOOLS, r"^(Resolve|SeedTraps|Clamp|Resolution|Shipped|BuildMatrix|policy\.cli|verify\.resolve)"),
+    ("resolve.exceptions_ignored", "wrapper/src/policy/resolve.cpp",
+     "if (!win && !res.torch.empty()) {", "if (false) {",
+     ["test_policy"] + TOOLS, r"^(Resolve|SeedTraps|Clamp|Resolution|Shipped|BuildMatrix|policy\.cli|verify\.resolve)"),
+    ("resolve.aarch64_lane_ignored", "wrapper/src/policy/resolve.cpp",
+     'const bool aarch64 = res.platform == "linux_aarch64";', "const bool aarch64 = false;",
+     ["test_policy"] + TOOLS, r"^(Resolve|SeedTraps|Clamp|Resolution|Shipped|BuildMatrix|policy\.cli|verify\.resolve)"),
+    ("resolve.toolkit_clamp_off", "wrapper/src/policy/resolve.cpp",
+     "if (!emittable->count(t)) {", "if (false) {", ["test_policy"] + TOOLS, r"^(Resolve|SeedTraps|Clamp|Resolution|Shipped|BuildMatrix|policy\.cli|verify\.resolve)"),
+    ("resolve.torch_clamp_off", "wrapper/src/policy/resolve.cpp",
+     "if (torch_runs(build, e.sm, gpus)) {", "if (true) {",
+     ["test_policy"] + TOOLS, r"^(Resolve|SeedTraps|Clamp|Resolution|Shipped|BuildMatrix|policy\.cli|verify\.resolve)"),
+    ("resolve.no_ptx_added", "wrapper/src/policy/resolve.cpp",
+     "if (int sm = clamped_list.ensure_ptx_on_highest_base(); sm >= 0) res.ptx_added_sm = sm;",
+     "if (int sm = -1; sm >= 0) res.ptx_added_sm = sm;",
+     ["test_policy"] + TOOLS, r"^(Resolve|SeedTraps|Clamp|Resolution|Shipped|BuildMatrix|policy\.cli|verify\.resolve)"),
+    ("resolve.package_file_errors_ignored", "wrapper/src/policy/resolve.cpp",
+     "if (!p) return std::move(p).error();\n        pkg = std::move(*p);",
+     "if (p) pkg = std::move(*p);",
+     ["test_policy"], r"^ResolveErrors\."),
+    ("toolkit.wrapper_copy_counts", "wrapper/src/toolkit/discover.cpp",
+     "(real.string() == in.self_exe || same_bytes(real, in.self_exe));",
+     "(real.string() == in.self_exe);", ["test_toolkit"], r"^DiscoverToolkitsTest\."),
+    ("arch.ptx_on_af_token", "wrapper/src/arch/arch.cpp",
+     "if (it->suffix == Suffix::None && it->sass) return &*it;", "if (it->sass) return &*it;",
+     ["test_arch", "test_policy"] + TOOLS, r"^(ArchList|Resolve|SeedTraps|policy\.cli)"),
+    ("core.data_dir_env_ignored", "wrapper/src/core/paths.cpp",
+     'if (const char* env = std::getenv("NVCC_FORGE_DATA_DIR"); env != nullptr && *env != \'\\0\')',
+     "if (const char* env = nullptr; env != nullptr)",
+     TOOLS, r"^policy\.data_dir"),
+    ("core.source_tree_fallback", "wrapper/src/core/paths.cpp",
+     "if (exe.empty() || fs::equivalent(exe.parent_path(), FORGE_BUILD_EXE_DIR, ec))",
+     "if (exe.empty() || !ec)", TOOLS, r"^policy\.data_dir"),
+    ("frontend.stamp_ignores_content", "wrapper/src/frontend/config.cpp",
+     "if (S_ISREG(st.st_mode) && st.st_size <= kHashedBytes) {", "if (false) {",
+     ["test_frontend"], r"^Cache\."),
+    ("load_fatbin.null_module_accepted", "wrapper/include/nvcc_forge/load_fatbin.h",
+     "if (r == CUDA_SUCCESS && module != nullptr) {", "if (r == CUDA_SUCCESS) {",
+     [], r"^toolkits\.load_fatbin_selection"),
+    ("load_fatbin.last_blob_wins", "wrapper/include/nvcc_forge/load_fatbin.h",
+     "            out.error.clear();\n            return out;", "            out.error.clear();",
+     [], r"^toolkits\.load_fatbin_selection"),
+    # ---- the readers (binary/) ----
+    ("list.first_entry_only", "wrapper/src/binary/fatbin.cpp",
+     "e += entry->header_size + entry->padded_size; // checked in parse_entry", "e = *end;",
+     ["test_binary"] + TOOLS, r"^(Binary|binary\.list\.(json_keys|wheel))"),
+    ("list.af_flag_dropped", "wrapper/src/binary/fatbin.cpp",
+     "a   ? arch::Suffix::Specific", "a   ? arch::Suffix::None",
+     ["test_binary"] + TOOLS, r"^(Binary|CompressModes|binary\.list\.json_keys)"),
+    ("list.lz4_zstd_swapped", "wrapper/src/binary/fatbin.cpp",
+     "x.compression = lz4 ? Compression::Lz4 : zstd ? Compression::Zstd : Compression::None;",
+     "x.compression = lz4 ? Compression::Zstd : zstd ? Compression::Lz4 : Compression::None;",
+     ["test_binary"] + TOOLS, r"^(Binary|CompressModes|binary\.list\.json_keys)"),
+    ("ar.no_padding", "wrapper/src/binary/ar.cpp",
+     "off = data_off + *size + (*size & 1); // members are 2-byte aligned",
+     "off = data_off + *size;", ["test_binary"] + TOOLS, r"^(Binary|binary\.list\.(wheel|both_backend))"),
+    ("ar.bsd_name_kept_in_data", "wrapper/src/binary/ar.cpp",
+     "data = data.from(*len);", "data = data.from(0);",
+     ["test_binary"] + TOOLS, r"^(Binary|binary\.list\.(wheel|both_backend))"),
+    ("ar.size_lie_accepted", "wrapper/src/binary/ar.cpp",
+     "if (!b.has(data_off, *size))", "if (!b.has(data_off, 0))",
+     ["test_binary"] + TOOLS, r"^(Binary|binary\.list\.(wheel|both_backend))"),
+    ("zip.members_skipped", "wrapper/src/binary/zip.cpp",
+     "if (!wanted(Bytes{head, static_cast<std::uint64_t>(got_head)})) continue;", "continue;",
+     ["test_binary"] + TOOLS, r"^(Binary|binary\.list\.wheel|verify\.wheel)"),
+    ("zip.member_limit_off", "wrapper/src/binary/zip.cpp",
+     "if (st.size > limits.max_member_bytes)", "if (false)",
+     ["test_binary"] + TOOLS, r"^Binary"),
+    ("zip.inflates_more_accepted", "wrapper/src/binary/zip.cpp",
+     "if (more > 0)", "if (false)", ["test_binary"] + TOOLS, r"^Binary"),
+    ("cubin.kernels_uncounted", "wrapper/src/binary/cubin.cpp",
+     'if (s.name.starts_with(".text.")) ++info.kernels;', "(void)s;",
+     ["test_binary"] + TOOLS, r"^(Binary|binary\.list\.toolkit|verify\.)"),
+    # ---- the wrapper (frontend/): last, its integration tests build with the real nvcc ----
+    ("frontend.observe_injects", "wrapper/src/frontend/wrapper.cpp",
+     "if (mode == Mode::Observe) {", "if (false) {", TOOLS, r"^(frontend\.(flash_ladder_observe|launcher_and_ccache|arch_specific_sm90a)|cmake\.observe\.Ninja)"),
+    ("frontend.default_observe", "wrapper/src/frontend/wrapper.cpp",
+     "Mode mode = Mode::Inject;", "Mode mode = Mode::Observe;", TOOLS,
+     r"^(frontend\.(flash_ladder_inject|launcher_and_ccache|pointnet2_clamp)|cmake\.inject\.Ninja)"),
+    ("frontend.no_fallback", "wrapper/src/frontend/wrapper.cpp",
+     "if (first->succeeded() || first->signal != 0) {", "if (true) {", TOOLS,
+     r"^frontend\.injection_failed"),
+    ("frontend.arch_specific_injected", "wrapper/src/frontend/wrapper.cpp",
+     "const bool may_inject = !arch_specific || policy->wrapper.inject_arch_specific.value_or(false);",
+     "const bool may_inject = true;", TOOLS, r"^frontend\.arch_specific_sm90a"),
+    ("frontend.strict_never_refuses", "wrapper/src/frontend/wrapper.cpp",
+     "if (!cmp.missing.empty() && may_inject) {", "if (false) {", TOOLS,
+     r"^frontend\.strict_refuses"),
+    ("frontend.no_drop_line", "wrapper/src/frontend/wrapper.cpp",
+     "if (dropped.empty()) return;", "return;", TOOLS, r"^(frontend\.(flash_ladder_observe|launcher_and_ccache|arch_specific_sm90a)|cmake\.observe\.Ninja)"),
+    ("frontend.drop_line_words", "wrapper/src/frontend/compile_log.cpp",
+     'return fmt::format("nvcc-forge: {}: dropped {} (policy {}; requested {}){}\\n", tu, dropped,',
+     'return fmt::format("nvcc-forge: {}: lost {} (policy {}; requested {}){}\\n", tu, dropped,',
+     ["test_frontend"] + TOOLS, r"^(DropLine|Dropped|Summarize|frontend\.(flash_ladder_observe|log_summarize_cli))"),
+    ("frontend.compare_unfolded", "wrapper/src/frontend/compare.cpp",
+     "arch::Target f = t.folded();", "arch::Target f = t;",
+     ["test_frontend"] + TOOLS, r"^(Compare|frontend\.(flash_ladder_inject|arch_specific_sm90a))"),
+]
+
+
+def build_targets(build, targets, jobs, src, log):
+    """Builds `targets` (none: a header-only mutant, which its test compiles itself)."""
+    if not targets:
+        return 0
+    return sh(["ninja", "-C", build, f"-j{jobs}", *targets], src, log)
+
+
+def sh(cmd, cwd, log, timeout=3600):
+    with open(log, "ab") as f:
+        f.write(f"\n$ {' '.join(cmd)}\n".encode())
+        f.flush()
+        try:
+            return subprocess.run(cmd, cwd=cwd, stdout=f, stderr=subprocess.STDOUT,
+                                  timeout=timeout).returncode
+        except subprocess.TimeoutExpired:
+            return 124
+
+
+def copy_tree(dst):
+    """Copies the working tree (uncommitted changes included) without build/ and .git."""
+    shutil.copytree(ROOT, dst, dirs_exist_ok=True,
+                    ignore=lambda d, names: [n for n in names if d == ROOT and n in ("build", ".git")])
+
+
+def ctest(build, regex, jobs, log):
+    """(rc, number of tests selected)."""
+    listed = subprocess.run(["ctest", "--test-dir", build, "-N", "-R", regex],
+                            capture_output=True, text=True).stdout
+    n = sum(1 for line in listed.splitlines() if line.strip().startswith("Test "))
+    if n == 0:
+        return 0, 0
+    rc = sh(["ctest", "--test-dir", build, "-j", str(jobs), "-R", regex, "--output-on-failure",
+             "--timeout", "600"], build, log)
+    return rc, n
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--scratch", default="/tmp/forge-mutate")
+    ap.add_argument("--only", default="")
+    ap.add_argument("--list", action="store_true")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--markdown", default="")
+    ap.add_argument("--skip-baseline", action="store_true")
+    ap.add_argument("--in-place", action="store_true",
+                    help="mutate this checkout and build in its build/dev (faster, no scratch build)")
+    ap.add_argument("--seed-fixtures", default="",
+                    help="a build tree's tests/binary-fixtures to copy instead of running nvcc")
+    args = ap.parse_args()
+    mutants = MUTANTS
+    if args.only:
+        # In the order given (the most telling first, on a slow machine).
+        by_name = {m[0]: m for m in MUTANTS}
+        mutants = [by_name[n] for n in args.only.split(",") if n in by_name]
+    if args.list:
+        for m in mutants:
+            print(f"{m[0]:40} {m[1]}  -R '{m[5]}'")
+        print(f"{len(mutants)} mutants")
+        return 0
+    # The scratch tree mirrors a worktree's layout (SRC/build/dev) and ccache's base_dir is SRC:
+    # compiles see the same relative paths as in any checkout's build/dev, so ccache answers
+    # most of the first build.
+    src = os.path.join(args.scratch, "wt")
+    build = os.path.join(src, "build", "dev")
+    log = os.path.join(args.scratch, "mutate.log")
+    os.makedirs(args.scratch, exist_ok=True)
+    if args.in_place:
+        # This checkout and its build/dev (no first build; each file is restored after its
+        # mutant, also on SIGTERM/SIGINT). Do not use the tree while it runs.
+        src, build = ROOT, os.path.join(ROOT, "build", "dev")
+    else:
+        copy_tree(src)
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    env_cfg = ["cmake", "-S", src, "-B", build, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
+               "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -DNDEBUG",
+               "-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"]
+    os.environ["CCACHE_BASEDIR"] = src
+    os.environ.setdefault("CCACHE_NOHASHDIR", "true")
+    if args.seed_fixtures:
+        # The nvcc-built binary fixtures of another build tree (their stamp says whether they
+        # are current; make_fixtures.sh rebuilds them otherwise).
+        dst = os.path.join(build, "tests", "binary-fixtures")
+        if not os.path.exists(dst):
+            shutil.copytree(args.seed_fixtures, dst, symlinks=True)
+    if (not args.in_place and sh(env_cfg, src, log) != 0) or \
+            sh(["ninja", "-C", build, f"-j{args.jobs}"], src, log) != 0:
+        print(f"scratch build failed: {log}", file=sys.stderr)
+        return 2
+    results = []
+    baseline = {}
+    for name, rel, pattern, repl, targets, regex in mutants:
+        path = os.path.join(src, rel)
+        t0 = time.time()
+        with open(path) as f:
+            orig = f.read()
+        count = orig.count(pattern)
+        if count != 1:
+            results.append((name, rel, "stale", f"pattern occurs {count} times", 0))
+            print(f"{name}: stale", flush=True)
+            continue
+        status, note = None, ""
+        if not args.skip_baseline:
+            # The unmutated tree is built (above, and restored after each mutant): one baseline
+            # run per distinct regex.
+            if regex not in baseline:
+                baseline[regex] = ctest(build, regex, args.jobs, log)
+            rc, n = baseline[regex]
+            if n == 0:
+                status, note = "no-tests", regex
+            elif rc != 0:
+                status, note = "baseline-fails", regex
+        if status is None:
+            try:
+                with open(path, "w") as f:
+                    f.write(orig.replace(pattern, repl))
+                with open(log, "ab") as f:
+                    f.write(f"\n==== mutant {name}\n".encode())
+                if build_targets(build, targets, args.jobs, src, log) != 0:
+                    status, note = "no-build", ""
+                else:
+                    rc, n = ctest(build, regex, args.jobs, log)
+                    status = "killed" if rc != 0 else "surviving"
+                    note = f"{n} tests"
+            finally:
+                with open(path, "w") as f:
+                    f.write(orig)
+                build_targets(build, targets, args.jobs, src, log)
+        dt = time.time() - t0
+        results.append((name, rel, status, note, dt))
+        print(f"{name}: {status} ({note}, {dt:.0f} s)", flush=True)
+        write_table(results, len(mutants), args.markdown)
+    table = write_table(results, len(mutants), args.markdown)
+    print(table)
+    killed = sum(1 for r in results if r[2] == "killed")
+    return 0 if killed == len(results) else 1
+
+
+def write_table(results, total, markdown):
+    """The results so far as a Markdown table (rewritten after each mutant, so an interrupted run
+    keeps what it measured)."""
+    lines = ["| mutant | file | result | note |", "|---|---|---|---|"]
+    for name, rel, status, note, _ in results:
+        lines.append(f"| `{name}` | `{rel}` | {status} | {note} |")
+    killed = sum(1 for r in results if r[2] == "killed")
+    lines.append("")
+    lines.append(f"{killed} of {len(results)} run killed ({total} mutants listed).")
+    table = "\n".join(lines)
+    if markdown:
+        with open(markdown, "w") as f:
+            f.write(table + "\n")
+    return table
+
+
+if __name__ == "__main__":
+    sys.exit(main())

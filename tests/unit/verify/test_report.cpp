@@ -1,0 +1,102 @@
+// The gate's report (verify/report.cpp): the JSON data block and the CI-log table, from reports
+// built by verify_extension over synthetic entries.
+#include "verify/gate.h"
+#include "verify/report.h"
+
+#include <gtest/gtest.h>
+
+using namespace forge;
+using namespace forge::verify;
+
+namespace {
+
+binary::Entry entry(std::string_view name, int kernels = 1) {
+    binary::Entry e;
+    e.file = "ext.so";
+    e.section = ".nv_fatbin";
+    e.target = *arch::parse_target(name);
+    if (e.target.kind == arch::Kind::Sass) e.kernels = kernels;
+    return e;
+}
+
+ExtensionReport report(std::initializer_list<binary::Entry> entries, std::string_view list,
+                       const Options& opts = {}, std::optional<std::string> member = {}) {
+    binary::Extension x;
+    x.file = "dist/pkg.whl";
+    x.member = std::move(member);
+    x.entries = entries;
+    return verify_extension(x, *arch::ArchList::parse(list), opts);
+}
+
+ExtensionReport passing() {
+    return report({entry("sm_80", 2), entry("sm_90"), entry("compute_90")}, "8.0 9.0+PTX", {},
+                  "pkg/_C.so");
+}
+
+ExtensionReport failing() {
+    Options o;
+    o.waivers.push_back({*arch::parse_target("sm_86"), "--allow-missing"});
+    return report({entry("sm_80"), entry("sm_100")}, "8.0 8.6 8.9 9.0", o, "pkg/_old.so");
+}
+
+} // namespace
+
+TEST(VerifyReport, JsonDataBlockOfOneExtension) {
+    const auto j = to_json(failing());
+    EXPECT_EQ(j["file"], "dist/pkg.whl");
+    EXPECT_EQ(j["member"], "pkg/_old.so");
+    EXPECT_EQ(j["expected"], (nlohmann::json{"sm_80", "sm_86", "sm_89", "sm_90"}));
+    EXPECT_EQ(j["sass"], (nlohmann::json{"sm_80", "sm_100"}));
+    EXPECT_EQ(j["ptx"], nlohmann::json::array());
+    EXPECT_EQ(j["missing_sass"], (nlohmann::json{"sm_89", "sm_90"}));
+    EXPECT_EQ(j["missing_families"], (nlohmann::json{"sm_9x"}));
+    EXPECT_EQ(j["extra"], (nlohmann::json{"sm_100"}));
+    EXPECT_EQ(j["waived"], (nlohmann::json{"sm_86 (--allow-missing)"}));
+    EXPECT_EQ(j["kernels"], (nlohmann::json{{"sm_100", 1}, {"sm_80", 1}}));
+    EXPECT_EQ(j["device_code"], true);
+    EXPECT_EQ(j["source"], "native");
+    EXPECT_EQ(j["verdict"], "fail");
+    ASSERT_EQ(j["checks"].size(), 4u);
+    EXPECT_EQ(j["checks"][0]["check"], "family");
+    EXPECT_EQ(j["checks"][0]["ok"], false);
+    EXPECT_EQ(j["checks"][3]["check"], "extra");
+    EXPECT_FALSE(j["checks"][3]["detail"].get<std::string>().empty());
+    EXPECT_EQ(to_json(passing())["verdict"], "pass");
+    EXPECT_TRUE(to_json(report({entry("sm_80")}, "8.0"))["member"].is_null());
+}
+
+TEST(VerifyReport, OverallVerdictNeedsEveryExtensionAndAtLeastOne) {
+    EXPECT_EQ(to_json(std::vector<ExtensionReport>{passing(), passing()})["verdict"], "pass");
+    EXPECT_EQ(to_json(std::vector<ExtensionReport>{passing(), failing()})["verdict"], "fail");
+    EXPECT_EQ(to_json(std::vector<ExtensionReport>{failing(), passing()})["verdict"], "fail");
+    // Nothing verified is not a pass.
+    const auto none = to_json(std::vector<ExtensionReport>{});
+    EXPECT_EQ(none["verdict"], "fail");
+    EXPECT_EQ(none["extensions"], nlohmann::json::array());
+    EXPECT_EQ(to_json(std::vector<ExtensionReport>{passing(), failing()})["extensions"].size(), 2u);
+}
+
+TEST(VerifyReport, TextTableNamesEveryExtensionCheckAndWaiver) {
+    const std::string text = to_text({passing(), failing()}, "--arch-list = 8.0 9.0+PTX");
+    EXPECT_NE(text.find("PASS  dist/pkg.whl [pkg/_C.so]\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("FAIL  dist/pkg.whl [pkg/_old.so]\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("  expected  sm_80 sm_90 compute_90   (from --arch-list = 8.0 9.0+PTX; "
+                        "read by native)\n"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("  found     sm_80 sm_90 compute_90\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("  found     sm_80 sm_100\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("  2. sass         FAIL  missing sm_89 sm_90\n"), std::string::npos)
+        << text;
+    EXPECT_NE(text.find("  4. extra        FAIL  "), std::string::npos) << text;
+    EXPECT_NE(text.find("  1. family       ok    "), std::string::npos) << text;
+    EXPECT_NE(text.find("  kernels   sm_80=2 sm_90=1\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("  waived    sm_86 (--allow-missing)\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("verdict: FAIL (2 extensions)\n"), std::string::npos) << text;
+    EXPECT_EQ(to_text({passing()}, "x").substr(to_text({passing()}, "x").rfind("verdict")),
+              "verdict: pass (1 extension)\n");
+    EXPECT_EQ(to_text({}, "x"), "verdict: FAIL (0 extensions)\n");
+    // Nothing found, nothing expected: shown as "-".
+    const std::string empty = to_text({report({}, "8.0")}, "x");
+    EXPECT_NE(empty.find("  found     -\n"), std::string::npos) << empty;
+}
