@@ -132,7 +132,7 @@ def case_package_arch_list_form(t):
     j = json.loads(run("resolve", "--cuda", "12.8", "--package", "sageattention", "--format", "json").stdout)
     check(j["arch_list"] == "8.0 8.6 8.9 9.0 10.0 12.0", j["arch_list"])  # no +PTX tail
     check(j["torch_arch_list"] == "8.0;8.6;8.9;9.0;10.0;12.0", j["torch_arch_list"])
-    check(j["ptx_added"] is None, j["ptx_added"])
+    check(j["ptx_added"] == [], j["ptx_added"])
     check(j["ptx_not_added"].startswith("packages/sageattention/arch_override.yml:forward_ptx: "),
           j["ptx_not_added"])
     check(j["wrapper"]["arch_list_separator"] == ";", j["wrapper"])

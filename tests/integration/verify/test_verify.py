@@ -293,22 +293,24 @@ def case_package_pure_python(t):
 def case_json(t):
     d = fixtures(t)
     rep = verify(t, f"{d}/arch90a.o", f"{d}/k2.fatbin", "--arch-list", "sm_75 compute_75", rc=1)
-    check_eq(set(rep), {"verdict", "extensions"}, "top-level keys")
+    check_eq(set(rep), {"verdict", "reason", "narrowed", "extensions", "missing_extensions",
+                        "expected_extensions"}, "top-level keys")
     check_eq(rep["verdict"], "fail", "verdict")
     keys = {"file", "member", "expected", "sass", "ptx", "lto", "missing_sass", "missing_ptx",
             "missing_families", "extra", "waived", "stub_only", "kernels", "toolkit_violations",
-            "device_code", "source", "verdict", "checks"}
+            "device_code", "source", "verdict", "checks", "ptx_without_kernels", "lost_gpus",
+            "host_only"}
     by_file = {}
     for e in rep["extensions"]:
         check_eq(set(e), keys, f"keys of {e['file']}")
         check(e["member"] is None, e)
         for c in e["checks"]:
-            check_eq(set(c), {"check", "ok", "detail"}, "check keys")
+            check_eq(set(c), {"check", "ok", "detail", "waived"}, "check keys")
             check(isinstance(c["ok"], bool) and c["detail"], c)
         by_file[os.path.basename(e["file"])] = e
     fat = by_file["k2.fatbin"]
     check_eq(fat["verdict"], "pass", "k2.fatbin")
-    check_eq((fat["sass"], fat["ptx"], fat["kernels"]), (["sm_75"], ["compute_75"], {"sm_75": 1}), "k2.fatbin")
+    check_eq((fat["sass"], fat["ptx"], fat["kernels"]), (["sm_75"], ["compute_75"], {"sm_75": 1, "compute_75": 1}), "k2.fatbin")
     obj = by_file["arch90a.o"]
     check_eq(obj["verdict"], "fail", "arch90a.o")
     check_eq((obj["sass"], obj["ptx"]), (["sm_90a"], ["compute_90", "compute_90a"]), "arch90a.o")
@@ -370,7 +372,9 @@ def case_kinds(t):
     # kernel-less nokernels.o).
     e = one(verify(t, f"{d}/libstatic.a", "--arch-list", "sm_80 compute_80 sm_120 sm_90a compute_90a", rc=0))
     check_eq(e["member"], None, "member")
-    check_eq(e["kernels"], {"sm_120": 2, "sm_80": 2, "sm_90a": 2}, "kernels")
+    # PTX images count their .entry kernels as cubins do.
+    check_eq(e["kernels"], {"compute_80": 2, "compute_90a": 2, "sm_120": 2, "sm_80": 2, "sm_90a": 2},
+             "kernels")
     e = one(verify(t, f"{d}/libstatic.a", "--arch-list", "sm_80 compute_80 sm_120", rc=1))
     check_eq(sorted(e["extra"]), ["compute_90a", "sm_90a"], "extra")
 

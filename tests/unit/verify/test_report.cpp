@@ -15,8 +15,20 @@ binary::Entry entry(std::string_view name, int kernels = 1) {
     e.file = "ext.so";
     e.section = ".nv_fatbin";
     e.target = *arch::parse_target(name);
-    if (e.target.kind == arch::Kind::Sass) e.kernels = kernels;
+    e.kernels = kernels; // PTX without an .entry counts as no device code, as a kernel-less cubin
     return e;
+}
+
+RunContext run_of(const std::vector<ExtensionReport>& reports) {
+    return {verdict(reports, {}), {}};
+}
+
+nlohmann::json run_json(const std::vector<ExtensionReport>& reports) {
+    return to_json(reports, run_of(reports));
+}
+
+std::string run_text(const std::vector<ExtensionReport>& reports, const std::string& source) {
+    return to_text(reports, source, run_of(reports));
 }
 
 ExtensionReport report(std::initializer_list<binary::Entry> entries, std::string_view list,
@@ -66,18 +78,18 @@ TEST(VerifyReport, JsonDataBlockOfOneExtension) {
 }
 
 TEST(VerifyReport, OverallVerdictNeedsEveryExtensionAndAtLeastOne) {
-    EXPECT_EQ(to_json(std::vector<ExtensionReport>{passing(), passing()})["verdict"], "pass");
-    EXPECT_EQ(to_json(std::vector<ExtensionReport>{passing(), failing()})["verdict"], "fail");
-    EXPECT_EQ(to_json(std::vector<ExtensionReport>{failing(), passing()})["verdict"], "fail");
+    EXPECT_EQ(run_json(std::vector<ExtensionReport>{passing(), passing()})["verdict"], "pass");
+    EXPECT_EQ(run_json(std::vector<ExtensionReport>{passing(), failing()})["verdict"], "fail");
+    EXPECT_EQ(run_json(std::vector<ExtensionReport>{failing(), passing()})["verdict"], "fail");
     // Nothing verified is not a pass.
-    const auto none = to_json(std::vector<ExtensionReport>{});
+    const auto none = run_json(std::vector<ExtensionReport>{});
     EXPECT_EQ(none["verdict"], "fail");
     EXPECT_EQ(none["extensions"], nlohmann::json::array());
-    EXPECT_EQ(to_json(std::vector<ExtensionReport>{passing(), failing()})["extensions"].size(), 2u);
+    EXPECT_EQ(run_json(std::vector<ExtensionReport>{passing(), failing()})["extensions"].size(), 2u);
 }
 
 TEST(VerifyReport, TextTableNamesEveryExtensionCheckAndWaiver) {
-    const std::string text = to_text({passing(), failing()}, "--arch-list = 8.0 9.0+PTX");
+    const std::string text = run_text({passing(), failing()}, "--arch-list = 8.0 9.0+PTX");
     EXPECT_NE(text.find("PASS  dist/pkg.whl [pkg/_C.so]\n"), std::string::npos) << text;
     EXPECT_NE(text.find("FAIL  dist/pkg.whl [pkg/_old.so]\n"), std::string::npos) << text;
     EXPECT_NE(text.find("  expected  sm_80 sm_90 compute_90   (from --arch-list = 8.0 9.0+PTX; "
@@ -86,17 +98,18 @@ TEST(VerifyReport, TextTableNamesEveryExtensionCheckAndWaiver) {
         << text;
     EXPECT_NE(text.find("  found     sm_80 sm_90 compute_90\n"), std::string::npos) << text;
     EXPECT_NE(text.find("  found     sm_80 sm_100\n"), std::string::npos) << text;
-    EXPECT_NE(text.find("  2. sass         FAIL  missing sm_89 sm_90\n"), std::string::npos)
+    EXPECT_NE(text.find("  2. sass         FAIL (waived: sm_86 — --allow-missing)  missing sm_89 sm_90\n"), std::string::npos)
         << text;
     EXPECT_NE(text.find("  4. extra        FAIL  "), std::string::npos) << text;
     EXPECT_NE(text.find("  1. family       ok    "), std::string::npos) << text;
-    EXPECT_NE(text.find("  kernels   sm_80=2 sm_90=1\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("  kernels   compute_90=1 sm_80=2 sm_90=1\n"), std::string::npos) << text;
     EXPECT_NE(text.find("  waived    sm_86 (--allow-missing)\n"), std::string::npos) << text;
-    EXPECT_NE(text.find("verdict: FAIL (2 extensions)\n"), std::string::npos) << text;
-    EXPECT_EQ(to_text({passing()}, "x").substr(to_text({passing()}, "x").rfind("verdict")),
+    EXPECT_NE(text.find("verdict: FAIL (2 extensions): 1 of 2 extension(s) fail\n"), std::string::npos) << text;
+    EXPECT_EQ(run_text({passing()}, "x").substr(run_text({passing()}, "x").rfind("verdict")),
               "verdict: pass (1 extension)\n");
-    EXPECT_EQ(to_text({}, "x"), "verdict: FAIL (0 extensions)\n");
+    EXPECT_EQ(run_text({}, "x").rfind("verdict: FAIL (0 extensions): no extension module at all", 0),
+              0u);
     // Nothing found, nothing expected: shown as "-".
-    const std::string empty = to_text({report({}, "8.0")}, "x");
+    const std::string empty = run_text({report({}, "8.0")}, "x");
     EXPECT_NE(empty.find("  found     -\n"), std::string::npos) << empty;
 }

@@ -106,9 +106,12 @@ int run_verify(int argc, char** argv) {
         }
         for (const auto& ext : *exts) {
             verify::Options module_opts = opts;
-            if (verify::expected_host_only(expected, ext.file, ext.member))
-                module_opts.allow_pure_python = true;
+            const bool named_host_only = verify::expected_host_only(expected, ext.file, ext.member);
+            if (named_host_only) module_opts.allow_pure_python = true;
             reports.push_back(verify::verify_extension(ext, resolution->list, module_opts));
+            // A module the package names with `device_code: false` is judged (and accepted
+            // without device code), not set aside as a vendored host library.
+            if (named_host_only) reports.back().host_only = false;
         }
     }
     const verify::ExtensionsReport ext_report = verify::check_extensions(expected, reports);
