@@ -495,3 +495,36 @@ TEST(ResolveNormalise, CombinationLeftOpenIsNamed) {
                n.find("--python") != std::string::npos && n.find("skipped") != std::string::npos;
     }));
 }
+
+TEST(ResolveNormalise, TwoMatchingCombinationsNameTheWinnerOrConflict) {
+    const auto dir = std::filesystem::path(FORGE_TEST_BINARY_DIR) / "resolve-combos" / "packages";
+    std::filesystem::create_directories(dir / "twice");
+    {
+        std::ofstream f(dir / "twice" / "arch_override.yml");
+        f << "arch_list: \"8.0 9.0\"\n";
+    }
+    auto write_matrix = [&](const std::string& second) {
+        std::ofstream f(dir / "twice" / "build_matrix.yml");
+        f << "combinations:\n"
+             "  - {cuda: \"12.8\", platform: linux_x86_64, arch_list: \"8.6\"}\n"
+             "  - {cuda: \"12.8\", torch: \"2.9\", arch_list: \""
+          << second << "\"}\n";
+    };
+    // The same list twice: the first wins, and a note says so.
+    write_matrix("8.6");
+    auto same =
+        must(resolve_with(mini(), "12.8", "2.9", "linux_x86_64", "twice", "", dir.string()));
+    EXPECT_EQ(same.source, "packages/twice/build_matrix.yml:combinations[0].arch_list");
+    EXPECT_TRUE(std::any_of(same.notes.begin(), same.notes.end(), [](const std::string& n) {
+        return n.find("combinations[0] and [1] both match; [0] won") != std::string::npos;
+    })) << fmt::format("{}", fmt::join(same.notes, " | "));
+    // Different lists: unusable input naming the second combination's line, never a silent pick.
+    write_matrix("9.0");
+    auto clash = resolve_with(mini(), "12.8", "2.9", "linux_x86_64", "twice", "", dir.string());
+    ASSERT_FALSE(clash.ok()) << "resolved to " << clash->list.to_string();
+    EXPECT_EQ(clash.error().exit_code, kExitInput);
+    EXPECT_NE(clash.error().to_string().find("different arch lists"), std::string::npos)
+        << clash.error().to_string();
+    ASSERT_TRUE(clash.error().line) << clash.error().to_string();
+    EXPECT_EQ(*clash.error().line, 3) << clash.error().to_string();
+}
