@@ -85,7 +85,8 @@ TEST(VerifyReport, OverallVerdictNeedsEveryExtensionAndAtLeastOne) {
     const auto none = run_json(std::vector<ExtensionReport>{});
     EXPECT_EQ(none["verdict"], "fail");
     EXPECT_EQ(none["extensions"], nlohmann::json::array());
-    EXPECT_EQ(run_json(std::vector<ExtensionReport>{passing(), failing()})["extensions"].size(), 2u);
+    EXPECT_EQ(run_json(std::vector<ExtensionReport>{passing(), failing()})["extensions"].size(),
+              2u);
 }
 
 TEST(VerifyReport, TextTableNamesEveryExtensionCheckAndWaiver) {
@@ -98,17 +99,22 @@ TEST(VerifyReport, TextTableNamesEveryExtensionCheckAndWaiver) {
         << text;
     EXPECT_NE(text.find("  found     sm_80 sm_90 compute_90\n"), std::string::npos) << text;
     EXPECT_NE(text.find("  found     sm_80 sm_100\n"), std::string::npos) << text;
-    EXPECT_NE(text.find("  2. sass         FAIL (waived: sm_86 — --allow-missing)  missing sm_89 sm_90\n"), std::string::npos)
+    EXPECT_NE(
+        text.find(
+            "  2. sass         FAIL (waived: sm_86 — --allow-missing)  missing sm_89 sm_90\n"),
+        std::string::npos)
         << text;
     EXPECT_NE(text.find("  4. extra        FAIL  "), std::string::npos) << text;
     EXPECT_NE(text.find("  1. family       ok    "), std::string::npos) << text;
     EXPECT_NE(text.find("  kernels   compute_90=1 sm_80=2 sm_90=1\n"), std::string::npos) << text;
     EXPECT_NE(text.find("  waived    sm_86 (--allow-missing)\n"), std::string::npos) << text;
-    EXPECT_NE(text.find("verdict: FAIL (2 extensions): 1 of 2 extension(s) fail\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("verdict: FAIL (2 extensions): 1 of 2 extension(s) fail\n"),
+              std::string::npos)
+        << text;
     EXPECT_EQ(run_text({passing()}, "x").substr(run_text({passing()}, "x").rfind("verdict")),
               "verdict: pass (1 extension)\n");
-    EXPECT_EQ(run_text({}, "x").rfind("verdict: FAIL (0 extensions): no extension module at all", 0),
-              0u);
+    EXPECT_EQ(
+        run_text({}, "x").rfind("verdict: FAIL (0 extensions): no extension module at all", 0), 0u);
     // Nothing found, nothing expected: shown as "-".
     const std::string empty = run_text({report({}, "8.0")}, "x");
     EXPECT_NE(empty.find("  found     -\n"), std::string::npos) << empty;

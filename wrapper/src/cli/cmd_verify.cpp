@@ -118,8 +118,8 @@ int run_verify(int argc, char** argv) {
     verify::RunContext run{verify::verdict(reports, opts), {}, &ext_report};
     if (!ext_report.pass()) {
         run.verdict.pass = false;
-        const std::string why = fmt::format("expected extension(s) absent or without device code: {}",
-                                            ext_report.check.detail);
+        const std::string why = fmt::format(
+            "expected extension(s) absent or without device code: {}", ext_report.check.detail);
         run.verdict.reason = run.verdict.reason.empty() ? why : run.verdict.reason + "; " + why;
     }
     for (const auto& n : resolution->narrowed)
