@@ -6,3 +6,5 @@ for c in "$NVCC_FORGE_TOOLS_DIR"/cuobjdump/nvidia/cu13/bin/cuobjdump "$NVCC_FORG
   if [ -x "$c" ]; then export NVCC_FORGE_CUOBJDUMP="$c"; break; fi
 done
 export FORGE_NVCC_TABLE_WHEELS="${FORGE_NVCC_TABLE_WHEELS:-$NVCC_FORGE_TOOLS_DIR/nvcc-tables}"
+# The clang-tidy the test command runs (a PyPI wheel, so every machine runs the same version).
+export FORGE_CLANG_TIDY_VERSION=22.1.8

@@ -11,7 +11,7 @@ tools_dir="${NVCC_FORGE_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/nvcc-forge-to
 apt_pkgs=(build-essential cmake ninja-build pkg-config ccache git python3 python3-pip
           libyaml-cpp-dev libboost-program-options-dev libboost-dev
           libfmt-dev nlohmann-json3-dev liblz4-dev libzstd-dev libzip-dev
-          libgtest-dev libgmock-dev clang-14 clang-tidy-14 clang-format-14 libclang-rt-14-dev zip unzip util-linux python3-yaml python3-venv)
+          libgtest-dev libgmock-dev clang-14 clang-format-14 libclang-rt-14-dev zip unzip util-linux python3-yaml python3-venv)
 missing=()
 for p in "${apt_pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -34,6 +34,13 @@ mkdir -p "$tools_dir"
 if [ ! -x "$tools_dir/cuobjdump/nvidia/cu13/bin/cuobjdump" ] && [ ! -x "$tools_dir/cuobjdump/nvidia/cuda_cuobjdump/bin/cuobjdump" ]; then
   echo "install-deps: pip install nvidia-cuda-cuobjdump -> $tools_dir/cuobjdump"
   $py -m pip install -q --disable-pip-version-check --no-deps --target "$tools_dir/cuobjdump" nvidia-cuda-cuobjdump
+fi
+# clang-tidy, pinned (.ci/env.sh): one version on every machine; see .ci/tidy for why this one.
+source "$here/env.sh"
+ct_dir="$tools_dir/clang-tidy-$FORGE_CLANG_TIDY_VERSION"
+if [ ! -x "$ct_dir/clang_tidy/data/bin/clang-tidy" ]; then
+  echo "install-deps: pip install clang-tidy==$FORGE_CLANG_TIDY_VERSION -> $ct_dir"
+  $py -m pip install -q --disable-pip-version-check --no-deps --target "$ct_dir" "clang-tidy==$FORGE_CLANG_TIDY_VERSION"
 fi
 # A second, older toolkit for the multi-toolkit bundle tests.
 if [ -x "$root/tests/integration/toolkits/install_cu128.sh" ] || [ -f "$root/tests/integration/toolkits/install_cu128.sh" ]; then

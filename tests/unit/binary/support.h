@@ -19,6 +19,11 @@
 
 namespace forge::binary::test {
 
+// Whether the error's message (file, offset and text) contains `text`.
+inline bool mentions(const Error& e, const std::string& text) {
+    return e.to_string().find(text) != std::string::npos;
+}
+
 // The fixtures, built once per build tree (the script is idempotent and locks): the directory,
 // or why there is none. `skip` only when the script says nvcc is absent (exit 77); any other
 // failure of the script is a failure of every test that needs the fixtures, never a skip.
@@ -31,7 +36,13 @@ struct FixtureDir {
 inline const FixtureDir& fixture_dir() {
     static const FixtureDir fixtures = [] {
         FixtureDir f;
-        const std::string out = std::string(FORGE_TEST_BINARY_DIR) + "/binary-fixtures";
+        // FORGE_TEST_BINARY_FIXTURES lets a second build tree (the sanitizer build of the test
+        // command) reuse the first one's fixtures instead of running nvcc ~25 times again: the
+        // script's stamp (its own hash and the sources') says whether they are current.
+        const char* shared = std::getenv("FORGE_TEST_BINARY_FIXTURES");
+        const std::string out = shared && *shared
+                                    ? std::string(shared)
+                                    : std::string(FORGE_TEST_BINARY_DIR) + "/binary-fixtures";
         const std::string log = out + ".log";
         const std::string cmd = std::string("bash '") + FORGE_TEST_SOURCE_DIR +
                                 "/fixtures/binary/make_fixtures.sh' '" + out + "' >'" + log +

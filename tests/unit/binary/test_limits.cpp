@@ -12,10 +12,6 @@
 namespace forge::binary::test {
 namespace {
 
-bool mentions(const Error& e, const std::string& text) {
-    return e.to_string().find(text) != std::string::npos;
-}
-
 // The ELF from elf_with() with `copies` extra section headers that repeat the first section's.
 std::vector<std::uint8_t> with_repeated_section(std::vector<std::uint8_t> elf, std::size_t copies) {
     Buf b{std::move(elf)};

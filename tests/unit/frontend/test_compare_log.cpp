@@ -1,4 +1,5 @@
 // The comparison (suffix folding, LTO), the JSON log record and its summary, the stderr drop line.
+#include "../temp_dir.h"
 #include "frontend/compare.h"
 #include "frontend/compile_log.h"
 
@@ -26,13 +27,7 @@ std::vector<arch::Target> policy_of(const char* list) {
     return arch::ArchList::parse(list)->targets();
 }
 
-fs::path temp_dir(const std::string& name) {
-    fs::path p = fs::path(FORGE_TEST_BINARY_DIR) / "frontend_tmp" /
-                 (name + "." + std::to_string(::getpid()));
-    fs::remove_all(p);
-    fs::create_directories(p);
-    return p;
-}
+using forge::test::temp_dir;
 
 } // namespace
 

@@ -1,4 +1,5 @@
 // Finding the real nvcc without finding ourselves, the shadow CUDA root, shell quoting, the cache.
+#include "../temp_dir.h"
 #include "frontend/config.h"
 #include "frontend/shim.h"
 #include "toolkit/locate.h"
@@ -20,13 +21,7 @@ using namespace forge::toolkit;
 
 namespace {
 
-fs::path temp_dir(const std::string& name) {
-    fs::path p = fs::path(FORGE_TEST_BINARY_DIR) / "frontend_tmp" /
-                 (name + "." + std::to_string(::getpid()));
-    fs::remove_all(p);
-    fs::create_directories(p);
-    return fs::canonical(p);
-}
+using forge::test::temp_dir;
 
 void write_exe(const fs::path& p, const std::string& text = "#!/bin/sh\nexit 0\n") {
     fs::create_directories(p.parent_path());

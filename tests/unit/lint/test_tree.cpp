@@ -1,6 +1,7 @@
 // lint_tree on fixture trees written after the real patterns (tests/fixtures/lint/): the
 // flash-attention ladder, the SageAttention whitelist, the pointnet2_ops override, NATTEN-style
 // arch-specific CMake targets, a clean tree; plus lint_ignore, the walk and its errors.
+#include "helpers.h"
 #include "lint/lint.h"
 #include "lint/report.h"
 
@@ -24,11 +25,7 @@ const fs::path kFixtures = fs::path(FORGE_TEST_FIXTURES) / "lint";
 // The farm's default x86 row for CUDA 12.8 without the opt-in 8.9.
 constexpr std::string_view kPolicyNoAda = "8.0 8.6 9.0 10.0 12.0+PTX";
 
-arch::ArchList L(std::string_view text) {
-    auto r = arch::ArchList::parse(text, "test");
-    EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().to_string());
-    return r.ok() ? *r : arch::ArchList{};
-}
+using forge::lint::test::L;
 
 using Hit = std::tuple<std::string, int, std::string, std::string>; // file, line, rule, needs
 

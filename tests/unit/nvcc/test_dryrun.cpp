@@ -36,12 +36,7 @@ std::string nvcc_path() {
     return "/usr/local/cuda/bin/nvcc";
 }
 
-std::string names(const std::set<Target>& ts) {
-    std::string s;
-    for (const auto& t : ts)
-        s += (s.empty() ? "" : " ") + t.name();
-    return s;
-}
+using testing::names;
 
 Argv words(const std::string& s) {
     Argv out;

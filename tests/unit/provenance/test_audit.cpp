@@ -1,7 +1,9 @@
 // audit: each status from crafted extensions, provenance records, the ledger, the file sweep,
 // and the JSON keys. Real nvcc-built files run through the CLI in tests/integration/provenance.
+#include "../temp_dir.h"
 #include "provenance/audit.h"
 #include "provenance/stamp.h"
+#include "support.h"
 
 #include <gtest/gtest.h>
 
@@ -14,14 +16,7 @@ using namespace forge::provenance;
 
 namespace {
 
-binary::Entry entry(const std::string& target, int kernels = 1) {
-    binary::Entry e;
-    e.file = "x.so";
-    e.target = *arch::parse_target(target);
-    e.kernels = kernels;
-    e.stub = target.starts_with("sm_") && kernels == 0;
-    return e;
-}
+using forge::provenance::test::entry;
 
 // One extension carrying `targets` ("sm_80", "compute_90", "stub:sm_89").
 std::vector<binary::Extension> carrying(std::vector<std::string> targets) {
@@ -53,12 +48,7 @@ Provenance prov(const std::string& list, std::optional<long> epoch = 3) {
     return *p;
 }
 
-fs::path temp_dir(const std::string& name) {
-    auto d = fs::temp_directory_path() / ("forge_audit_" + name + "_" + std::to_string(::getpid()));
-    fs::remove_all(d);
-    fs::create_directories(d);
-    return d;
-}
+using forge::test::temp_dir;
 
 } // namespace
 

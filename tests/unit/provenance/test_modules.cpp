@@ -2,6 +2,7 @@
 #include "provenance/audit.h"
 #include "provenance/modules.h"
 #include "provenance/stamp.h"
+#include "support.h"
 
 #include <gtest/gtest.h>
 
@@ -10,14 +11,7 @@ using namespace forge::provenance;
 
 namespace {
 
-binary::Entry entry(const std::string& target, int kernels = 1) {
-    binary::Entry e;
-    e.file = "x.whl";
-    e.target = *arch::parse_target(target);
-    e.kernels = kernels;
-    e.stub = target.starts_with("sm_") && kernels == 0;
-    return e;
-}
+using forge::provenance::test::entry;
 
 binary::Extension module(const std::string& member, std::vector<binary::Entry> entries) {
     binary::Extension ext;

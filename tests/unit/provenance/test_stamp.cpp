@@ -1,5 +1,6 @@
 // stamp: the record, RECORD lines, the wheel rewrite (members byte for byte, RECORD, re-stamp),
 // the ledger, and bad input.
+#include "../temp_dir.h"
 #include "policy/sha256.h"
 #include "provenance/stamp.h"
 
@@ -27,12 +28,7 @@ EnvLookup env_of(std::map<std::string, std::string> vars) {
     };
 }
 
-fs::path temp_dir(const std::string& name) {
-    auto d = fs::temp_directory_path() / ("forge_stamp_" + name + "_" + std::to_string(::getpid()));
-    fs::remove_all(d);
-    fs::create_directories(d);
-    return d;
-}
+using forge::test::temp_dir;
 
 struct Member {
     std::string name;

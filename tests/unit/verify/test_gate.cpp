@@ -1,5 +1,7 @@
 #include "verify/gate.h"
 
+#include "support.h"
+
 #include <gtest/gtest.h>
 
 using namespace forge;
@@ -7,15 +9,7 @@ using namespace forge::verify;
 
 namespace {
 
-binary::Entry entry(std::string_view name, int kernels = 1, bool stub = false) {
-    binary::Entry e;
-    e.file = "ext.so";
-    e.section = ".nv_fatbin";
-    e.target = *arch::parse_target(name);
-    e.kernels = kernels; // cubins: .text.* sections; PTX: .entry directives
-    e.stub = stub;
-    return e;
-}
+using forge::verify::test::entry;
 
 binary::Extension ext(std::initializer_list<binary::Entry> entries) {
     binary::Extension x;

@@ -3,6 +3,8 @@
 #include "verify/gate.h"
 #include "verify/report.h"
 
+#include "support.h"
+
 #include <gtest/gtest.h>
 
 using namespace forge;
@@ -10,14 +12,7 @@ using namespace forge::verify;
 
 namespace {
 
-binary::Entry entry(std::string_view name, int kernels = 1) {
-    binary::Entry e;
-    e.file = "ext.so";
-    e.section = ".nv_fatbin";
-    e.target = *arch::parse_target(name);
-    e.kernels = kernels; // PTX without an .entry counts as no device code, as a kernel-less cubin
-    return e;
-}
+using forge::verify::test::entry;
 
 RunContext run_of(const std::vector<ExtensionReport>& reports) {
     return {verdict(reports, {}), {}};

@@ -88,8 +88,8 @@ std::vector<CoverageRow> coverage(const std::vector<Target>& targets, const std:
             // reading that counted Tegra CCs as same-major native (docs/arch-rules.md).
             if (same_major_cubin)
                 row.why += fmt::format("; Tegra CC {} does not run desktop sm_{}x cubins (needs "
-                                       "sm_{}; flash-attention #1146, jax #22723; ADR-0012's tier "
-                                       "list is wrong here)",
+                                       "sm_{}; flash-attention #1146, jax #22723; a tier list that "
+                                       "counts same-major cubins is wrong here)",
                                        cc_string(gpu.sm), sm_major(gpu.sm), gpu.sm);
         }
         rows.push_back(std::move(row));

@@ -7,7 +7,6 @@
 
 namespace forge::lint {
 
-using scan::is_digit;
 using scan::trim;
 
 Result<LintIgnore> parse_lint_ignore(std::string_view entry, std::string_view origin) {

@@ -1,19 +1,12 @@
 #include "lint/lex.h"
 
+#include "lint/chars.h"
+
 #include <algorithm>
 
 namespace forge::lint {
 namespace {
 
-bool is_ident_start(char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-}
-bool is_ident_char(char c) {
-    return is_ident_start(c) || (c >= '0' && c <= '9');
-}
-bool is_digit(char c) {
-    return c >= '0' && c <= '9';
-}
 bool is_space(char c) {
     return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
 }

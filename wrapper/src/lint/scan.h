@@ -5,6 +5,7 @@
 
 #include "arch/arch.h"
 #include "arch/coverage.h"
+#include "lint/chars.h"
 #include "lint/finding.h"
 
 #include <algorithm>
@@ -16,16 +17,6 @@
 #include <vector>
 
 namespace forge::lint::scan {
-
-inline bool is_ident_start(char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-}
-inline bool is_ident_char(char c) {
-    return is_ident_start(c) || (c >= '0' && c <= '9');
-}
-inline bool is_digit(char c) {
-    return c >= '0' && c <= '9';
-}
 
 std::string lower(std::string_view s);
 std::string trim(std::string_view s);

@@ -2,14 +2,13 @@
 
 #include <cctype>
 
+#include "core/file.h"
 #include "policy/versions.h"
 #include "policy/yaml_util.h"
 
 #include <algorithm>
 #include <cctype>
 #include <fmt/format.h>
-#include <fstream>
-#include <sstream>
 
 namespace forge::policy {
 
@@ -17,14 +16,6 @@ namespace fs = std::filesystem;
 using yamlx::error_at;
 
 namespace {
-
-Result<std::string> read_all(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    if (!in) return Error{"cannot read file", p.string()};
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
 
 Result<OverrideValue> parse_value(const std::string& file, const YAML::Node& node,
                                   const std::string& where) {
@@ -362,14 +353,14 @@ Result<PackageOverride> load_package(const fs::path& packages_dir, std::string_v
         }
         PackageOverride pkg;
         if (has_ov) {
-            auto text = read_all(ov);
+            auto text = read_file(ov);
             if (!text) return std::move(text).error();
             auto parsed = parse_arch_override(*text, ov.string());
             if (!parsed) return std::move(parsed).error();
             pkg = std::move(*parsed);
         }
         if (has_bm) {
-            auto text = read_all(bm);
+            auto text = read_file(bm);
             if (!text) return std::move(text).error();
             FORGE_TRY_STATUS(parse_build_matrix(*text, bm.string(), pkg));
         }

@@ -1,13 +1,12 @@
 #include "policy/policy_file.h"
 
+#include "core/file.h"
 #include "policy/sha256.h"
 #include "policy/versions.h"
 #include "policy/yaml_util.h"
 
 #include <algorithm>
 #include <fmt/format.h>
-#include <fstream>
-#include <sstream>
 
 namespace forge::policy {
 
@@ -29,14 +28,6 @@ std::vector<std::string_view> split_words(std::string_view s) {
         i = j;
     }
     return out;
-}
-
-Result<std::string> read_all(const std::filesystem::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    if (!in) return Error{"cannot read file", p.string()};
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
 }
 
 // A required, non-empty `reason:` (every row says why it is what it is).
@@ -331,7 +322,7 @@ Result<PolicyData> parse_policy(std::string_view text, const std::string& file) 
 }
 
 Result<PolicyData> load_policy(const std::filesystem::path& file) {
-    auto text = read_all(file);
+    auto text = read_file(file);
     if (!text) return std::move(text).error();
     return parse_policy(*text, file.string());
 }
@@ -377,7 +368,7 @@ Result<std::vector<arch::Gpu>> parse_gpus(std::string_view text, const std::stri
 }
 
 Result<std::vector<arch::Gpu>> load_gpus(const std::filesystem::path& file) {
-    auto text = read_all(file);
+    auto text = read_file(file);
     if (!text) return std::move(text).error();
     return parse_gpus(*text, file.string());
 }

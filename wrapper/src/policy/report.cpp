@@ -62,11 +62,12 @@ std::string cc_list(const std::vector<const arch::CoverageRow*>& rows) {
 std::string gap_sentence(const arch::GapFinding& g) {
     if (g.has_ptx_net)
         return fmt::format("major {} has no cubin; {} PTX below it is the JIT net", g.major, g.net);
-    return fmt::format(
-        "major {} has no cubin and no PTX below it: add +PTX on {} (ADR-0012's second PTX) or a "
-        "cubin for it",
-        g.major,
-        g.suggested_sm > 0 ? arch::cc_string(g.suggested_sm) : std::string("the arch below"));
+    return fmt::format("major {} has no cubin and no PTX below it: add +PTX on {} (the second PTX, "
+                       "below the gap) or a "
+                       "cubin for it",
+                       g.major,
+                       g.suggested_sm > 0 ? arch::cc_string(g.suggested_sm)
+                                          : std::string("the arch below"));
 }
 
 } // namespace
@@ -334,7 +335,7 @@ std::vector<MatrixCell> policy_matrix(const PolicyData& policy, const PackageOve
         if (!policy.torch_runnable_aarch64.count(cuda) && cells.back().resolution)
             cells.back().resolution->notes.push_back(
                 fmt::format("torch clamp not applied: no torch_runnable_aarch64[{}] row (PyTorch's "
-                            "SBSA wheels are not in ADR-0012's table)",
+                            "SBSA wheels are not in the torch_runnable table)",
                             cuda));
     }
     return cells;

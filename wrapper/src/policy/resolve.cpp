@@ -258,7 +258,7 @@ Result<Resolution> resolve_loaded(const ResolveRequest& req, const PolicyData& p
             // snapshot torch_runnable was read from (policy/arch_policy.yml).
             res.notes.push_back(
                 fmt::format("torch clamp not applied: no torch_runnable_aarch64[{}] row (the "
-                            "ADR-0012 table covers PyTorch's x86-64 wheels only)",
+                            "torch_runnable table covers PyTorch's x86-64 wheels only)",
                             cuda));
         } else if (it == table.end()) {
             return input_error(

@@ -1,10 +1,10 @@
 #include "policy/yaml_util.h"
 
+#include "core/file.h"
+
 #include <charconv>
 #include <fmt/format.h>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 namespace forge::policy::yamlx {
 
@@ -34,11 +34,9 @@ Result<YAML::Node> load_text(std::string_view text, const std::string& file) {
 }
 
 Result<YAML::Node> load_file(const std::filesystem::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return Error{"cannot read file", path.string()};
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return load_text(ss.str(), path.string());
+    auto text = read_file(path);
+    if (!text) return std::move(text).error();
+    return load_text(*text, path.string());
 }
 
 namespace {

@@ -19,10 +19,6 @@
 namespace forge::provenance {
 namespace {
 
-bool ends_with(std::string_view s, std::string_view suffix) {
-    return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 bool has_gpu_code(const binary::Extension& e) {
     return !e.entries.empty();
 }
@@ -304,7 +300,7 @@ AuditResult audit_file(const std::string& file, const Ledger* ledger, const Audi
     std::optional<Provenance> provenance;
     std::string ledger_note;
     const std::string filename = std::filesystem::path(file).filename().string();
-    if (ends_with(filename, ".whl")) {
+    if (filename.ends_with(".whl")) {
         auto stamp = read_stamp(file);
         if (!stamp) return unreadable(stamp.error());
         if (*stamp) {
@@ -330,7 +326,7 @@ AuditResult audit_file(const std::string& file, const Ledger* ledger, const Audi
     }
     AuditResult r = classify(file, *exts, provenance, policy);
     if (!ledger_note.empty()) r.details.push_back(ledger_note);
-    if (ledger && ends_with(filename, ".whl")) {
+    if (ledger && filename.ends_with(".whl")) {
         std::string previous_name;
         if (const LedgerEntry* previous = previous_wheel(*ledger, filename, &previous_name))
             check_lost_extensions(r, *exts, *previous, previous_name);
@@ -343,7 +339,7 @@ Result<std::vector<std::string>> collect_audit_files(const std::vector<std::stri
     std::set<std::string> out;
     auto wanted = [](const fs::path& p) {
         std::string name = p.filename().string();
-        return ends_with(name, ".whl") || ends_with(name, ".so") || ends_with(name, ".pyd") ||
+        return name.ends_with(".whl") || name.ends_with(".so") || name.ends_with(".pyd") ||
                name.find(".so.") != std::string::npos;
     };
     for (const auto& path : paths) {

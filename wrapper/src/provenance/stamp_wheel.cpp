@@ -56,13 +56,9 @@ std::vector<std::string> member_names(zip_t* z) {
     return out;
 }
 
-bool ends_with(std::string_view s, std::string_view suffix) {
-    return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 bool is_extension_name(std::string_view name) {
-    return ends_with(name, ".so") || name.find(".so.") != std::string_view::npos ||
-           ends_with(name, ".pyd");
+    return name.ends_with(".so") || name.find(".so.") != std::string_view::npos ||
+           name.ends_with(".pyd");
 }
 
 Result<std::string> read_member(zip_t* z, zip_uint64_t index, const std::string& path,
@@ -119,7 +115,7 @@ Result<WheelLayout> layout_of(zip_t* z, const std::string& path) {
         auto slash = n.find('/');
         if (slash == std::string::npos || n.substr(slash + 1) != "RECORD") continue;
         std::string dir = n.substr(0, slash);
-        if (!ends_with(dir, ".dist-info")) continue;
+        if (!dir.ends_with(".dist-info")) continue;
         if (!l.dist_info.empty() && l.dist_info != dir) {
             Error e{fmt::format("two .dist-info directories ({} and {})", l.dist_info, dir), path};
             return e;
@@ -136,7 +132,7 @@ Result<WheelLayout> layout_of(zip_t* z, const std::string& path) {
         auto slash = n.find('/');
         if (slash == std::string::npos || slash == 0) continue;
         std::string dir = n.substr(0, slash);
-        if (ends_with(dir, ".dist-info") || ends_with(dir, ".data")) continue;
+        if (dir.ends_with(".dist-info") || dir.ends_with(".data")) continue;
         if (std::find(dirs.begin(), dirs.end(), dir) == dirs.end()) dirs.push_back(dir);
         if (is_extension_name(n) &&
             std::find(with_extension.begin(), with_extension.end(), dir) == with_extension.end())
@@ -302,7 +298,7 @@ Result<std::optional<StampFound>> read_stamp(const std::string& wheel_path) {
         if (slash == std::string::npos || n.find('/', slash + 1) != std::string::npos) continue;
         if (n.substr(slash + 1) != kBuildInfoName) continue;
         std::string dir = n.substr(0, slash + 1);
-        if (ends_with(dir, ".dist-info/")) continue;
+        if (dir.ends_with(".dist-info/")) continue;
         bool has_extension = std::any_of(names.begin(), names.end(), [&](const std::string& m) {
             return m.starts_with(dir) && is_extension_name(m);
         });

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# A fuzzing campaign on a many-core machine: every target in BIN_DIR run with WORKERS parallel
+# libFuzzer jobs (one shared corpus per target, seeded from bench/fuzz/corpus) until RUNS
+# executions per worker or SECONDS per target, then one summary line per target: executions
+# summed over the workers, the largest coverage (edges) and features any worker reached, the
+# corpus size, crashes. Exit 1 when any target left a crash, timeout or leak artifact.
+#   bench/fuzz/campaign.sh BIN_DIR [WORKERS] [RUNS_PER_WORKER] [SECONDS_PER_TARGET] [WORK]
+# The binaries come from bench/fuzz/run.sh (FUZZ_WORK=DIR bench/fuzz/run.sh 1 builds them).
+set -uo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+BIN="$(cd "${1:?usage: campaign.sh BIN_DIR [WORKERS] [RUNS] [SECONDS] [WORK]}" && pwd)"
+WORKERS="${2:-$(nproc)}"
+RUNS="${3:-700000}"
+SECONDS_PER_TARGET="${4:-180}"
+WORK="${5:-/tmp/nvcc-forge-campaign}"
+mkdir -p "$WORK"
+status=0
+printf '%-12s %12s %8s %8s %8s %8s %s\n' target executions cov ft corpus seconds artifacts
+for exe in "$BIN"/fuzz_*; do
+  target="$(basename "$exe")"
+  corpus="$WORK/corpus-$target"; logs="$WORK/logs-$target"; artifacts="$WORK/artifacts-$target/"
+  mkdir -p "$corpus" "$logs" "$artifacts"
+  t0=$(date +%s)
+  (cd "$logs" && "$exe" "$corpus" "$HERE/corpus" -jobs="$WORKERS" -workers="$WORKERS" \
+     -runs="$RUNS" -max_total_time="$SECONDS_PER_TARGET" -rss_limit_mb=2048 -timeout=10 \
+     -max_len=65536 -artifact_prefix="$artifacts" -print_final_stats=1 >/dev/null 2>&1)
+  t1=$(date +%s)
+  execs=0; cov=0; ft=0
+  for log in "$logs"/fuzz-*.log; do
+    [ -f "$log" ] || continue
+    n=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*$')
+    execs=$((execs + ${n:-0}))
+    c=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*$'); c=${c:-0}
+    f=$(grep -o 'ft: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*$'); f=${f:-0}
+    ((c > cov)) && cov=$c
+    ((f > ft)) && ft=$f
+  done
+  nart=$(find "$artifacts" -type f | wc -l)
+  ((nart > 0)) && status=1
+  printf '%-12s %12s %8s %8s %8s %8s %s\n' "$target" "$execs" "$cov" "$ft" \
+    "$(find "$corpus" -type f | wc -l)" "$((t1 - t0))" "$nart"
+done
+exit $status
