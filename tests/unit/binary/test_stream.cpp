@@ -229,6 +229,12 @@ TEST(BinaryStream, HostileStreamsFailWithTheEntryOffsetLikeTheWholeImage) {
         EntrySpec less = good;
         less.uncompressed_size = cubin.size() - 4096;
         EXPECT_TRUE(mentions(must_fail(fatbin_bytes({less}), opts), "header says"));
+        // The same for an image small enough to be decoded in one call.
+        EntrySpec small = zstd_entry(layered_cubin(4096, forge::test::test_seed(22)));
+        small.compressed_size /= 2;
+        e = must_fail(fatbin_bytes({small}), opts);
+        EXPECT_EQ(e.offset, payload_at) << e.to_string();
+        EXPECT_TRUE(mentions(e, "corrupt zstd payload")) << e.to_string();
         // A frame whose image is not a cubin.
         std::vector<std::uint8_t> junk(300000, 0x41);
         EXPECT_TRUE(

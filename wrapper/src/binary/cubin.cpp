@@ -482,6 +482,21 @@ std::optional<CubinInfo> inspect_zstd_cubin(const Bytes& stream, std::uint64_t u
     if (!s.image.reserve(uncompressed_size)) return std::nullopt;
     if (s.chunk.empty()) s.chunk.resize(ZSTD_DStreamOutSize());
     const Bytes image{s.image.data(), uncompressed_size, 0};
+    if (uncompressed_size <= prefix_bytes) {
+        // The whole image is the prefix (most cubins: the median in libcublasLt.so.13 is 5 KB):
+        // one call decodes it straight into the worker's reused pages, with the semantics of
+        // decompress_payload's ZSTD_decompress, and inspect_cubin reads it as a whole.
+        if (s.dctx == nullptr) s.dctx = ZSTD_createDCtx();
+        if (s.dctx == nullptr) return std::nullopt;
+        const std::size_t n =
+            ZSTD_decompressDCtx(s.dctx, s.image.data(), static_cast<std::size_t>(uncompressed_size),
+                                stream.data(), static_cast<std::size_t>(stream.size()));
+        std::optional<CubinInfo> whole;
+        if (!ZSTD_isError(n) && n == uncompressed_size)
+            if (auto info = inspect_cubin(image, where)) whole = std::move(*info);
+        s.after_frame();
+        return whole;
+    }
 
     Kept kept;
     kept.ranges.emplace_back(0,

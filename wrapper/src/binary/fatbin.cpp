@@ -39,7 +39,9 @@ class HeaderWindow {
     }
 
   private:
-    static constexpr std::uint64_t kBlock = 1024;
+    // A page: the headers of entries with payloads up to a few KiB (most cubins of a large
+    // library, compressed) come with the read of the one before.
+    static constexpr std::uint64_t kBlock = 4096;
     Bytes r_;
     std::array<std::uint8_t, kBlock> buf_{};
     std::uint64_t lo_ = 0;

@@ -441,7 +441,10 @@ class Reader {
             } catch (const std::bad_alloc&) { // a worker must not take the process down
                 errors[k] = out_of_memory(where, t.fatbin_entry->offset, "a cubin");
             }
-            release_pages(t.fatbin_entry->payload.data(), t.fatbin_entry->payload.size());
+            // What describe_cubin read of the payload leaves the resident set; a compressed one
+            // it did not open (no --toolkit) was never touched.
+            if (opts_.inspect_payloads || t.fatbin_entry->compression == Compression::None)
+                release_pages(t.fatbin_entry->payload.data(), t.fatbin_entry->payload.size());
         };
         unsigned threads = 1;
         if (opts_.inspect_payloads && cubins.size() >= 16)

@@ -79,7 +79,7 @@ struct ReadOptions {
     // read parts lie further in is decompressed whole, which stays exact.
     std::uint64_t stream_prefix_bytes = 256u << 10;
     // What the streaming workers may hold at once (their decoders' windows and kept bytes).
-    std::uint64_t max_stream_bytes = 48u << 20;
+    std::uint64_t max_stream_bytes = 32u << 20;
     // Payload workers at most (hardware_concurrency below that).
     unsigned max_threads = 16;
     ReadStats* stats = nullptr; // counts how each inspected cubin was read, when set
