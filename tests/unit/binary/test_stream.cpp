@@ -294,8 +294,9 @@ TEST(BinaryStream, ListingFaultsInNoPayloadPage) {
     ASSERT_TRUE(fatbins.ok()) << fatbins.error().to_string();
     ASSERT_EQ(fatbins->size(), 1u);
     EXPECT_EQ((*fatbins)[0].entries.size(), 400u);
-    // The entries' own heap (400 x ~120 bytes) takes a few faults; 400 headers would take 400.
-    EXPECT_LT(after.ru_minflt - before.ru_minflt, 100) << "page faults while walking headers";
+    // The entries' own heap (400 x ~120 bytes) takes a few dozen faults (more under a
+    // sanitizer's allocator); touching the 400 headers would add 400.
+    EXPECT_LT(after.ru_minflt - before.ru_minflt, 200) << "page faults while walking headers";
 }
 
 TEST(BinaryStream, CopyBytesReadsMappedAndPlainMemoryAlike) {
