@@ -188,6 +188,12 @@ MUTANTS = [
     ("cubin.kernels_uncounted", "wrapper/src/binary/cubin.cpp",
      'if (s.name.starts_with(".text.")) ++info.kernels;', "(void)s;",
      ["test_binary"] + TOOLS, r"^(Binary|binary\.list\.toolkit|verify\.)"),
+    ("stream.kept_unchecked", "wrapper/src/binary/cubin.cpp",
+     "if (usable && kept_covers_reads(*elf, image, kept))", "if (usable)",
+     ["test_binary"], r"^BinaryStream\."),
+    ("stream.no_second_pass", "wrapper/src/binary/cubin.cpp",
+     "const bool second = stream_pass(s, stream, uncompressed_size, fresh, stop_at);",
+     "const bool second = false;", ["test_binary"], r"^BinaryStream\."),
     # ---- the wrapper (frontend/): last, its integration tests build with the real nvcc ----
     ("frontend.observe_injects", "wrapper/src/frontend/wrapper.cpp",
      "if (mode == Mode::Observe) {", "if (false) {", TOOLS, r"^(frontend\.(flash_ladder_observe|launcher_and_ccache|arch_specific_sm90a)|cmake\.observe\.Ninja)"),

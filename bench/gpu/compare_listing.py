@@ -149,23 +149,44 @@ def main():
     perf = {}
     if torch_so:
         size_mb = os.path.getsize(torch_so) / 1e6
-        native = [run_rss([FORGE, "list", "--format", "json", torch_so]) for _ in range(5)]
-        native_tk = [run_rss([FORGE, "list", "--toolkit", "--format", "json", torch_so]) for _ in range(3)]
+        # Interleaved rounds (text list, JSON list, --toolkit), each process timed from fork to
+        # reap (spawn included); medians of the wall times, the largest peak RSS of each.
+        rounds, tk_rounds = int(os.environ.get("LIST_ROUNDS", 21)), int(os.environ.get("TOOLKIT_ROUNDS", 11))
+        native_text, native, native_tk = [], [], []
+        for i in range(max(rounds, tk_rounds)):
+            if i < rounds:
+                native_text.append(run_rss([FORGE, "list", torch_so]))
+                native.append(run_rss([FORGE, "list", "--format", "json", torch_so]))
+            if i < tk_rounds:
+                native_tk.append(run_rss([FORGE, "list", "--toolkit", "--format", "json", torch_so]))
         elf = run_rss([CUOBJDUMP, "--list-elf", torch_so])
         ptx = run_rss([CUOBJDUMP, "--list-ptx", torch_so])
+        med_text = statistics.median(w for w, _, _ in native_text)
         med = statistics.median(w for w, _, _ in native)
         med_tk = statistics.median(w for w, _, _ in native_tk)
+        both = elf[0] + ptx[0]
         perf = {
-            "file": torch_so, "size_mb": round(size_mb, 1),
+            "file": torch_so, "size_mb": round(size_mb, 1), "list_rounds": rounds,
+            "toolkit_rounds": tk_rounds,
+            "native_list_text_median_s": med_text,
+            "native_list_text_max_rss_mib": max(m for _, m, _ in native_text),
             "native_list_median_s": med, "native_list_max_rss_mib": max(m for _, m, _ in native),
             "native_toolkit_median_s": med_tk, "native_toolkit_max_rss_mib": max(m for _, m, _ in native_tk),
+            "native_toolkit_min_s": min(w for w, _, _ in native_tk),
             "cuobjdump_list_elf_s": elf[0], "cuobjdump_list_elf_rss_mib": elf[1],
             "cuobjdump_list_ptx_s": ptx[0], "cuobjdump_list_ptx_rss_mib": ptx[1],
-            "ratio_list_vs_both_cuobjdump": (elf[0] + ptx[0]) / med,
-            "ratio_toolkit_vs_both_cuobjdump": (elf[0] + ptx[0]) / med_tk,
+            "ratio_list_text_vs_both_cuobjdump": both / med_text,
+            "ratio_list_vs_both_cuobjdump": both / med,
+            "ratio_toolkit_vs_both_cuobjdump": both / med_tk,
             "ratio_toolkit_vs_list_elf": elf[0] / med_tk,
         }
         print(json.dumps(perf, indent=1), flush=True)
+        # The targets of issue 16 ("Speed of the readers").
+        print(f"target list >= 1000x at <= 16 MiB: {perf['ratio_list_text_vs_both_cuobjdump']:.0f}x "
+              f"at {perf['native_list_text_max_rss_mib']:.1f} MiB (text), "
+              f"{perf['ratio_list_vs_both_cuobjdump']:.0f}x at {perf['native_list_max_rss_mib']:.1f} MiB (json)", flush=True)
+        print(f"target list --toolkit >= 100x at <= 64 MiB: {perf['ratio_toolkit_vs_both_cuobjdump']:.0f}x "
+              f"at {perf['native_toolkit_max_rss_mib']:.1f} MiB", flush=True)
 
     with open(os.path.join(OUT, "listing.json"), "w") as f:
         json.dump({"files": results, "libtorch_cuda": perf}, f, indent=1)

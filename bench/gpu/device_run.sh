@@ -2,7 +2,8 @@
 # Everything that needs the GPU machine, in one call of the device tool (see bench/RESULTS.md):
 #   1. `nvcc-forge list` vs cuobjdump on every shared object with device code under the torch,
 #      cupy, jax and nvidia-* packages (default and -all), timings and peak memory on
-#      libtorch_cuda.so;
+#      libtorch_cuda.so: medians of `list` (text and JSON, LIST_ROUNDS=21) and `list --toolkit`
+#      (TOOLKIT_ROUNDS=11), spawn included, the largest peak RSS of each, and the issue-16 targets;
 #   2. a real torch CUDAExtension (examples/torch_ext) built through `nvcc-forge shim` in inject
 #      mode with TORCH_CUDA_ARCH_LIST narrowed to 9.0, its kernel run on the GPU, its .so gated;
 #   3. multi-toolkit bundles (built on the CPU machine with CUDA 13.0 + 13.1, carried as headers)

@@ -1,9 +1,15 @@
 #include "binary/cubin.h"
 
+#include "binary/mapped_file.h"
+
+#include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <fmt/format.h>
 #include <lz4.h>
 #include <new>
+#include <vector>
+#define ZSTD_STATIC_LINKING_ONLY // ZSTD_getFrameHeader, ZSTD_decodingBufferSize_min
 #include <zstd.h>
 
 namespace forge::binary {
@@ -220,9 +226,9 @@ Result<CubinInfo> inspect_cubin(const Bytes& cubin, const Where& where) {
     return info;
 }
 
-Result<std::vector<std::uint8_t>> decompress_payload(const Bytes& stream, Compression c,
-                                                     std::uint64_t uncompressed_size,
-                                                     std::uint64_t limit, const Where& where) {
+std::optional<Error> declared_size_error(const Bytes& stream, Compression c,
+                                         std::uint64_t uncompressed_size, std::uint64_t limit,
+                                         const Where& where) {
     if (uncompressed_size > limit)
         return where.error(stream.abs(0), fmt::format("entry declares {} bytes uncompressed, over "
                                                       "the limit of {}",
@@ -235,6 +241,14 @@ Result<std::vector<std::uint8_t>> decompress_payload(const Bytes& stream, Compre
                                        "expand to at most {}",
                                        uncompressed_size, stream.size(), compression_string(c),
                                        most));
+    return std::nullopt;
+}
+
+Result<std::vector<std::uint8_t>> decompress_payload(const Bytes& stream, Compression c,
+                                                     std::uint64_t uncompressed_size,
+                                                     std::uint64_t limit, const Where& where) {
+    if (auto err = declared_size_error(stream, c, uncompressed_size, limit, where))
+        return std::move(*err);
     std::vector<std::uint8_t> out;
     try {
         out.resize(static_cast<std::size_t>(uncompressed_size));
@@ -278,6 +292,266 @@ Result<std::vector<std::uint8_t>> decompress_payload(const Bytes& stream, Compre
     }
     out.assign(stream.data(), stream.data() + stream.size());
     return out;
+}
+
+namespace {
+// A decoder with buffers past kKeepDecoderBytes (a window of a few MiB) is kept for the next
+// frame by at most kKeptLargeDecoders workers of the process; the others free theirs after the
+// frame. Keeping spares the page faults of a fresh window per large frame (585 windows of 2-8
+// MiB in libcublasLt.so.13: 350,000 faults); the cap keeps idle workers from holding 16 windows.
+constexpr std::uint64_t kKeepDecoderBytes = std::uint64_t{1} << 20;
+constexpr int kKeptLargeDecoders = 3;
+std::atomic<int> kept_large_decoders{0};
+} // namespace
+
+struct StreamScratch::Impl {
+    ZSTD_DCtx* dctx = nullptr;
+    bool holds_large = false; // counted in kept_large_decoders
+    std::vector<std::uint8_t> chunk;
+    SparseImage image;
+    ~Impl() {
+        ZSTD_freeDCtx(dctx);
+        if (holds_large) --kept_large_decoders;
+    }
+    void after_frame() {
+        const bool large = dctx != nullptr && ZSTD_sizeof_DCtx(dctx) > kKeepDecoderBytes;
+        if (large && !holds_large) {
+            if (++kept_large_decoders <= kKeptLargeDecoders) {
+                holds_large = true;
+                return;
+            }
+            --kept_large_decoders;
+            ZSTD_freeDCtx(dctx);
+            dctx = nullptr;
+        } else if (!large && holds_large) { // zstd shrank it
+            holds_large = false;
+            --kept_large_decoders;
+        }
+    }
+};
+
+StreamScratch::StreamScratch() : impl_(std::make_unique<Impl>()) {}
+StreamScratch::~StreamScratch() = default;
+
+namespace {
+
+// Compressed input is handed to the decoder in slices; each slice's file pages leave the
+// resident set once consumed (a 5 MB payload would otherwise stay mapped until its end).
+constexpr std::uint64_t kInputSlice = std::uint64_t{1} << 20;
+// The second pass keeps the sections the first one located, up to this many times the prefix.
+constexpr std::uint64_t kSecondPassFactor = 4;
+constexpr std::uint32_t kShtNvInfo = 0x70000000; // SHT_LOPROC: .nv.info and .nv.info.<kernel>
+
+// The byte ranges of the image a pass keeps, [lo, hi) each.
+struct Kept {
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;
+    [[nodiscard]] bool holds(std::uint64_t off, std::uint64_t len) const {
+        if (len == 0) return true;
+        const auto end = checked_add(off, len);
+        if (!end) return false;
+        return std::any_of(ranges.begin(), ranges.end(),
+                           [&](const auto& r) { return off >= r.first && *end <= r.second; });
+    }
+    [[nodiscard]] std::uint64_t bytes() const {
+        std::uint64_t n = 0;
+        for (const auto& r : ranges)
+            n += r.second - r.first;
+        return n;
+    }
+};
+
+// Copies what [from, from + n) (image offsets, bytes at `src`) shares with the kept ranges to
+// the same offsets of `dst`.
+void keep(std::uint8_t* dst, const std::uint8_t* src, std::uint64_t from, std::uint64_t n,
+          const Kept& kept) {
+    for (const auto& [lo, hi] : kept.ranges) {
+        const std::uint64_t a = std::max(from, lo), b = std::min(from + n, hi);
+        if (a < b) std::memcpy(dst + a, src + (a - from), static_cast<std::size_t>(b - a));
+    }
+}
+
+// One pass of the decoder over the frame. The first pass (`stop_at` = 0) decodes the whole frame
+// and succeeds only for one well-formed frame of exactly `size` bytes that uses all of `stream`;
+// it adds the section table's range to `kept` once the header (in the first range) has arrived.
+// A later pass over the same, already checked frame stops once `stop_at` bytes are out.
+bool stream_pass(StreamScratch::Impl& s, const Bytes& stream, std::uint64_t size, Kept& kept,
+                 std::uint64_t stop_at) {
+    if (s.dctx == nullptr) s.dctx = ZSTD_createDCtx();
+    if (s.dctx == nullptr) return false;
+    ZSTD_DCtx_reset(s.dctx, ZSTD_reset_session_only);
+    std::uint8_t* img = s.image.data();
+    bool header_known = stop_at != 0;
+    std::uint64_t produced = 0, released = 0;
+    ZSTD_inBuffer in{stream.data(), 0, 0};
+    bool ok = false;
+    while (true) {
+        if (in.pos == in.size && in.size < stream.size()) { // the next slice of input
+            if (in.pos - released >= kInputSlice) {
+                release_pages(stream.data() + released, in.pos - released);
+                released = in.pos;
+            }
+            in.size = std::min<std::uint64_t>(stream.size(), in.size + kInputSlice);
+        }
+        ZSTD_outBuffer out{s.chunk.data(), s.chunk.size(), 0};
+        const std::size_t ret = ZSTD_decompressStream(s.dctx, &out, &in);
+        if (ZSTD_isError(ret) || out.pos > size - produced) break; // corrupt, or more than said
+        keep(img, s.chunk.data(), produced, out.pos, kept);
+        if (!header_known && produced + out.pos >= elf64::kEhdrSize) {
+            // The header is kept now: where the section table is, from its fields.
+            header_known = true;
+            const Bytes head{img, elf64::kEhdrSize};
+            const std::uint64_t shoff = head.u64(elf64::kEShoff);
+            const std::uint16_t shnum = head.u16(elf64::kEShnum);
+            const std::uint64_t table = std::uint64_t{shnum == 0 ? 1u : shnum} * elf64::kShdrSize;
+            if (shoff != 0 && shoff < size && table <= size - shoff) {
+                kept.ranges.emplace_back(shoff, shoff + table);
+                // The chunk that brought the header may hold part of the table too.
+                const Kept table_only{{kept.ranges.back()}};
+                keep(img, s.chunk.data(), produced, out.pos, table_only);
+            }
+        }
+        produced += out.pos;
+        if (stop_at != 0 && produced >= stop_at) {
+            ok = true;
+            break;
+        }
+        if (ret == 0) { // the frame is complete
+            ok = stop_at == 0 && in.pos == stream.size() && produced == size;
+            break;
+        }
+        if (out.pos == 0 && in.pos == in.size && in.size == stream.size()) break; // truncated
+    }
+    return ok;
+}
+
+std::uint32_t name_table_index(const Elf& elf, const Bytes& image) {
+    std::uint32_t shstrndx = image.u16(elf64::kEShstrndx);
+    if (shstrndx == 0xffff) shstrndx = image.u32(elf.shoff + elf64::kShLink);
+    return shstrndx;
+}
+
+bool read_by_inspect(const ElfSection& s) {
+    return s.type == kShtNote || s.type == kShtNvCompat || s.name == ".nv.compat" ||
+           s.name == ".nv.info" || s.name.starts_with(".nv.info.");
+}
+
+// Every byte inspect_cubin reads lies inside what was kept: the ELF header, the section table,
+// the name table and the sections whose contents it walks (checked against the parse of the
+// kept bytes, whose table and names are exact once the first checks pass).
+bool kept_covers_reads(const Elf& elf, const Bytes& image, const Kept& kept) {
+    if (!kept.holds(0, elf64::kEhdrSize)) return false;
+    if (elf.shoff == 0 || elf.sections.empty()) return true;
+    if (!kept.holds(elf.shoff, elf.sections.size() * elf64::kShdrSize)) return false;
+    const std::uint32_t names = name_table_index(elf, image);
+    if (names != 0 && names < elf.sections.size() &&
+        !kept.holds(elf.sections[names].offset, elf.sections[names].size))
+        return false;
+    return std::all_of(elf.sections.begin(), elf.sections.end(), [&](const ElfSection& s) {
+        return s.type == kShtNobits || !read_by_inspect(s) || kept.holds(s.offset, s.size);
+    });
+}
+
+} // namespace
+
+std::optional<std::uint64_t> zstd_stream_footprint(const Bytes& stream,
+                                                   std::uint64_t uncompressed_size,
+                                                   std::uint64_t prefix_bytes,
+                                                   std::uint64_t limit) {
+    ZSTD_frameHeader fh{};
+    if (ZSTD_getFrameHeader(&fh, stream.data(), stream.size()) != 0) return std::nullopt;
+    if (fh.frameType != ZSTD_frame) return std::nullopt;
+    const std::size_t buffers = ZSTD_decodingBufferSize_min(fh.windowSize, fh.frameContentSize);
+    if (ZSTD_isError(buffers)) return std::nullopt;
+    std::uint64_t kept = std::min(prefix_bytes, uncompressed_size);
+    if (uncompressed_size > prefix_bytes) kept += kSecondPassFactor * prefix_bytes;
+    const std::uint64_t total = buffers + ZSTD_DStreamInSize() + ZSTD_DStreamOutSize() + kept;
+    if (total > limit) return std::nullopt;
+    return total;
+}
+
+std::optional<CubinInfo> inspect_zstd_cubin(const Bytes& stream, std::uint64_t uncompressed_size,
+                                            std::uint64_t limit, std::uint64_t prefix_bytes,
+                                            const Where& where, StreamScratch& scratch,
+                                            ReadStats* stats) {
+    if (declared_size_error(stream, Compression::Zstd, uncompressed_size, limit, where))
+        return std::nullopt;
+    if (uncompressed_size < elf64::kEhdrSize) return std::nullopt;
+    const unsigned long long declared = ZSTD_getFrameContentSize(stream.data(), stream.size());
+    if (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared != uncompressed_size) return std::nullopt;
+    StreamScratch::Impl& s = scratch.impl();
+    if (!s.image.reserve(uncompressed_size)) return std::nullopt;
+    if (s.chunk.empty()) s.chunk.resize(ZSTD_DStreamOutSize());
+    const Bytes image{s.image.data(), uncompressed_size, 0};
+    if (uncompressed_size <= prefix_bytes) {
+        // The whole image is the prefix (most cubins: the median in libcublasLt.so.13 is 5 KB):
+        // one call decodes it straight into the worker's reused pages, with the semantics of
+        // decompress_payload's ZSTD_decompress, and inspect_cubin reads it as a whole.
+        if (s.dctx == nullptr) s.dctx = ZSTD_createDCtx();
+        if (s.dctx == nullptr) return std::nullopt;
+        const std::size_t n =
+            ZSTD_decompressDCtx(s.dctx, s.image.data(), static_cast<std::size_t>(uncompressed_size),
+                                stream.data(), static_cast<std::size_t>(stream.size()));
+        std::optional<CubinInfo> whole;
+        if (!ZSTD_isError(n) && n == uncompressed_size)
+            if (auto info = inspect_cubin(image, where)) whole = std::move(*info);
+        s.after_frame();
+        return whole;
+    }
+
+    Kept kept;
+    kept.ranges.emplace_back(0,
+                             std::max(std::min(prefix_bytes, uncompressed_size), elf64::kEhdrSize));
+    std::optional<CubinInfo> result;
+    if (stream_pass(s, stream, uncompressed_size, kept, 0)) {
+        auto elf = parse_elf(image, where);
+        bool usable = elf.ok();
+        if (usable && !kept_covers_reads(*elf, image, kept) && uncompressed_size > prefix_bytes) {
+            // The first pass found the table; the parts inspect_cubin reads (nvcc puts them
+            // first, after .strtab, .symtab and .debug_frame, which can take a few hundred KiB
+            // in a large cubin) are kept by a second pass that stops after the last of them.
+            // Section types pick them (names need the name table, which this pass brings).
+            Kept fresh;
+            const std::uint32_t names = name_table_index(*elf, image);
+            if (names != 0 && names < elf->sections.size())
+                fresh.ranges.emplace_back(elf->sections[names].offset,
+                                          elf->sections[names].offset + elf->sections[names].size);
+            for (const auto& sec : elf->sections)
+                if (sec.type != kShtNobits && (sec.type == kShtNvInfo || read_by_inspect(sec)) &&
+                    image.has(sec.offset, sec.size))
+                    fresh.ranges.emplace_back(sec.offset, sec.offset + sec.size);
+            std::uint64_t stop_at = 0;
+            for (const auto& r : fresh.ranges)
+                stop_at = std::max(stop_at, r.second);
+            if (stop_at != 0 && fresh.bytes() <= kSecondPassFactor * prefix_bytes) {
+                const bool second = stream_pass(s, stream, uncompressed_size, fresh, stop_at);
+                kept.ranges.insert(kept.ranges.end(), fresh.ranges.begin(), fresh.ranges.end());
+                usable = second;
+                if (second) {
+                    if (stats) ++stats->second_pass;
+                    elf = parse_elf(image, where); // the names are the real ones now
+                    usable = elf.ok();
+                }
+            }
+        }
+        if (usable && kept_covers_reads(*elf, image, kept))
+            if (auto info = inspect_cubin(image, where)) result = std::move(*info);
+    }
+    // The pages kept past the prefix differ from cubin to cubin: give them back, the table's and
+    // the second pass's each as one span (the prefix is rewritten by the next entry).
+    const std::uint64_t prefix_end = kept.ranges.front().second;
+    auto forget_span = [&](std::size_t from, std::size_t to) {
+        std::uint64_t lo = UINT64_MAX, hi = 0;
+        for (std::size_t i = from; i < to; ++i) {
+            lo = std::min(lo, std::max(kept.ranges[i].first, prefix_end));
+            hi = std::max(hi, kept.ranges[i].second);
+        }
+        if (lo < hi) s.image.forget(lo, hi - lo);
+    };
+    const std::size_t table_end = std::min<std::size_t>(kept.ranges.size(), 2);
+    forget_span(1, table_end);
+    forget_span(table_end, kept.ranges.size());
+    s.after_frame();
+    return result;
 }
 
 } // namespace forge::binary

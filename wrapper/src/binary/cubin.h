@@ -8,6 +8,7 @@
 #include "binary/reader.h"
 #include "core/result.h"
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,5 +36,49 @@ Result<CubinInfo> inspect_cubin(const Bytes& cubin, const Where& where);
 Result<std::vector<std::uint8_t>> decompress_payload(const Bytes& stream, Compression c,
                                                      std::uint64_t uncompressed_size,
                                                      std::uint64_t limit, const Where& where);
+
+// The size checks decompress_payload makes before it allocates anything: the declared size
+// against `limit` and against what the stored bytes can expand to. The error, or nullopt.
+std::optional<Error> declared_size_error(const Bytes& stream, Compression c,
+                                         std::uint64_t uncompressed_size, std::uint64_t limit,
+                                         const Where& where);
+
+// What one worker keeps from one ZSTD cubin to the next (never shared between threads): the
+// decoder, its output chunk and the sparse image.
+class StreamScratch {
+  public:
+    StreamScratch();
+    StreamScratch(const StreamScratch&) = delete;
+    StreamScratch& operator=(const StreamScratch&) = delete;
+    ~StreamScratch();
+    struct Impl;
+    [[nodiscard]] Impl& impl() const { return *impl_; }
+
+  private:
+    std::unique_ptr<Impl> impl_;
+};
+
+// Bytes the streaming read of this ZSTD frame holds while it runs (the decoder's window and
+// buffers, the kept prefix, the section table), or nullopt when the frame header cannot be read
+// or the decoder would need more than `limit`: then only the full decompression can decide.
+std::optional<std::uint64_t> zstd_stream_footprint(const Bytes& stream,
+                                                   std::uint64_t uncompressed_size,
+                                                   std::uint64_t prefix_bytes, std::uint64_t limit);
+
+// inspect_cubin() of a ZSTD-compressed cubin in one streaming pass, without holding the image:
+// the decompressed bytes flow through a small chunk and only the first `prefix_bytes` and the
+// section header table (its place is in the ELF header) are kept, at their own offsets of a
+// sparse image. When the parts read lie past the prefix, a second pass keeps just them (the
+// table says where) and stops after the last one. An nvcc cubin keeps what inspect_cubin reads
+// (.shstrtab, the notes, .nv.info, .nv.compat) at its start and the section table at its end, past
+// the kernels' code (docs/fatbin-format.md, "Where a cubin keeps what --toolkit reads"). Exact or
+// nothing: nullopt when the kept bytes do not hold every part inspect_cubin reads, or when the
+// payload is anything but one well-formed frame of exactly `uncompressed_size` bytes (the
+// declared-size checks included); the caller then decompresses the whole image with
+// decompress_payload, whose answer (or error, with its offset) stands.
+std::optional<CubinInfo> inspect_zstd_cubin(const Bytes& stream, std::uint64_t uncompressed_size,
+                                            std::uint64_t limit, std::uint64_t prefix_bytes,
+                                            const Where& where, StreamScratch& scratch,
+                                            ReadStats* stats = nullptr);
 
 } // namespace forge::binary

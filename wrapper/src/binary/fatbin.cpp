@@ -2,6 +2,8 @@
 
 #include "binary/mapped_file.h"
 
+#include <algorithm>
+#include <array>
 #include <fmt/format.h>
 
 namespace forge::binary {
@@ -18,23 +20,52 @@ constexpr std::uint32_t kMaxArch = 999;
 // the magic constant in host code or data).
 constexpr std::uint64_t kScanSlack = 4096;
 
+// Small reads of a region through one buffer: copies of the headers (copy_bytes: pread when the
+// region is a mapped file, so listing touches none of its pages), each refill a block, so that
+// consecutive small entries share one read.
+class HeaderWindow {
+  public:
+    explicit HeaderWindow(const Bytes& r) : r_(r) {}
+    // [off, off + n) of the region as a copy that reports the region's offsets; an empty view
+    // when the region does not hold it (callers check has() on the region first).
+    Bytes at(std::uint64_t off, std::uint64_t n) {
+        if (!r_.has(off, n) || n > kBlock) return r_.sub(off, n);
+        if (len_ == 0 || off < lo_ || off - lo_ > len_ || n > len_ - (off - lo_)) {
+            lo_ = off;
+            len_ = std::min<std::uint64_t>(kBlock, r_.size() - off);
+            copy_bytes(r_.data() + off, len_, buf_.data());
+        }
+        return Bytes{buf_.data() + (off - lo_), n, r_.abs(off)};
+    }
+
+  private:
+    // A page: the headers of entries with payloads up to a few KiB (most cubins of a large
+    // library, compressed) come with the read of the one before.
+    static constexpr std::uint64_t kBlock = 4096;
+    Bytes r_;
+    std::array<std::uint8_t, kBlock> buf_{};
+    std::uint64_t lo_ = 0;
+    std::uint64_t len_ = 0;
+};
+
 Result<FatbinEntry> parse_entry(const Bytes& r, std::uint64_t e, std::uint64_t end,
-                                const Where& where) {
+                                const Where& where, HeaderWindow& win) {
     if (!r.has(e, eh::kBaseSize) || e + eh::kBaseSize > end)
         return where.error(r.abs(e),
                            fmt::format("truncated fatbin entry header: 0x40 bytes needed, "
                                        "0x{:x} left in the fatbin",
                                        end - e));
+    const Bytes h = win.at(e, eh::kBaseSize);
     FatbinEntry x;
     x.offset = r.abs(e);
-    x.kind = r.u16(e + eh::kKind);
-    const std::uint16_t version = r.u16(e + eh::kVersion);
-    x.header_size = r.u32(e + eh::kHeaderSize);
-    x.padded_size = r.u64(e + eh::kPaddedSize);
-    x.compressed_size = r.u32(e + eh::kCompressedSize);
-    x.arch = r.u32(e + eh::kArch);
-    x.flags = r.u64(e + eh::kFlags);
-    x.uncompressed_size = r.u64(e + eh::kUncompressedSize);
+    x.kind = h.u16(eh::kKind);
+    const std::uint16_t version = h.u16(eh::kVersion);
+    x.header_size = h.u32(eh::kHeaderSize);
+    x.padded_size = h.u64(eh::kPaddedSize);
+    x.compressed_size = h.u32(eh::kCompressedSize);
+    x.arch = h.u32(eh::kArch);
+    x.flags = h.u64(eh::kFlags);
+    x.uncompressed_size = h.u64(eh::kUncompressedSize);
     if (version != kEntryVersion)
         return where.error(r.abs(e + eh::kVersion),
                            fmt::format("unsupported fatbin entry version 0x{:x} "
@@ -108,20 +139,23 @@ Result<FatbinEntry> parse_entry(const Bytes& r, std::uint64_t e, std::uint64_t e
 
 } // namespace
 
+namespace {
+
 Result<Fatbin> parse_fatbin_at(const Bytes& r, std::uint64_t off, const Where& where,
-                               EntryBudget& budget) {
+                               EntryBudget& budget, HeaderWindow& win) {
     if (!r.has(off, fh::kSize))
         return where.error(r.abs(off),
                            fmt::format("truncated fatbin header: 16 bytes needed, 0x{:x} "
                                        "left",
                                        off <= r.size() ? r.size() - off : 0));
-    const std::uint32_t magic = r.u32(off + fh::kMagic);
+    const Bytes h = win.at(off, fh::kSize);
+    const std::uint32_t magic = h.u32(fh::kMagic);
     if (magic != kFatbinMagic)
         return where.error(r.abs(off + fh::kMagic),
                            fmt::format("bad fatbin magic 0x{:08x} (expected 0xba55ed50)", magic));
-    const std::uint16_t version = r.u16(off + fh::kVersion);
-    const std::uint16_t header_size = r.u16(off + fh::kHeaderSize);
-    const std::uint64_t fat_size = r.u64(off + fh::kFatSize);
+    const std::uint16_t version = h.u16(fh::kVersion);
+    const std::uint16_t header_size = h.u16(fh::kHeaderSize);
+    const std::uint64_t fat_size = h.u64(fh::kFatSize);
     if (version != 1)
         return where.error(r.abs(off + fh::kVersion),
                            fmt::format("unsupported fatbin version {}", version));
@@ -145,12 +179,20 @@ Result<Fatbin> parse_fatbin_at(const Bytes& r, std::uint64_t off, const Where& w
     while (e < *end) {
         if (budget.left == 0) return budget.exhausted(r.abs(e), where);
         --budget.left;
-        auto entry = parse_entry(r, e, *end, where);
+        auto entry = parse_entry(r, e, *end, where, win);
         if (!entry) return std::move(entry).error();
         e += entry->header_size + entry->padded_size; // checked in parse_entry
         fb.entries.push_back(*entry);
     }
     return fb;
+}
+
+} // namespace
+
+Result<Fatbin> parse_fatbin_at(const Bytes& r, std::uint64_t off, const Where& where,
+                               EntryBudget& budget) {
+    HeaderWindow win(r);
+    return parse_fatbin_at(r, off, where, budget, win);
 }
 
 Error EntryBudget::exhausted(std::uint64_t offset, const Where& where) {
@@ -168,13 +210,12 @@ Result<std::vector<Fatbin>> parse_fatbins(const Bytes& r, const Where& where,
 Result<std::vector<Fatbin>> parse_fatbins(const Bytes& r, const Where& where, EntryBudget& budget,
                                           std::uint64_t pad_align) {
     std::vector<Fatbin> out;
+    HeaderWindow win(r);
     std::uint64_t off = 0;
     while (off < r.size()) {
-        if (r.has(off, 4) && r.u32(off) == kFatbinMagic) {
-            auto fb = parse_fatbin_at(r, off, where, budget);
+        if (r.has(off, 4) && win.at(off, 4).u32(0) == kFatbinMagic) {
+            auto fb = parse_fatbin_at(r, off, where, budget, win);
             if (!fb) return std::move(fb).error();
-            // Its headers are parsed into `out`: the pages can leave the resident set.
-            release_pages(r.data() + off, fb->size);
             off += fb->size;
             out.push_back(std::move(*fb));
             continue;
@@ -184,7 +225,7 @@ Result<std::vector<Fatbin>> parse_fatbins(const Bytes& r, const Where& where, En
         const std::uint64_t align = pad_align < 8 ? 8 : pad_align;
         const std::uint64_t up = off / align * align + align; // off < size: cannot wrap
         const std::uint64_t pad_end = std::min<std::uint64_t>(up, r.size());
-        if (off % align != 0 && r.all_zero(off, pad_end - off)) {
+        if (off % align != 0 && win.at(off, pad_end - off).all_zero(0, pad_end - off)) {
             off = pad_end;
             continue;
         }

@@ -19,6 +19,7 @@ namespace {
 struct Mapping {
     const std::uint8_t* begin;
     std::uint64_t size;
+    int fd;
 };
 
 std::mutex& mappings_mutex() {
@@ -31,9 +32,9 @@ std::vector<Mapping>& mappings() {
     return v;
 }
 
-void register_mapping(const std::uint8_t* p, std::uint64_t size) {
+void register_mapping(const std::uint8_t* p, std::uint64_t size, int fd) {
     std::lock_guard lock(mappings_mutex());
-    mappings().push_back({p, size});
+    mappings().push_back({p, size, fd});
 }
 
 void unregister_mapping(const std::uint8_t* p) {
@@ -65,9 +66,70 @@ void release_pages(const std::uint8_t* begin, std::uint64_t len) {
     }
 }
 
+SparseImage::~SparseImage() {
+    if (data_ != nullptr) ::munmap(data_, size_);
+}
+
+bool SparseImage::reserve(std::uint64_t size) {
+    if (size <= size_) return true;
+    const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+    // Address space only: grow in large steps so that a worker maps once or twice per file.
+    constexpr std::uint64_t kMinReserve = std::uint64_t{64} << 20;
+    const std::uint64_t want = (std::max(size, kMinReserve) + page - 1) / page * page;
+    if (data_ != nullptr) ::munmap(data_, size_);
+    data_ = nullptr;
+    size_ = 0;
+    void* p = ::mmap(nullptr, want, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) return false;
+    data_ = static_cast<std::uint8_t*>(p);
+    size_ = want;
+    return true;
+}
+
+void SparseImage::forget(std::uint64_t off, std::uint64_t len) {
+    if (data_ == nullptr || len == 0 || off >= size_) return;
+    const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+    const std::uint64_t first = off / page * page;
+    const std::uint64_t end = len > size_ - off ? size_ : off + len;
+    const std::uint64_t last = std::min(size_, (end + page - 1) / page * page);
+    // Anonymous private memory: MADV_DONTNEED frees the pages, a later read sees zeros.
+    ::madvise(data_ + first, last - first, MADV_DONTNEED);
+}
+
+void copy_bytes(const std::uint8_t* p, std::uint64_t n, std::uint8_t* dst) {
+    if (n == 0) return;
+    int fd = -1;
+    std::uint64_t at = 0;
+    {
+        std::lock_guard lock(mappings_mutex());
+        for (const auto& m : mappings())
+            if (p >= m.begin && n <= m.size &&
+                static_cast<std::uint64_t>(p - m.begin) <= m.size - n) {
+                fd = m.fd;
+                at = static_cast<std::uint64_t>(p - m.begin);
+                break;
+            }
+    }
+    if (fd >= 0) {
+        std::uint64_t done = 0;
+        while (done < n) {
+            const ssize_t got = ::pread(fd, dst + done, static_cast<std::size_t>(n - done),
+                                        static_cast<off_t>(at + done));
+            if (got < 0 && errno == EINTR) continue;
+            if (got <= 0) break; // the mapping still holds the bytes: copy the rest from it
+            done += static_cast<std::uint64_t>(got);
+        }
+        if (done == n) return;
+        std::memcpy(dst + done, p + done, static_cast<std::size_t>(n - done));
+        return;
+    }
+    std::memcpy(dst, p, static_cast<std::size_t>(n));
+}
+
 Result<MappedFile> MappedFile::open(const std::string& path) {
-    // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever; the
-    // descriptor is only mapped, never read, so the flag changes nothing for a regular file.
+    // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever; only a
+    // regular file is mapped and pread, and for one the flag changes nothing.
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0) return Error{fmt::format("cannot open: {}", std::strerror(errno)), path};
     struct stat st {};
@@ -92,7 +154,9 @@ Result<MappedFile> MappedFile::open(const std::string& path) {
         ::madvise(p, f.size_, MADV_RANDOM);
         f.data_ = static_cast<const std::uint8_t*>(p);
         f.mapped_ = true;
-        register_mapping(f.data_, f.size_);
+        f.fd_ = fd;
+        register_mapping(f.data_, f.size_, fd);
+        return f;
     }
     ::close(fd);
     return f;
@@ -100,7 +164,7 @@ Result<MappedFile> MappedFile::open(const std::string& path) {
 
 MappedFile::MappedFile(MappedFile&& o) noexcept
     : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)),
-      mapped_(std::exchange(o.mapped_, false)) {}
+      mapped_(std::exchange(o.mapped_, false)), fd_(std::exchange(o.fd_, -1)) {}
 
 MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
     if (this != &o) {
@@ -108,9 +172,11 @@ MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
             unregister_mapping(data_);
             ::munmap(const_cast<std::uint8_t*>(data_), size_);
         }
+        if (fd_ >= 0) ::close(fd_);
         data_ = std::exchange(o.data_, nullptr);
         size_ = std::exchange(o.size_, 0);
         mapped_ = std::exchange(o.mapped_, false);
+        fd_ = std::exchange(o.fd_, -1);
     }
     return *this;
 }
@@ -120,6 +186,7 @@ MappedFile::~MappedFile() {
         unregister_mapping(data_);
         ::munmap(const_cast<std::uint8_t*>(data_), size_);
     }
+    if (fd_ >= 0) ::close(fd_);
 }
 
 } // namespace forge::binary

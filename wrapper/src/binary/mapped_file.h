@@ -28,7 +28,14 @@ class MappedFile {
     const std::uint8_t* data_ = nullptr;
     std::uint64_t size_ = 0;
     bool mapped_ = false;
+    int fd_ = -1; // kept for copy_bytes(): headers are read with pread, not through the map
 };
+
+// Copies the `n` bytes at `p` to `dst`. Inside a live MappedFile they are read with pread, so no
+// page of the mapping is touched: a page fault would map up to 15 neighbouring pages with it
+// (fault-around, which MADV_RANDOM does not turn off), and listing reads one small header per
+// fatbin entry, spread over the whole file. Elsewhere (an inflated wheel member) a plain copy.
+void copy_bytes(const std::uint8_t* p, std::uint64_t n, std::uint8_t* dst);
 
 // Drops the whole pages of [begin, begin + len) that lie inside a live MappedFile from this
 // process's resident set; they stay in the page cache and a later read faults them back in.
@@ -36,5 +43,28 @@ class MappedFile {
 // 16 neighbours with each: without this the resident set grows with the file (117 MiB measured on
 // libtorch_cuda.so). Memory that is not a live mapping (a decompressed wheel member) is left alone.
 void release_pages(const std::uint8_t* begin, std::uint64_t len);
+
+// An address range as large as an image, of which only the parts written take memory
+// (anonymous, MAP_NORESERVE): the streaming cubin reader copies the few parts of a decompressed
+// image it reads to their own offsets, so the readers see the image's layout without holding it.
+// Bytes never written read as zeros; the reader checks that it reads only what it wrote. Reused
+// by one worker from entry to entry: forget() returns the written pages to the system.
+class SparseImage {
+  public:
+    SparseImage() = default;
+    SparseImage(const SparseImage&) = delete;
+    SparseImage& operator=(const SparseImage&) = delete;
+    ~SparseImage();
+
+    // At least `size` bytes of address space; false when the system refuses.
+    bool reserve(std::uint64_t size);
+    [[nodiscard]] std::uint8_t* data() const { return data_; }
+    // Drops the pages of [off, off + len) (whole pages around it): they read as zeros again.
+    void forget(std::uint64_t off, std::uint64_t len);
+
+  private:
+    std::uint8_t* data_ = nullptr;
+    std::uint64_t size_ = 0;
+};
 
 } // namespace forge::binary

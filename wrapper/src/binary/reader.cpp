@@ -128,7 +128,7 @@ class Reader {
         : opts_(opts), file_(std::move(file)),
           budget_(opts.max_entries, "the limit for one file (a fatbin read through overlapping "
                                     "headers or sections?)"),
-          memory_(opts.max_inflight_bytes) {}
+          memory_(opts.max_inflight_bytes), stream_memory_(opts.max_stream_bytes) {}
 
     Status read(const Bytes& b, const std::optional<std::string>& member, int depth,
                 std::optional<std::size_t> into) {
@@ -421,7 +421,10 @@ class Reader {
                 e.flags = x.flags;
                 if (x.kind == kKindElf)
                     cubins.push_back({entries.size(), &x, stubs.count(fb.offset) > 0});
-                if (x.kind == kKindPtx) FORGE_TRY_STATUS(describe_ptx(x, where, e));
+                if (x.kind == kKindPtx) {
+                    FORGE_TRY_STATUS(describe_ptx(x, where, e));
+                    release_pages(x.payload.data(), x.payload.size()); // the text was read
+                }
                 entries.push_back(std::move(e));
             }
         }
@@ -429,23 +432,28 @@ class Reader {
         // each one, which is worth spreading over the cores (2,789 ZSTD cubins in
         // libtorch_cuda.so). `entries` is complete, so the workers only write their own Entry.
         std::vector<std::optional<Error>> errors(cubins.size());
-        auto describe = [&](std::size_t k) {
+        auto describe = [&](std::size_t k, StreamScratch& scratch) {
             const CubinTask& t = cubins[k];
             try {
-                auto st =
-                    describe_cubin(*t.fatbin_entry, where, t.device_link_stub, entries[t.entry]);
+                auto st = describe_cubin(*t.fatbin_entry, where, t.device_link_stub,
+                                         entries[t.entry], scratch);
                 if (!st.ok()) errors[k] = std::move(st).error();
             } catch (const std::bad_alloc&) { // a worker must not take the process down
                 errors[k] = out_of_memory(where, t.fatbin_entry->offset, "a cubin");
             }
-            release_pages(t.fatbin_entry->payload.data(), t.fatbin_entry->payload.size());
+            // What describe_cubin read of the payload leaves the resident set; a compressed one
+            // it did not open (no --toolkit) was never touched.
+            if (opts_.inspect_payloads || t.fatbin_entry->compression == Compression::None)
+                release_pages(t.fatbin_entry->payload.data(), t.fatbin_entry->payload.size());
         };
         unsigned threads = 1;
         if (opts_.inspect_payloads && cubins.size() >= 16)
-            threads = std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
+            threads = std::clamp(std::thread::hardware_concurrency(), 1u,
+                                 std::max(opts_.max_threads, 1u));
         if (threads <= 1) {
+            StreamScratch scratch;
             for (std::size_t k = 0; k < cubins.size(); ++k) {
-                describe(k);
+                describe(k, scratch);
                 if (errors[k]) return std::move(*errors[k]);
             }
             return ok_status();
@@ -454,8 +462,9 @@ class Reader {
         std::vector<std::thread> pool;
         for (unsigned w = 0; w < threads; ++w)
             pool.emplace_back([&] {
+                StreamScratch scratch;
                 for (std::size_t k = next++; k < cubins.size(); k = next++)
-                    describe(k);
+                    describe(k, scratch);
             });
         for (auto& th : pool)
             th.join();
@@ -467,10 +476,31 @@ class Reader {
     // Stub/kernels/toolkit of an ELF entry: from the cubin's headers when it is stored
     // uncompressed (cheap), from the decompressed image when payloads are inspected, else from
     // the device-link wrapper hint.
-    Status describe_cubin(const FatbinEntry& x, const Where& where, bool device_link_stub,
-                          Entry& e) {
+    Status describe_cubin(const FatbinEntry& x, const Where& where, bool device_link_stub, Entry& e,
+                          StreamScratch& scratch) {
         e.stub = device_link_stub;
         if (x.compression != Compression::None && !opts_.inspect_payloads) return ok_status();
+        if (x.compression == Compression::Zstd && opts_.stream_prefix_bytes > 0) {
+            const Bytes stream = x.payload.sub(0, x.compressed_size);
+            if (auto need =
+                    zstd_stream_footprint(stream, x.uncompressed_size, opts_.stream_prefix_bytes,
+                                          opts_.max_stream_bytes)) {
+                std::optional<CubinInfo> info;
+                {
+                    MemoryGrant grant(stream_memory_, *need);
+                    info =
+                        inspect_zstd_cubin(stream, x.uncompressed_size, opts_.max_member_bytes,
+                                           opts_.stream_prefix_bytes, where, scratch, opts_.stats);
+                }
+                if (info) {
+                    if (opts_.stats) ++opts_.stats->streamed;
+                    apply(*info, e);
+                    return ok_status();
+                }
+            }
+            // Not decided by the bounded pass: the whole image decides (and names any error).
+        }
+        if (x.compression != Compression::None && opts_.stats) ++opts_.stats->decompressed;
         std::vector<std::uint8_t> image;
         Bytes cubin = x.payload;
         std::optional<MemoryGrant> grant;
@@ -533,6 +563,7 @@ class Reader {
     std::uint64_t inflated_total_ = 0;
     EntryBudget budget_;
     MemoryBudget memory_;
+    MemoryBudget stream_memory_;
     std::vector<Extension> out_;
 };
 

@@ -7,6 +7,7 @@
 #include "arch/arch.h"
 #include "core/result.h"
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -53,6 +54,13 @@ struct Entry {
 // stub. nullopt for unknown; PTX and LTO entries are never stubs.
 std::optional<bool> stub_known(const Entry& e);
 
+// How the payloads of one read were inspected (tests and benchmarks look; listing does not).
+struct ReadStats {
+    std::atomic<std::uint64_t> streamed{0};     // ZSTD cubins read by the streaming pass
+    std::atomic<std::uint64_t> second_pass{0};  // ... of which needed the second, shorter pass
+    std::atomic<std::uint64_t> decompressed{0}; // payloads decompressed whole
+};
+
 struct ReadOptions {
     // Decompress ELF payloads (sizes checked) to report toolkit, kernels, `a` from .nv.compat.
     // Listing without it reads headers only and never decompresses a payload.
@@ -66,6 +74,15 @@ struct ReadOptions {
     // Decompressed cubins the payload workers may hold at once.
     std::uint64_t max_inflight_bytes = 1ull << 30;
     int max_nesting = 4; // wheel -> ar -> object
+    // Inspecting a ZSTD cubin streams it and keeps only its first `stream_prefix_bytes` and its
+    // section table (inspect_zstd_cubin in cubin.h); 0 turns the streaming off. An image whose
+    // read parts lie further in is decompressed whole, which stays exact.
+    std::uint64_t stream_prefix_bytes = 256u << 10;
+    // What the streaming workers may hold at once (their decoders' windows and kept bytes).
+    std::uint64_t max_stream_bytes = 32u << 20;
+    // Payload workers at most (hardware_concurrency below that).
+    unsigned max_threads = 16;
+    ReadStats* stats = nullptr; // counts how each inspected cubin was read, when set
 };
 
 // All entries of every fatbin in `path` (every section, every fatbin, every entry), in file

@@ -13,6 +13,9 @@
 #include <boost/program_options.hpp>
 #include <fmt/format.h>
 #include <iostream>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <optional>
 #include <string_view>
 
@@ -21,7 +24,9 @@ namespace po = boost::program_options;
 namespace forge::cli {
 namespace {
 
-void print_table(const std::vector<binary::Entry>& rows, bool toolkit) {
+// The table as one string: the caller writes it at once (a listing of libtorch_cuda.so is
+// ~3,000 lines; printing them one by one costs a write per buffer-full and a format per line).
+void append_table(std::string& text, const std::vector<binary::Entry>& rows, bool toolkit) {
     std::vector<std::vector<std::string>> cells;
     std::vector<std::string> head{"FILE", "MEMBER",      "SECTION", "FATBIN", "OFFSET", "KIND",
                                   "ARCH", "COMPRESSION", "SIZE",    "STUB",   "KERNELS"};
@@ -52,12 +57,11 @@ void print_table(const std::vector<binary::Entry>& rows, bool toolkit) {
         for (std::size_t i = 0; i < r.size(); ++i)
             width[i] = std::max(width[i], r[i].size());
     for (const auto& r : cells) {
-        std::string line;
         for (std::size_t i = 0; i < r.size(); ++i) {
-            line += r[i];
-            if (i + 1 < r.size()) line += std::string(width[i] - r[i].size() + 2, ' ');
+            text += r[i];
+            if (i + 1 < r.size()) text.append(width[i] - r[i].size() + 2, ' ');
         }
-        fmt::print("{}\n", line);
+        text += '\n';
     }
 }
 
@@ -105,6 +109,12 @@ int run_list(int argc, char** argv) {
         cuobjdump = *found;
     }
 
+#ifdef __GLIBC__
+    // The payload workers free decoder windows and images of a few MiB each. glibc's dynamic
+    // mmap threshold would rise to the largest one freed and serve later ones from per-thread
+    // arenas, which keep freed memory resident: a fixed threshold returns each to the system.
+    if (toolkit) ::mallopt(M_MMAP_THRESHOLD, 1 << 20);
+#endif
     binary::ReadOptions opts;
     opts.inspect_payloads = toolkit;
     int rc = kExitOk;
@@ -144,14 +154,15 @@ int run_list(int argc, char** argv) {
             rows.push_back(std::move(e));
     }
 
+    std::string out;
     if (format == "json") {
-        const std::string out = binary::entries_json(rows);
-        std::fwrite(out.data(), 1, out.size(), stdout);
+        out = binary::entries_json(rows);
     } else {
-        if (!rows.empty()) print_table(rows, toolkit);
+        if (!rows.empty()) append_table(out, rows, toolkit);
         for (const auto& f : no_code)
-            fmt::print("{}: no device code\n", escape_control(f));
+            out += fmt::format("{}: no device code\n", escape_control(f));
     }
+    std::fwrite(out.data(), 1, out.size(), stdout);
     return rc;
 }
 

@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""Before/after of `nvcc-forge list` on real libraries, side by side in one run.
+
+usage: speed.py [--rounds N] [--toolkit-rounds N] TOOLS_BEFORE TOOLS_AFTER FILE...
+
+TOOLS_* are nvcc-forge-tools binaries (or `nvcc-forge`). For each file and each command (`list`,
+`list --format json`, `list --toolkit --format json`) the two binaries run alternately; every run
+is timed from fork to reap (spawn included) with os.wait4, which also gives its peak RSS and CPU
+time. Prints medians (wall, CPU) and the largest peak RSS, and checks that both binaries print
+byte-identical output. No assertions on time: numbers only.
+"""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+
+def run(cmd):
+    """(wall s, user+sys s, peak RSS MiB, exit code) of one child, stdout to /dev/null."""
+    t0 = time.perf_counter()
+    pid = os.fork()
+    if pid == 0:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        os.execv(cmd[0], cmd)
+    _, status, ru = os.wait4(pid, 0)
+    wall = time.perf_counter() - t0
+    return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024.0, os.waitstatus_to_exitcode(status)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=21)
+    ap.add_argument("--toolkit-rounds", type=int, default=7)
+    ap.add_argument("before")
+    ap.add_argument("after")
+    ap.add_argument("files", nargs="+")
+    a = ap.parse_args()
+    tools = {"before": os.path.abspath(a.before), "after": os.path.abspath(a.after)}
+    print(f"load average at start: {os.getloadavg()}")
+    rows = []
+    for f in a.files:
+        size = os.path.getsize(f) / 2**20
+        for args, rounds in ((["list"], a.rounds), (["list", "--format", "json"], a.rounds),
+                             (["list", "--toolkit", "--format", "json"], a.toolkit_rounds)):
+            outs = {k: subprocess.run([t] + args + [f], capture_output=True).stdout
+                    for k, t in tools.items()}
+            same = outs["before"] == outs["after"]
+            samples = {k: [] for k in tools}
+            for _ in range(rounds):
+                for k, t in tools.items():
+                    samples[k].append(run([t] + args + [f]))
+            r = {"file": os.path.basename(f), "mib": size, "cmd": " ".join(args), "same": same}
+            for k, s in samples.items():
+                r[k] = (statistics.median(x[0] for x in s) * 1e3,
+                        statistics.median(x[1] for x in s) * 1e3, max(x[2] for x in s),
+                        {x[3] for x in s})
+            rows.append(r)
+            b, n = r["before"], r["after"]
+            print(f"{r['file']} ({size:.1f} MiB) `{r['cmd']}` x{rounds}: "
+                  f"before {b[0]:.2f} ms wall, {b[1]:.2f} ms cpu, {b[2]:.1f} MiB | "
+                  f"after {n[0]:.2f} ms wall, {n[1]:.2f} ms cpu, {n[2]:.1f} MiB | "
+                  f"exit {sorted(b[3])}/{sorted(n[3])} | output {'identical' if same else 'DIFFERS'}",
+                  flush=True)
+    print(f"load average at end: {os.getloadavg()}")
+    print("\n| file | command | before: wall / CPU (ms), peak RSS (MiB) | after: wall / CPU (ms), "
+          "peak RSS (MiB) | output |")
+    print("|---|---|---|---|---|")
+    for r in rows:
+        b, n = r["before"], r["after"]
+        print(f"| `{r['file']}` ({r['mib']:.0f} MiB) | `{r['cmd']}` | {b[0]:.1f} / {b[1]:.1f}, "
+              f"{b[2]:.1f} | {n[0]:.1f} / {n[1]:.1f}, {n[2]:.1f} | "
+              f"{'identical' if r['same'] else 'DIFFERS'} |")
+    return 0 if all(r["same"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
