@@ -38,7 +38,6 @@ std::string without_zip64(const std::string& extra) {
     return at == extra.size() ? out : extra;
 }
 
-
 // minizip reads through these callbacks: a zip held in memory is never written to disk.
 struct MemStream {
     const std::uint8_t* data = nullptr;
@@ -67,15 +66,20 @@ ZPOS64_T ZCALLBACK mem_tell(voidpf /*opaque*/, voidpf stream) {
 }
 long ZCALLBACK mem_seek(voidpf /*opaque*/, voidpf stream, ZPOS64_T offset, int origin) {
     auto* s = static_cast<MemStream*>(stream);
-    std::uint64_t base = 0;
-    if (origin == ZLIB_FILEFUNC_SEEK_CUR)
-        base = s->pos;
-    else if (origin == ZLIB_FILEFUNC_SEEK_END)
-        base = s->size;
-    else if (origin != ZLIB_FILEFUNC_SEEK_SET)
-        return -1;
-    if (offset > s->size || base > s->size - offset) return -1;
-    s->pos = base + offset;
+    if (origin == ZLIB_FILEFUNC_SEEK_SET) {
+        if (offset > s->size) return -1;
+        s->pos = offset;
+        return 0;
+    }
+    if (origin != ZLIB_FILEFUNC_SEEK_CUR && origin != ZLIB_FILEFUNC_SEEK_END) return -1;
+    // minizip steps back by passing a negative offset wrapped into the unsigned type (as
+    // fseeko would read it).
+    const std::uint64_t base = origin == ZLIB_FILEFUNC_SEEK_CUR ? s->pos : s->size;
+    const auto delta = static_cast<std::int64_t>(offset);
+    const std::uint64_t magnitude =
+        delta < 0 ? 0 - static_cast<std::uint64_t>(delta) : static_cast<std::uint64_t>(delta);
+    if (delta < 0 ? magnitude > base : magnitude > s->size - base) return -1;
+    s->pos = delta < 0 ? base - magnitude : base + magnitude;
     return 0;
 }
 int ZCALLBACK mem_close(voidpf /*opaque*/, voidpf /*stream*/) {
