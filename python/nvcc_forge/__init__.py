@@ -13,8 +13,10 @@ def _installed(suffix):
     # --prefix): the distribution's RECORD knows, sys.prefix guesses.
     dist = importlib.metadata.distribution("nvcc-forge")
     for f in dist.files or ():
-        if str(f).replace(os.sep, "/").endswith(suffix):
-            return os.path.normpath(str(dist.locate_file(f)))
+        # RECORD names data files relative to site-packages (../../../bin/nvcc-forge).
+        path = os.path.normpath(str(dist.locate_file(f)))
+        if path.replace(os.sep, "/").endswith("/" + suffix):
+            return path
     raise FileNotFoundError(f"nvcc-forge: no installed file ends with {suffix} (broken install?)")
 
 
