@@ -153,6 +153,7 @@ Status Archive::list() {
     unz_global_info64 gi{};
     if (int rc = unzGetGlobalInfo64(z, &gi); rc != UNZ_OK) return make_error(error_text(rc));
     entries_.clear();
+    positions_.clear();
     std::vector<char> name(kMaxField + 1, '\0');
     std::vector<char> extra(kMaxField + 1, '\0');
     std::vector<char> comment(kMaxField + 1, '\0');
@@ -179,6 +180,10 @@ Status Archive::list() {
         e.encrypted = (fi.flag & 1u) != 0;
         e.index = i;
         entries_.push_back(std::move(e));
+        unz64_file_pos pos{};
+        if (int got = unzGetFilePos64(z, &pos); got != UNZ_OK)
+            return make_error(fmt::format("zip entry {}: {}", i, error_text(got)));
+        positions_.emplace_back(pos.pos_in_zip_directory, pos.num_of_file);
         rc = unzGoToNextFile(z);
     }
     if (rc != UNZ_END_OF_LIST_OF_FILE)
@@ -201,12 +206,12 @@ std::string Archive::global_comment() const {
 }
 
 Result<void*> Archive::select(std::uint64_t index) {
-    unzFile z = state_->unz;
-    int rc = unzGoToFirstFile(z);
-    for (std::uint64_t i = 0; i < index && rc == UNZ_OK; ++i)
-        rc = unzGoToNextFile(z);
-    if (rc != UNZ_OK) return make_error(fmt::format("zip entry {}: {}", index, error_text(rc)));
-    return static_cast<void*>(z);
+    if (index >= positions_.size())
+        return make_error(fmt::format("zip entry {}: no such entry", index));
+    unz64_file_pos pos{positions_[index].first, positions_[index].second};
+    if (int rc = unzGoToFilePos64(state_->unz, &pos); rc != UNZ_OK)
+        return make_error(fmt::format("zip entry {}: {}", index, error_text(rc)));
+    return static_cast<void*>(state_->unz);
 }
 
 Result<MemberReader> MemberReader::open(Archive& archive, const Entry& entry) {

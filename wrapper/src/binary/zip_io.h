@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 #include <zlib.h>
 
@@ -62,6 +63,9 @@ class Archive {
     Status list();
     std::unique_ptr<State> state_;
     std::vector<Entry> entries_;
+    // Where each entry's central header is ({offset, number}, minizip's unz64_file_pos): a
+    // member is reached directly, not by walking the directory again.
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> positions_;
 };
 
 // Closes the member minizip has open (MemberReader, Writer::copy_raw).
