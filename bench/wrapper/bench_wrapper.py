@@ -6,6 +6,9 @@ both sides alike.
   bench_wrapper.py --forge build/wrapper/nvcc-forge [--nvcc /usr/local/cuda/bin/nvcc]
                    [--version-rounds 300] [--compile-rounds 15] [--json]
 
+--forge is any front end: a build tree's, an install prefix's, or the wheel's (`pip install` into
+a venv, then --forge <venv>/bin/nvcc-forge: the same native binary, same budget).
+
 Cases:
   version          `nvcc --version`, policy configured (NVCC_FORGE_ARCH_LIST) + JSON log
   version-bare     `nvcc --version`, nothing configured (the plain exec path)

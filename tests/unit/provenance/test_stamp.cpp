@@ -10,9 +10,10 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <minizip/unzip.h>
+#include <minizip/zip.h>
 #include <sstream>
 #include <thread>
-#include <zip.h>
 
 namespace fs = std::filesystem;
 using namespace forge;
@@ -30,64 +31,77 @@ EnvLookup env_of(std::map<std::string, std::string> vars) {
 
 using forge::test::temp_dir;
 
+// The test's own zip reading and writing goes straight to minizip, not through the code under
+// test (binary/zip_io.h).
+constexpr int kStore = 0;
+constexpr int kDeflate = Z_DEFLATED;
+
 struct Member {
     std::string name;
     std::string data;
-    zip_int32_t method = ZIP_CM_DEFLATE;
+    int method = kDeflate;
 };
 
 void write_zip(const fs::path& path, const std::vector<Member>& members) {
-    int err = 0;
-    zip_t* z = zip_open(path.c_str(), ZIP_CREATE | ZIP_TRUNCATE, &err);
+    zipFile z = zipOpen64(path.c_str(), APPEND_STATUS_CREATE);
     ASSERT_NE(z, nullptr);
     for (const auto& m : members) {
-        zip_source_t* s = zip_source_buffer(z, m.data.data(), m.data.size(), 0);
-        zip_int64_t idx = zip_file_add(z, m.name.c_str(), s, 0);
-        ASSERT_GE(idx, 0);
-        zip_set_file_compression(z, static_cast<zip_uint64_t>(idx), m.method, 0);
+        zip_fileinfo zi{};
+        ASSERT_EQ(zipOpenNewFileInZip64(z, m.name.c_str(), &zi, nullptr, 0, nullptr, 0, nullptr,
+                                        m.method, m.method == kStore ? 0 : Z_DEFAULT_COMPRESSION,
+                                        0),
+                  ZIP_OK);
+        ASSERT_EQ(zipWriteInFileInZip(z, m.data.data(), static_cast<unsigned>(m.data.size())),
+                  ZIP_OK);
+        ASSERT_EQ(zipCloseFileInZip(z), ZIP_OK);
     }
-    ASSERT_EQ(zip_close(z), 0);
+    ASSERT_EQ(zipClose(z, nullptr), ZIP_OK);
 }
 
 struct RawMember {
     std::string name;
-    zip_uint16_t method;
-    zip_uint32_t crc;
+    unsigned long method;
+    unsigned long crc;
     std::string compressed; // bytes as stored
 };
 
 std::vector<RawMember> read_raw(const fs::path& path) {
-    int err = 0;
-    zip_t* z = zip_open(path.c_str(), ZIP_RDONLY, &err);
+    unzFile z = unzOpen64(path.c_str());
     EXPECT_NE(z, nullptr);
     std::vector<RawMember> out;
     if (!z) return out;
-    for (zip_int64_t i = 0; i < zip_get_num_entries(z, 0); ++i) {
-        zip_stat_t st;
-        zip_stat_index(z, i, 0, &st);
-        RawMember m{st.name, st.comp_method, st.crc, std::string(st.comp_size, '\0')};
-        zip_file_t* f = zip_fopen_index(z, i, ZIP_FL_COMPRESSED);
-        EXPECT_NE(f, nullptr);
-        EXPECT_EQ(zip_fread(f, m.compressed.data(), st.comp_size),
-                  static_cast<zip_int64_t>(st.comp_size));
-        zip_fclose(f);
+    for (int rc = unzGoToFirstFile(z); rc == UNZ_OK; rc = unzGoToNextFile(z)) {
+        unz_file_info64 fi{};
+        char name[4096] = {};
+        EXPECT_EQ(unzGetCurrentFileInfo64(z, &fi, name, sizeof name - 1, nullptr, 0, nullptr, 0),
+                  UNZ_OK);
+        RawMember m{name, fi.compression_method, fi.crc, std::string(fi.compressed_size, '\0')};
+        int method = 0;
+        int level = 0;
+        EXPECT_EQ(unzOpenCurrentFile2(z, &method, &level, 1), UNZ_OK);
+        EXPECT_EQ(
+            unzReadCurrentFile(z, m.compressed.data(), static_cast<unsigned>(fi.compressed_size)),
+            static_cast<int>(fi.compressed_size));
+        unzCloseCurrentFile(z);
         out.push_back(std::move(m));
     }
-    zip_close(z);
+    unzClose(z);
     return out;
 }
 
 std::string read_member_text(const fs::path& path, const std::string& name) {
-    int err = 0;
-    zip_t* z = zip_open(path.c_str(), ZIP_RDONLY, &err);
+    unzFile z = unzOpen64(path.c_str());
     EXPECT_NE(z, nullptr);
-    zip_stat_t st;
-    EXPECT_EQ(zip_stat(z, name.c_str(), 0, &st), 0) << name;
-    std::string data(st.size, '\0');
-    zip_file_t* f = zip_fopen(z, name.c_str(), 0);
-    zip_fread(f, data.data(), st.size);
-    zip_fclose(f);
-    zip_close(z);
+    if (!z) return {};
+    EXPECT_EQ(unzLocateFile(z, name.c_str(), 1), UNZ_OK) << name;
+    unz_file_info64 fi{};
+    unzGetCurrentFileInfo64(z, &fi, nullptr, 0, nullptr, 0, nullptr, 0);
+    std::string data(fi.uncompressed_size, '\0');
+    EXPECT_EQ(unzOpenCurrentFile(z), UNZ_OK);
+    EXPECT_EQ(unzReadCurrentFile(z, data.data(), static_cast<unsigned>(data.size())),
+              static_cast<int>(data.size()));
+    EXPECT_EQ(unzCloseCurrentFile(z), UNZ_OK) << "CRC of " << name;
+    unzClose(z);
     return data;
 }
 
@@ -140,9 +154,9 @@ fs::path make_wheel(const fs::path& dir,
                     const std::string& filename = "demo-1.0-cp312-cp312-linux_x86_64.whl") {
     auto p = dir / filename;
     write_zip(p,
-              {{"demo/__init__.py", "x=1", ZIP_CM_STORE},
-               {"demo/_C.so", so_bytes(), ZIP_CM_DEFLATE},
-               {"demo/data.bin", std::string(4096, 'z'), ZIP_CM_STORE},
+              {{"demo/__init__.py", "x=1", kStore},
+               {"demo/_C.so", so_bytes(), kDeflate},
+               {"demo/data.bin", std::string(4096, 'z'), kStore},
                {"demo-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: demo\nVersion: 1.0\n"},
                {"demo-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\n"},
                {"demo-1.0.dist-info/top_level.txt", "demo\n"},

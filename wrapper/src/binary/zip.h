@@ -1,4 +1,4 @@
-// Wheels and other zip files, read from memory with libzip: nothing is extracted to disk.
+// Wheels and other zip files, read from memory (binary/zip_io.h): nothing is extracted to disk.
 // Zip bombs: a member's declared size is checked against the limits before it is inflated, the
 // inflated size must equal the declared one, and the total inflated is capped across a read.
 #pragma once

@@ -1,9 +1,10 @@
-// The wheel side of stamping, with libzip: find the layout, read the stamp, rewrite the wheel.
+// The wheel side of stamping: find the layout, read the stamp, rewrite the wheel.
 //
-// The rewrite works on a copy next to the wheel: libzip modifies the copy in place, which copies
-// every untouched member's compressed bytes as they are (no recompression, order kept), then the
-// copy is flushed and renamed over the original, so a crash leaves the old wheel or the new one,
-// never half of one.
+// The rewrite writes a new wheel next to the old one: every untouched member's stored bytes are
+// copied as they are (no recompression, order kept, binary/zip_io.h), RECORD is replaced where
+// it stands and the stamp is replaced or appended; then the new file is flushed and renamed over
+// the original, so a crash leaves the old wheel or the new one, never half of one.
+#include "binary/zip_io.h"
 #include "provenance/stamp.h"
 
 #include <algorithm>
@@ -12,47 +13,29 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <fmt/format.h>
-#include <memory>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zip.h>
 
 namespace forge::provenance {
 namespace {
 
-constexpr zip_uint64_t kMaxTextMember = 64ull << 20; // RECORD / _build_info.json
+namespace zipio = binary::zipio;
 
-struct ZipCloser {
-    void operator()(zip_t* z) const {
-        if (z) zip_discard(z);
-    }
-};
-using ZipPtr = std::unique_ptr<zip_t, ZipCloser>;
+constexpr std::uint64_t kMaxTextMember = 64ull << 20; // RECORD / _build_info.json
 
-Error zip_failure(const std::string& path, const std::string& what, zip_error_t* ze) {
-    return Error{fmt::format("{}: {}", what, zip_error_strerror(ze)), path};
+Result<zipio::Archive> open_zip(const std::string& path) {
+    auto z = zipio::Archive::open_file(path);
+    if (!z)
+        return Error{
+            fmt::format("not a readable zip archive (a wheel is one): {}", z.error().message),
+            path};
+    return z;
 }
 
-Result<ZipPtr> open_zip(const std::string& path, int flags) {
-    int code = 0;
-    zip_t* z = zip_open(path.c_str(), flags, &code);
-    if (!z) {
-        zip_error_t ze;
-        zip_error_init_with_code(&ze, code);
-        Error e = zip_failure(path, "not a readable zip archive (a wheel is one)", &ze);
-        zip_error_fini(&ze);
-        return e;
-    }
-    return ZipPtr(z);
-}
-
-std::vector<std::string> member_names(zip_t* z) {
+std::vector<std::string> member_names(const zipio::Archive& z) {
     std::vector<std::string> out;
-    zip_int64_t n = zip_get_num_entries(z, 0);
-    for (zip_int64_t i = 0; i < n; ++i) {
-        const char* name = zip_get_name(z, static_cast<zip_uint64_t>(i), ZIP_FL_ENC_RAW);
-        out.emplace_back(name ? name : "");
-    }
+    for (const auto& e : z.entries())
+        out.push_back(e.name);
     return out;
 }
 
@@ -61,27 +44,32 @@ bool is_extension_name(std::string_view name) {
            name.ends_with(".pyd");
 }
 
-Result<std::string> read_member(zip_t* z, zip_uint64_t index, const std::string& path,
-                                const std::string& name) {
-    zip_stat_t st;
-    zip_stat_init(&st);
-    if (zip_stat_index(z, index, 0, &st) != 0)
-        return zip_failure(path, fmt::format("cannot stat member {}", name), zip_get_error(z));
-    if (!(st.valid & ZIP_STAT_SIZE) || st.size > kMaxTextMember) {
-        Error e{fmt::format("member is larger than {} bytes", kMaxTextMember), path};
-        e.key = name;
+Result<std::string> read_member(zipio::Archive& z, const zipio::Entry& entry,
+                                const std::string& path) {
+    auto failure = [&](const std::string& message) {
+        Error e{message, path};
+        e.key = entry.name;
         return e;
+    };
+    if (entry.size > kMaxTextMember)
+        return failure(fmt::format("member is larger than {} bytes", kMaxTextMember));
+    auto f = zipio::MemberReader::open(z, entry);
+    if (!f) return failure(fmt::format("cannot open member: {}", f.error().message));
+    std::string data(entry.size, '\0');
+    auto* out = reinterpret_cast<std::uint8_t*>(data.data());
+    std::uint64_t have = 0;
+    while (have < entry.size) {
+        auto n = f->read(out + have, entry.size - have);
+        if (!n) return failure(n.error().message);
+        if (*n == 0) break;
+        have += *n;
     }
-    zip_file_t* f = zip_fopen_index(z, index, 0);
-    if (!f) return zip_failure(path, fmt::format("cannot open member {}", name), zip_get_error(z));
-    std::string data(st.size, '\0');
-    zip_int64_t got = zip_fread(f, data.data(), st.size);
-    bool bad = got < 0 || static_cast<zip_uint64_t>(got) != st.size;
-    Error e = bad ? zip_failure(path, fmt::format("cannot inflate member {}", name),
-                                zip_file_get_error(f))
-                  : Error{};
-    zip_fclose(f);
-    if (bad) return e;
+    std::uint8_t extra = 0;
+    auto more = f->read(&extra, 1); // reaching the end checks the CRC
+    if (!more) return failure(more.error().message);
+    if (have != entry.size || *more != 0)
+        return failure(
+            fmt::format("member inflates to {} bytes, but declares {}", have + *more, entry.size));
     return data;
 }
 
@@ -100,7 +88,14 @@ bool leaves_wheel(std::string_view name) {
     return false;
 }
 
-Result<WheelLayout> layout_of(zip_t* z, const std::string& path) {
+std::optional<std::size_t> locate(const zipio::Archive& z, const std::string& name) {
+    const auto& entries = z.entries();
+    for (std::size_t i = 0; i < entries.size(); ++i)
+        if (entries[i].name == name) return i;
+    return std::nullopt;
+}
+
+Result<WheelLayout> layout_of(zipio::Archive& z, const std::string& path) {
     auto names = member_names(z);
     for (const auto& n : names)
         if (leaves_wheel(n)) {
@@ -143,10 +138,8 @@ Result<WheelLayout> layout_of(zip_t* z, const std::string& path) {
     };
     // top_level.txt names the importable packages; prefer one that holds an extension.
     std::vector<std::string> top_level;
-    if (zip_int64_t idx = zip_name_locate(z, (l.dist_info + "/top_level.txt").c_str(), 0);
-        idx >= 0) {
-        auto text =
-            read_member(z, static_cast<zip_uint64_t>(idx), path, l.dist_info + "/top_level.txt");
+    if (auto idx = locate(z, l.dist_info + "/top_level.txt")) {
+        auto text = read_member(z, z.entries()[*idx], path);
         if (!text) return std::move(text).error();
         size_t start = 0;
         while (start <= text->size()) {
@@ -170,46 +163,6 @@ Result<WheelLayout> layout_of(zip_t* z, const std::string& path) {
     return Error{"no package directory in the wheel to hold _build_info.json (every member is "
                  "top-level or in .dist-info/.data)",
                  path};
-}
-
-std::optional<zip_uint64_t> locate(zip_t* z, const std::string& name) {
-    zip_int64_t idx = zip_name_locate(z, name.c_str(), ZIP_FL_ENC_RAW);
-    if (idx < 0) return std::nullopt;
-    return static_cast<zip_uint64_t>(idx);
-}
-
-// Adds or replaces `name` with `data` (kept alive by the caller until zip_close).
-Status put_member(zip_t* z, const std::string& path, const std::string& name,
-                  const std::string& data, zip_int32_t method, std::int64_t mtime) {
-    zip_source_t* src = zip_source_buffer(z, data.data(), data.size(), 0);
-    if (!src) return zip_failure(path, "cannot create a zip source", zip_get_error(z));
-    zip_int64_t idx;
-    if (auto existing = locate(z, name)) {
-        if (zip_file_replace(z, *existing, src, 0) != 0) {
-            zip_source_free(src);
-            return zip_failure(path, fmt::format("cannot replace {}", name), zip_get_error(z));
-        }
-        idx = static_cast<zip_int64_t>(*existing);
-    } else {
-        idx = zip_file_add(z, name.c_str(), src, ZIP_FL_ENC_UTF_8);
-        if (idx < 0) {
-            zip_source_free(src);
-            return zip_failure(path, fmt::format("cannot add {}", name), zip_get_error(z));
-        }
-    }
-    auto u = static_cast<zip_uint64_t>(idx);
-    if (zip_set_file_compression(z, u, method, 0) != 0)
-        return zip_failure(path, fmt::format("cannot set the compression of {}", name),
-                           zip_get_error(z));
-    // Zip (DOS) times start in 1980; an older SOURCE_DATE_EPOCH is clamped there.
-    constexpr std::int64_t kDosEpoch = 315532800;
-    if (zip_file_set_mtime(z, u, static_cast<time_t>(std::max(mtime, kDosEpoch)), 0) != 0)
-        return zip_failure(path, fmt::format("cannot set the time of {}", name), zip_get_error(z));
-    // -rw-r--r-- for a regular file, as wheel builders write it.
-    if (zip_file_set_external_attributes(z, u, 0, ZIP_OPSYS_UNIX, (0100644u << 16)) != 0)
-        return zip_failure(path, fmt::format("cannot set the attributes of {}", name),
-                           zip_get_error(z));
-    return ok_status();
 }
 
 Status copy_file(const std::string& from, int to_fd, const std::string& to_path) {
@@ -279,15 +232,15 @@ struct TempFile {
 } // namespace
 
 Result<WheelLayout> wheel_layout(const std::string& path) {
-    auto z = open_zip(path, ZIP_RDONLY | ZIP_CHECKCONS);
+    auto z = open_zip(path);
     if (!z) return std::move(z).error();
-    return layout_of(z->get(), path);
+    return layout_of(*z, path);
 }
 
 Result<std::optional<StampFound>> read_stamp(const std::string& wheel_path) {
-    auto z = open_zip(wheel_path, ZIP_RDONLY);
+    auto z = open_zip(wheel_path);
     if (!z) return std::move(z).error();
-    auto names = member_names(z->get());
+    auto names = member_names(*z);
     // <dir>/_build_info.json one level down; with several (a vendored stamped package), the one
     // next to an extension is the wheel's own, as stamp_wheel places it.
     std::optional<size_t> chosen;
@@ -309,7 +262,7 @@ Result<std::optional<StampFound>> read_stamp(const std::string& wheel_path) {
     }
     if (!chosen) return std::optional<StampFound>();
     const std::string& member = names[*chosen];
-    auto text = read_member(z->get(), *chosen, wheel_path, member);
+    auto text = read_member(*z, z->entries()[*chosen], wheel_path);
     if (!text) return std::move(text).error();
     nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded() || !j.is_object()) {
@@ -357,7 +310,33 @@ Result<StampResult> stamp_wheel(const std::string& wheel_path, const policy::Res
     if (!t) return std::move(t).error();
     in.time = *t;
 
-    // The copy the rewrite works on, in the wheel's directory so the rename is atomic.
+    // Errors name the wheel, not the temporary file.
+    auto named = [&](Error e) {
+        e.file = wheel_path;
+        return e;
+    };
+    auto z = open_zip(wheel.string());
+    if (!z) return named(std::move(z).error());
+    auto layout = layout_of(*z, wheel_path);
+    if (!layout) return std::move(layout).error();
+    in.package = layout->package;
+
+    StampResult result;
+    result.wheel = wheel_path;
+    result.member = layout->package + "/" + std::string(kBuildInfoName);
+    result.replaced = locate(*z, result.member).has_value();
+    result.record = make_build_info(r, in);
+    const std::string info_bytes = result.record.dump(2) + "\n";
+
+    const zipio::Entry& record_entry = z->entries()[*locate(*z, layout->record)];
+    auto record_text = read_member(*z, record_entry, wheel_path);
+    if (!record_text) return std::move(record_text).error();
+    const std::string new_record =
+        update_record(*record_text, layout->record, result.member, info_bytes);
+    const int record_method =
+        record_entry.method == zipio::kMethodStore ? zipio::kMethodStore : zipio::kMethodDeflate;
+
+    // The new wheel, in the wheel's directory so the rename is atomic.
     fs::path dir = wheel.has_parent_path() ? wheel.parent_path() : fs::path(".");
     std::string tmpl = (dir / ("." + wheel.filename().string() + ".stamp-XXXXXX")).string();
     std::vector<char> buf(tmpl.begin(), tmpl.end());
@@ -368,56 +347,26 @@ Result<StampResult> stamp_wheel(const std::string& wheel_path, const policy::Res
                                  std::strerror(errno)),
                      wheel_path};
     TempFile temp{buf.data()};
-    Status copied = copy_file(wheel.string(), fd, temp.path);
     ::close(fd);
-    FORGE_TRY_STATUS(copied);
-
-    // Errors name the wheel, not the temporary copy.
-    auto named = [&](Error e) {
-        e.file = wheel_path;
-        return e;
+    auto out = zipio::Writer::create(temp.path);
+    if (!out) return Error{out.error().message, temp.path};
+    auto written = [&](Status s) -> Status {
+        if (!s) return named(std::move(s).error());
+        return s;
     };
-    auto z = open_zip(temp.path, ZIP_CHECKCONS);
-    if (!z) return named(std::move(z).error());
-    auto layout = layout_of(z->get(), wheel_path);
-    if (!layout) return std::move(layout).error();
-    in.package = layout->package;
-
-    StampResult result;
-    result.wheel = wheel_path;
-    result.member = layout->package + "/" + std::string(kBuildInfoName);
-    result.replaced = locate(z->get(), result.member).has_value();
-    result.record = make_build_info(r, in);
-    const std::string info_bytes = result.record.dump(2) + "\n";
-
-    auto record_idx = locate(z->get(), layout->record);
-    auto record_text = read_member(z->get(), *record_idx, wheel_path, layout->record);
-    if (!record_text) return std::move(record_text).error();
-    zip_stat_t record_stat;
-    zip_stat_init(&record_stat);
-    if (zip_stat_index(z->get(), *record_idx, 0, &record_stat) != 0)
-        return named(zip_failure(wheel_path, "cannot stat RECORD", zip_get_error(z->get())));
-    const std::string new_record =
-        update_record(*record_text, layout->record, result.member, info_bytes);
-
-    if (auto s =
-            put_member(z->get(), wheel_path, result.member, info_bytes, ZIP_CM_DEFLATE, in.time);
-        !s)
-        return named(std::move(s).error());
-    zip_int32_t record_method = (record_stat.valid & ZIP_STAT_COMP_METHOD)
-                                    ? static_cast<zip_int32_t>(record_stat.comp_method)
-                                    : ZIP_CM_DEFLATE;
-    if (auto s =
-            put_member(z->get(), wheel_path, layout->record, new_record, record_method, in.time);
-        !s)
-        return named(std::move(s).error());
-
-    zip_t* raw = z->release();
-    if (zip_close(raw) != 0) {
-        Error e = zip_failure(wheel_path, "cannot write the stamped wheel", zip_get_error(raw));
-        zip_discard(raw);
-        return e;
+    for (const zipio::Entry& e : z->entries()) {
+        if (e.name == layout->record)
+            FORGE_TRY_STATUS(written(out->add(e.name, new_record, record_method, in.time)));
+        else if (e.name == result.member)
+            FORGE_TRY_STATUS(written(out->add(e.name, info_bytes, zipio::kMethodDeflate, in.time)));
+        else
+            FORGE_TRY_STATUS(written(out->copy_raw(*z, e)));
     }
+    if (!result.replaced)
+        FORGE_TRY_STATUS(
+            written(out->add(result.member, info_bytes, zipio::kMethodDeflate, in.time)));
+    FORGE_TRY_STATUS(written(out->close(z->global_comment())));
+
     // A rename puts a new inode in place: right when it can carry the wheel's owner and mode and
     // no other name shares the old one. Otherwise the stamped bytes are written into the wheel
     // itself, which keeps its inode, owner, mode and hard links (not atomic: a crash in between
@@ -429,7 +378,7 @@ Result<StampResult> stamp_wheel(const std::string& wheel_path, const policy::Res
         FORGE_TRY_STATUS(overwrite_with(temp.path, wheel.string(), wheel_path));
         return result;
     }
-    // libzip wrote through its own temporary file; give the result the wheel's mode.
+    // mkstemp made the file 0600; give the result the wheel's mode.
     if (::chmod(temp.path.c_str(), original.st_mode & 07777) != 0)
         return Error{fmt::format("cannot set the mode: {}", std::strerror(errno)), temp.path};
     FORGE_TRY_STATUS(fsync_path(temp.path, false));
