@@ -7,8 +7,8 @@ using namespace forge::ci;
 using Status = TestCase::Status;
 
 TEST(XmlEscape, MarkupCharacters) {
-    EXPECT_EQ(xml_escape("a<b>&\"c'", false), "a&lt;b&gt;&amp;&quot;c&apos;");
-    EXPECT_EQ(xml_escape("a<b>&\"c'", true), "a&lt;b&gt;&amp;&quot;c&apos;");
+    EXPECT_EQ(xml_escape("a<b>&\"c'", false), "a&lt;b&gt;&amp;&quot;c&#39;");
+    EXPECT_EQ(xml_escape("a<b>&\"c'", true), "a&lt;b&gt;&amp;&quot;c&#39;");
 }
 
 TEST(XmlEscape, WhitespaceKeptInTextReferencedInAttributes) {

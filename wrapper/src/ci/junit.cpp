@@ -1,5 +1,7 @@
 #include "ci/junit.h"
 
+#include "core/text.h"
+
 #include <cstdint>
 #include <fmt/format.h>
 
@@ -71,25 +73,10 @@ std::string xml_escape(std::string_view s, bool attribute) {
             ++i;
             continue;
         }
-        switch (ch) {
-        case '&':
-            out += "&amp;";
-            break;
-        case '<':
-            out += "&lt;";
-            break;
-        case '>':
-            out += "&gt;";
-            break;
-        case '"':
-            out += "&quot;";
-            break;
-        case '\'':
-            out += "&apos;";
-            break;
-        default:
+        if (const char* e = markup_entity(ch))
+            out += e;
+        else
             out += ch;
-        }
         ++i;
     }
     return out;
