@@ -165,7 +165,7 @@ def bad_ignore_entry(t):
 @ft.case("lint.cli.bad_format")
 def bad_format(t):
     lint(t, fx(t, "clean"), "--arch-list", "8.0", "--format", "yaml").expect_rc(2) \
-        .expect_err("--format must be text or json")
+        .expect_err("--format must be text, json or github")
 
 
 @ft.case("lint.cli.no_src")

@@ -105,6 +105,18 @@ TEST(Gate, KernelLessCubinsAreNotDeviceCode) {
     EXPECT_EQ(r.stub_only, (std::vector<std::string>{"sm_80"}));
 }
 
+TEST(Gate, AStubCountsAsKernelLessEvenWithoutAKernelCount) {
+    // A device-link stub the reader flagged without reading its sections (a compressed cubin,
+    // kernels unknown) is still no device code: the flag alone decides.
+    binary::Entry stub = entry("sm_80", 0, true);
+    stub.kernels.reset();
+    auto r = verify_extension(ext({stub}), list("8.0"), {});
+    EXPECT_FALSE(r.device_code);
+    EXPECT_FALSE(r.pass);
+    EXPECT_EQ(r.stub_only, (std::vector<std::string>{"sm_80"}));
+    EXPECT_TRUE(r.sass.empty());
+}
+
 TEST(Gate, ArchWhoseKernelsVanishedStandsOut) {
     auto r = verify_extension(ext({entry("sm_80", 3), entry("sm_90", 0)}), list("8.0 9.0"), {});
     EXPECT_FALSE(r.pass);

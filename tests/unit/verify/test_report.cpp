@@ -114,3 +114,77 @@ TEST(VerifyReport, TextTableNamesEveryExtensionCheckAndWaiver) {
     const std::string empty = run_text({report({}, "8.0")}, "x");
     EXPECT_NE(empty.find("  found     -\n"), std::string::npos) << empty;
 }
+
+// --format github and --junit (docs/ci-output.md): what each report becomes.
+TEST(VerifyFindings, AnErrorPerFailedCheckAWarningPerWaivedPass) {
+    Options o;
+    o.waivers.push_back({*arch::parse_target("sm_86"), "--allow-missing"});
+    const ExtensionReport waived_pass =
+        report({entry("sm_80"), entry("sm_90")}, "8.0 8.6 9.0", o, "pkg/_w.so");
+    const std::vector<ExtensionReport> reports{passing(), failing(), waived_pass};
+    const auto findings = to_findings(reports, run_of(reports));
+    std::vector<std::string> lines;
+    for (const auto& f : findings)
+        lines.push_back(ci::github_command(f));
+    ASSERT_EQ(lines.size(), 4u) << ci::to_github(findings);
+    EXPECT_EQ(lines[0].rfind("::error file=dist/pkg.whl,title=verify family::dist/pkg.whl "
+                             "[pkg/_old.so]: ",
+                             0),
+              0u)
+        << lines[0];
+    EXPECT_EQ(lines[1], "::error file=dist/pkg.whl,title=verify sass::dist/pkg.whl [pkg/_old.so]: "
+                        "missing sm_89 sm_90 (waived: sm_86 — --allow-missing)");
+    EXPECT_EQ(lines[2].rfind("::error file=dist/pkg.whl,title=verify extra::", 0), 0u) << lines[2];
+    EXPECT_EQ(lines[3], "::warning file=dist/pkg.whl,title=verify sass waived::dist/pkg.whl "
+                        "[pkg/_w.so]: waived: sm_86 — --allow-missing");
+}
+
+TEST(VerifyFindings, NothingVerifiedIsAnErrorNeverSilence) {
+    const std::vector<ExtensionReport> none;
+    const auto findings = to_findings(none, run_of(none));
+    ASSERT_EQ(findings.size(), 1u);
+    EXPECT_EQ(ci::github_command(findings[0]),
+              "::error title=verify::verdict: FAIL (0 extensions): no extension module at all: "
+              "nothing carries GPU code; a package without any is allowed only with "
+              "--allow-pure-python or verify.allow_pure_python");
+    EXPECT_TRUE(to_findings({passing()}, run_of({passing()})).empty());
+}
+
+TEST(VerifyFindings, UnreadableInputsAndNarrowedTokens) {
+    RunContext run = run_of({passing()});
+    run.unreadable.emplace_back("junk.so", "junk.so: not an ELF");
+    run.narrowed.push_back("7.5 (dropped against arch_policy[13.0]: gone)");
+    const std::string out = ci::to_github(to_findings({passing()}, run));
+    EXPECT_EQ(out, "::notice title=verify narrowed::narrowed 7.5 (dropped against "
+                   "arch_policy[13.0]: gone)\n"
+                   "::error file=junk.so,title=verify unreadable::junk.so: not an ELF\n");
+}
+
+TEST(VerifyJunit, ACasePerCheckAndAVerdictCase) {
+    const std::vector<ExtensionReport> reports{passing(), failing()};
+    RunContext run = run_of(reports);
+    run.unreadable.emplace_back("junk.so", "not an ELF");
+    const auto cases = to_test_cases(reports, run);
+    using Status = ci::TestCase::Status;
+    ASSERT_EQ(cases.size(), 1u + passing().checks.size() + failing().checks.size() + 1u);
+    EXPECT_EQ(cases.front().classname, "junk.so");
+    EXPECT_EQ(cases.front().status, Status::Error);
+    EXPECT_EQ(cases[1].classname, "dist/pkg.whl [pkg/_C.so]");
+    EXPECT_EQ(cases[1].name, "family");
+    EXPECT_EQ(cases[1].status, Status::Pass);
+    const auto& sass = cases[1 + passing().checks.size() + 1];
+    EXPECT_EQ(sass.classname, "dist/pkg.whl [pkg/_old.so]");
+    EXPECT_EQ(sass.name, "sass");
+    EXPECT_EQ(sass.status, Status::Failure);
+    EXPECT_EQ(sass.message, "missing sm_89 sm_90");
+    EXPECT_EQ(sass.detail, "waived: sm_86 — --allow-missing");
+    EXPECT_EQ(cases.back().classname, "verify");
+    EXPECT_EQ(cases.back().name, "verdict");
+    EXPECT_EQ(cases.back().status, Status::Failure);
+    EXPECT_EQ(cases.back().message, "verdict: FAIL (2 extensions): 1 of 2 extension(s) fail");
+    // Nothing verified: the verdict case fails (an empty report is not a green one).
+    const auto none = to_test_cases({}, run_of({}));
+    ASSERT_EQ(none.size(), 1u);
+    EXPECT_EQ(none[0].status, Status::Failure);
+    EXPECT_EQ(to_test_cases({passing()}, run_of({passing()})).back().status, Status::Pass);
+}

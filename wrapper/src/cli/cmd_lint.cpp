@@ -1,4 +1,4 @@
-// nvcc-forge lint SRC_DIR (--arch-list LIST | resolve options) [--format text|json]
+// nvcc-forge lint SRC_DIR (--arch-list LIST | resolve options) [--format text|json|github]
 //   [--lint-ignore ENTRY]...
 // Arch-gated device code the list does not declare, and build scripts that decide archs
 // themselves (lint/lint.h has the rules and the lint_ignore format).
@@ -19,12 +19,12 @@ namespace {
 
 int run_lint(int argc, char** argv) {
     po::options_description desc(
-        "nvcc-forge lint SRC_DIR (--arch-list LIST | resolve options) [--format text|json]");
+        "nvcc-forge lint SRC_DIR (--arch-list LIST | resolve options) [--format text|json|github]");
     std::string src, format = "text";
     std::vector<std::string> extra_ignores;
     desc.add_options()("help,h", "show this help")(
         "src", po::value(&src), "source tree (or one file) to lint")("format", po::value(&format),
-                                                                     "text | json")(
+                                                                     "text | json | github")(
         "lint-ignore", po::value(&extra_ignores)->composing(),
         "GLOB[:RULE]: silence matching findings visibly (added to the package's lint_ignore)");
     add_resolve_options(desc, /*with_arch_list=*/true);
@@ -46,9 +46,9 @@ int run_lint(int argc, char** argv) {
         return kExitOk;
     }
     if (src.empty()) return report_error("lint", Error("no SRC_DIR given"));
-    if (format != "text" && format != "json")
-        return report_error("lint",
-                            Error(fmt::format("--format must be text or json, not '{}'", format)));
+    if (format != "text" && format != "json" && format != "github")
+        return report_error(
+            "lint", Error(fmt::format("--format must be text, json or github, not '{}'", format)));
     auto resolution = resolve_from_options(vm);
     if (!resolution) return report_error("lint", resolution.error());
 
@@ -77,6 +77,10 @@ int run_lint(int argc, char** argv) {
             fmt::print(stderr, "nvcc-forge lint: skipped {}\n", s);
         for (const auto& u : report->unused_ignores)
             fmt::print(stderr, "nvcc-forge lint: lint_ignore entry '{}' matched no finding\n", u);
+    } else if (format == "github") {
+        // Workflow commands, then the summary as a plain log line.
+        std::cout << ci::to_github(lint::lint_findings(*report, src, opts.list))
+                  << lint::lint_summary_line(*report, opts.list, resolution->source);
     } else {
         std::cout << lint::lint_to_text(*report, opts.list, resolution->source);
     }

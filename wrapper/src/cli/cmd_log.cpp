@@ -1,5 +1,5 @@
-// nvcc-forge log summarize FILE [--format text|json] [--fail-on-drop]: which TUs dropped which
-// targets, from the wrapper's NVCC_FORGE_LOG.
+// nvcc-forge log summarize FILE [--format text|json|github] [--fail-on-drop]: which TUs dropped
+// which targets, from the wrapper's NVCC_FORGE_LOG.
 #include "cli/command.h"
 #include "cli/policy_options.h"
 #include "core/result.h"
@@ -17,7 +17,7 @@ namespace {
 
 int cmd_log(int argc, char** argv) {
     if (argc < 2 || std::string_view(argv[1]) != "summarize") {
-        fmt::print(stderr, "usage: nvcc-forge log summarize FILE [--format text|json] "
+        fmt::print(stderr, "usage: nvcc-forge log summarize FILE [--format text|json|github] "
                            "[--fail-on-drop]\n");
         return (argc >= 2 &&
                 (std::string_view(argv[1]) == "-h" || std::string_view(argv[1]) == "--help"))
@@ -27,7 +27,7 @@ int cmd_log(int argc, char** argv) {
     po::options_description desc("nvcc-forge log summarize FILE");
     desc.add_options()("help,h", "show this help")(
         "format", po::value<std::string>()->default_value("text"),
-        "text | json")("fail-on-drop", "exit 1 when any TU dropped a policy target")(
+        "text | json | github")("fail-on-drop", "exit 1 when any TU dropped a policy target")(
         "file", po::value<std::string>(), "the NVCC_FORGE_LOG file");
     po::positional_options_description pos;
     pos.add("file", 1);
@@ -39,14 +39,21 @@ int cmd_log(int argc, char** argv) {
     }
     if (!vm.count("file")) return report_error("log summarize", Error("FILE is required"));
     const auto format = vm["format"].as<std::string>();
-    if (format != "text" && format != "json")
-        return report_error("log summarize",
-                            Error(fmt::format("--format must be text or json, not '{}'", format)));
+    if (format != "text" && format != "json" && format != "github")
+        return report_error(
+            "log summarize",
+            Error(fmt::format("--format must be text, json or github, not '{}'", format)));
     auto summary = frontend::summarize_log(vm["file"].as<std::string>());
     if (!summary) return report_error("log summarize", summary.error());
-    fmt::print("{}", format == "json" ? frontend::summary_json(*summary)
-                                      : frontend::summary_text(*summary));
-    if (vm.count("fail-on-drop") && summary->records_with_drops > 0) return kExitPolicy;
+    const bool fail_on_drop = vm.count("fail-on-drop") > 0;
+    if (format == "github")
+        // Workflow commands, then the counts as a plain log line.
+        fmt::print("{}{}", ci::to_github(frontend::summary_findings(*summary, fail_on_drop)),
+                   frontend::summary_headline(*summary));
+    else
+        fmt::print("{}", format == "json" ? frontend::summary_json(*summary)
+                                          : frontend::summary_text(*summary));
+    if (fail_on_drop && summary->records_with_drops > 0) return kExitPolicy;
     return kExitOk;
 }
 

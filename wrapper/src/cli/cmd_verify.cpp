@@ -1,6 +1,6 @@
 // nvcc-forge verify FILE... (--arch-list LIST | resolve options) [--allow-missing sm_X,...]
-//   [--allow-pure-python] [--allow-extra] [--max-toolkit SM=X.Y]... [--format text|json]
-//   [--backend native] [--expect-extension GLOB]...
+//   [--allow-pure-python] [--allow-extra] [--max-toolkit SM=X.Y]... [--format text|json|github]
+//   [--junit FILE] [--backend native] [--expect-extension GLOB]...
 // Exit 0 pass, 1 fail, 2 unreadable input.
 #include "binary/reader.h"
 #include "cli/command.h"
@@ -11,6 +11,7 @@
 
 #include <boost/program_options.hpp>
 #include <fmt/format.h>
+#include <fstream>
 #include <iostream>
 
 namespace po = boost::program_options;
@@ -32,7 +33,7 @@ Result<std::vector<verify::Waiver>> parse_waivers(const std::vector<std::string>
 int run_verify(int argc, char** argv) {
     po::options_description desc("nvcc-forge verify FILE... (--arch-list LIST | resolve options)");
     std::vector<std::string> files, allow_missing, max_toolkit, expect_extension;
-    std::string format = "text", backend = "native";
+    std::string format = "text", backend = "native", junit;
     desc.add_options()("help,h", "show this help")("file", po::value(&files),
                                                    "files: .so, .o, .a, .cubin, .fatbin, .whl")(
         "allow-missing", po::value(&allow_missing)->composing(),
@@ -43,7 +44,9 @@ int run_verify(int argc, char** argv) {
         "SM=X.Y: cubins of SM must be built by CUDA <= X.Y (*=X.Y for all)")(
         "expect-extension", po::value(&expect_extension)->composing(),
         "GLOB: a module the wheel (or the files given) must contain, with device code; repeatable")(
-        "format", po::value(&format), "text | json")(
+        "format", po::value(&format), "text | json | github (GitHub Actions workflow commands)")(
+        "junit", po::value(&junit),
+        "FILE: also write a JUnit XML report (a case per module and check)")(
         "backend", po::value(&backend),
         "native (the only reader the gate judges with; `list --backend cuobjdump` is the oracle)");
     add_resolve_options(desc, /*with_arch_list=*/true);
@@ -56,9 +59,10 @@ int run_verify(int argc, char** argv) {
         return kExitOk;
     }
     if (files.empty()) return report_error("verify", Error("no FILE given"));
-    if (format != "text" && format != "json")
-        return report_error("verify",
-                            Error(fmt::format("--format must be text or json, not '{}'", format)));
+    if (format != "text" && format != "json" && format != "github")
+        return report_error(
+            "verify",
+            Error(fmt::format("--format must be text, json or github, not '{}'", format)));
     if (backend != "native") return report_error("verify", Error("--backend must be native"));
 
     auto resolution = resolve_from_options(vm);
@@ -94,14 +98,14 @@ int run_verify(int argc, char** argv) {
         expected.push_back({g, "", true, "--expect-extension"});
 
     std::vector<verify::ExtensionReport> reports;
-    bool unreadable = false;
+    std::vector<std::pair<std::string, std::string>> unreadable;
     binary::ReadOptions ro;
     ro.inspect_payloads = true; // kernel counts and toolkits need the cubins themselves
     for (const auto& f : files) {
         Result<std::vector<binary::Extension>> exts = binary::read_extensions(f, ro);
         if (!exts) {
             report_error("verify", exts.error());
-            unreadable = true;
+            unreadable.emplace_back(f, exts.error().to_string());
             continue;
         }
         for (const auto& ext : *exts) {
@@ -115,7 +119,7 @@ int run_verify(int argc, char** argv) {
         }
     }
     const verify::ExtensionsReport ext_report = verify::check_extensions(expected, reports);
-    verify::RunContext run{verify::verdict(reports, opts), {}, &ext_report};
+    verify::RunContext run{verify::verdict(reports, opts), {}, &ext_report, unreadable};
     if (!ext_report.pass()) {
         run.verdict.pass = false;
         const std::string why = fmt::format(
@@ -125,14 +129,28 @@ int run_verify(int argc, char** argv) {
     for (const auto& n : resolution->narrowed)
         run.narrowed.push_back(
             fmt::format("{} (dropped against {}: {})", n.token, n.against, n.reason));
+    // The JSON always has the expected-extension keys; the text, the workflow commands and the
+    // JUnit report show the check only when the run had expected modules.
+    const verify::ExtensionsReport* shown = expected.empty() ? nullptr : &ext_report;
     if (format == "json") {
         std::cout << verify::to_json(reports, run).dump(2) << "\n";
-    } else {
-        if (expected.empty()) run.expected = nullptr;
+    }
+    run.expected = shown;
+    if (format == "github") {
+        // Workflow commands, then the verdict as a plain log line.
+        std::cout << ci::to_github(verify::to_findings(reports, run))
+                  << verify::verdict_line(reports, run);
+    } else if (format == "text") {
         std::cout << verify::to_text(
             reports, fmt::format("{} = {}", resolution->source, resolution->list.to_string()), run);
     }
-    if (unreadable) return kExitInput;
+    if (!junit.empty()) {
+        std::ofstream out(junit, std::ios::binary | std::ios::trunc);
+        out << ci::to_junit("nvcc-forge verify", verify::to_test_cases(reports, run));
+        out.close();
+        if (!out) return report_error("verify", Error("cannot write the JUnit report", junit));
+    }
+    if (!unreadable.empty()) return kExitInput;
     return run.verdict.pass ? kExitOk : kExitPolicy;
 }
 

@@ -26,4 +26,21 @@ std::string escape_control(std::string_view s, bool keep_newlines) {
     return out;
 }
 
+const char* markup_entity(char c) {
+    switch (c) {
+    case '&':
+        return "&amp;";
+    case '<':
+        return "&lt;";
+    case '>':
+        return "&gt;";
+    case '"':
+        return "&quot;";
+    case '\'':
+        return "&#39;";
+    default:
+        return nullptr;
+    }
+}
+
 } // namespace forge

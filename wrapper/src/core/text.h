@@ -13,4 +13,8 @@ namespace forge {
 // (a message that is meant to span lines).
 std::string escape_control(std::string_view s, bool keep_newlines = false);
 
+// The entity for a character that HTML and XML text or attributes cannot carry as itself
+// (& < > " '), or nullptr for any other character.
+const char* markup_entity(char c);
+
 } // namespace forge

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -249,8 +250,53 @@ std::vector<std::string> sorted_targets(const std::map<std::string, std::vector<
 
 } // namespace
 
+std::string summary_headline(const DropSummary& s) {
+    return fmt::format("{} calls, {} with drops\n", s.records, s.records_with_drops);
+}
+
+std::vector<ci::Finding> summary_findings(const DropSummary& s, bool drops_fail) {
+    using ci::Severity;
+    // TU -> targets, each map's targets in target order.
+    auto by_tu = [](const std::map<std::string, std::vector<std::string>>& by_target) {
+        std::map<std::string, std::vector<std::string>> out;
+        for (const auto& target : sorted_targets(by_target))
+            for (const auto& tu : by_target.at(target))
+                out[tu].push_back(target);
+        return out;
+    };
+    const auto dropped = by_tu(s.tus_by_target), extra = by_tu(s.extra_by_target),
+               restored = by_tu(s.restored_by_target);
+    std::set<std::string> tus;
+    for (const auto* m : {&dropped, &extra, &restored})
+        for (const auto& [tu, targets] : *m)
+            tus.insert(tu);
+    std::vector<ci::Finding> out;
+    for (const auto& tu : tus) {
+        // Several sources are one name joined by spaces: no one file to point at.
+        const std::string file =
+            tu == "(link)" || tu.find(' ') != std::string::npos ? "" : ci::workspace_path(tu);
+        const std::string name = file.empty() ? tu : file;
+        if (auto it = dropped.find(tu); it != dropped.end())
+            out.push_back({drops_fail ? Severity::Error : Severity::Warning, file, 0, 0,
+                           "nvcc-forge dropped targets",
+                           fmt::format("{}: dropped {} (policy targets missing from the output)",
+                                       name, fmt::join(it->second, ", "))});
+        if (auto it = extra.find(tu); it != extra.end())
+            out.push_back({Severity::Warning, file, 0, 0, "nvcc-forge extra targets",
+                           fmt::format("{}: requested {} beyond the policy (the gate's extra check "
+                                       "fails the binary)",
+                                       name, fmt::join(it->second, ", "))});
+        if (auto it = restored.find(tu); it != restored.end())
+            out.push_back(
+                {Severity::Notice, file, 0, 0, "nvcc-forge injected targets",
+                 fmt::format("{}: did not request {}; the wrapper injected {}", name,
+                             fmt::join(it->second, ", "), it->second.size() == 1 ? "it" : "them")});
+    }
+    return out;
+}
+
 std::string summary_text(const DropSummary& s) {
-    std::string out = fmt::format("{} calls, {} with drops\n", s.records, s.records_with_drops);
+    std::string out = summary_headline(s);
     for (const auto& target : sorted_targets(s.tus_by_target)) {
         const auto& tus = s.tus_by_target.at(target);
         out +=

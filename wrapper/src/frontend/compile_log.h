@@ -3,6 +3,7 @@
 // write(2) on an O_APPEND descriptor, under flock(2) when it is longer than PIPE_BUF.
 #pragma once
 
+#include "ci/finding.h"
 #include "core/result.h"
 
 #include <map>
@@ -89,5 +90,12 @@ struct DropSummary {
 Result<DropSummary> summarize_log(const std::string& path);
 std::string summary_text(const DropSummary& s);
 std::string summary_json(const DropSummary& s);
+// "12 calls, 2 with drops": the first line of summary_text.
+std::string summary_headline(const DropSummary& s);
+// `--format github` (docs/ci-output.md), one finding per TU and kind, TUs in name order: the
+// targets it dropped (a warning; an error when `drops_fail`, i.e. --fail-on-drop), the extra
+// targets it requested (a warning), the targets the wrapper injected back (a notice). The file is
+// the TU relative to the current directory when it is one path under it.
+std::vector<ci::Finding> summary_findings(const DropSummary& s, bool drops_fail);
 
 } // namespace forge::frontend

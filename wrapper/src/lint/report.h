@@ -1,6 +1,7 @@
 // Rendering a lint report: text for people, JSON for CI (a list of findings).
 #pragma once
 
+#include "ci/finding.h"
 #include "lint/lint.h"
 
 #include <nlohmann/json.hpp>
@@ -26,5 +27,15 @@ std::string lint_to_text(const LintReport& report, const arch::ArchList& list,
 //   "ignored_by" (null when active), "block" (null, or {"first", "last", "summary"} for a line of
 //   a script block)}, ...]
 nlohmann::json lint_to_json(const LintReport& report);
+
+// `--format github` (docs/ci-output.md): an error per active finding and a notice per ignored one
+// (a script block once, its line range as line/endLine), file = `root` (the SRC_DIR as given, or
+// the one file) joined with the finding's path; a warning per skipped file and per unused
+// lint_ignore entry.
+std::vector<ci::Finding> lint_findings(const LintReport& report, const std::string& root,
+                                       const arch::ArchList& list);
+// The summary line of lint_to_text ("lint: 2 findings, 1 ignored, 9 files scanned (list: ...)").
+std::string lint_summary_line(const LintReport& report, const arch::ArchList& list,
+                              std::string_view list_source = {});
 
 } // namespace forge::lint

@@ -1,5 +1,6 @@
 #include "policy/report.h"
 
+#include "core/text.h"
 #include "policy/versions.h"
 
 #include <algorithm>
@@ -20,25 +21,10 @@ std::string products_of(const arch::Gpu& g) {
 std::string html_escape(std::string_view s) {
     std::string out;
     for (char c : s) {
-        switch (c) {
-        case '&':
-            out += "&amp;";
-            break;
-        case '<':
-            out += "&lt;";
-            break;
-        case '>':
-            out += "&gt;";
-            break;
-        case '"':
-            out += "&quot;";
-            break;
-        case '\'':
-            out += "&#39;";
-            break;
-        default:
+        if (const char* e = markup_entity(c))
+            out += e;
+        else
             out += c;
-        }
     }
     return out;
 }

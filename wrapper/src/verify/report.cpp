@@ -101,9 +101,108 @@ std::string to_text(const std::vector<ExtensionReport>& reports, const std::stri
         out += "\n";
     }
     if (run.expected != nullptr) out += extensions_text(*run.expected);
-    out += fmt::format("verdict: {} ({} extension{}){}\n", run.verdict.pass ? "pass" : "FAIL",
+    out += verdict_line(reports, run);
+    return out;
+}
+
+std::string verdict_line(const std::vector<ExtensionReport>& reports, const RunContext& run) {
+    return fmt::format("verdict: {} ({} extension{}){}\n", run.verdict.pass ? "pass" : "FAIL",
                        reports.size(), reports.size() == 1 ? "" : "s",
                        run.verdict.reason.empty() ? "" : fmt::format(": {}", run.verdict.reason));
+}
+
+namespace {
+
+std::string module_label(const ExtensionReport& r) {
+    return r.member ? fmt::format("{} [{}]", r.file, *r.member) : r.file;
+}
+
+std::string expected_label(const ModuleResult& m) {
+    return fmt::format("expected extension {} ({}): {}", m.expected.glob, m.expected.source,
+                       m.status == "missing"
+                           ? std::string("never built")
+                           : fmt::format("no device code in {}", fmt::join(m.matched, " ")));
+}
+
+} // namespace
+
+std::vector<ci::Finding> to_findings(const std::vector<ExtensionReport>& reports,
+                                     const RunContext& run) {
+    using ci::Severity;
+    std::vector<ci::Finding> out;
+    bool error = false;
+    for (const auto& n : run.narrowed)
+        out.push_back({Severity::Notice, "", 0, 0, "verify narrowed", "narrowed " + n});
+    for (const auto& [file, message] : run.unreadable) {
+        out.push_back(
+            {Severity::Error, ci::workspace_path(file), 0, 0, "verify unreadable", message});
+        error = true;
+    }
+    for (const auto& r : reports) {
+        if (r.host_only) continue; // listed in the text report, never judged
+        const std::string file = ci::workspace_path(r.file);
+        const std::string label = module_label(r);
+        for (const auto& c : r.checks) {
+            if (!c.ok) {
+                out.push_back(
+                    {Severity::Error, file, 0, 0, "verify " + c.name,
+                     fmt::format("{}: {}{}", label, c.detail,
+                                 c.waived.empty()
+                                     ? std::string()
+                                     : fmt::format(" (waived: {})", fmt::join(c.waived, "; ")))});
+                error = true;
+            } else if (!c.waived.empty()) {
+                out.push_back({Severity::Warning, file, 0, 0, "verify " + c.name + " waived",
+                               fmt::format("{}: waived: {}", label, fmt::join(c.waived, "; "))});
+            }
+        }
+    }
+    if (run.expected != nullptr)
+        for (const auto& m : run.expected->modules) {
+            if (m.status == "ok") continue;
+            out.push_back({Severity::Error, "", 0, 0, "verify extensions", expected_label(m)});
+            error = true;
+        }
+    if (!run.verdict.pass && !error) {
+        std::string verdict = verdict_line(reports, run);
+        verdict.pop_back(); // the newline
+        out.push_back({Severity::Error, "", 0, 0, "verify", std::move(verdict)});
+    }
+    return out;
+}
+
+std::vector<ci::TestCase> to_test_cases(const std::vector<ExtensionReport>& reports,
+                                        const RunContext& run) {
+    using Status = ci::TestCase::Status;
+    std::vector<ci::TestCase> out;
+    for (const auto& [file, message] : run.unreadable)
+        out.push_back({file, "read", Status::Error, message, ""});
+    for (const auto& r : reports) {
+        const std::string label = module_label(r);
+        if (r.host_only) {
+            out.push_back({label, "device-code", Status::Skipped,
+                           r.checks.empty() ? std::string("host-only") : r.checks.front().detail,
+                           ""});
+            continue;
+        }
+        for (const auto& c : r.checks) {
+            std::string detail = c.waived.empty()
+                                     ? std::string()
+                                     : fmt::format("waived: {}", fmt::join(c.waived, "; "));
+            out.push_back({label, c.name, c.ok ? Status::Pass : Status::Failure, c.detail,
+                           std::move(detail)});
+            if (c.ok) out.back().message.clear();
+        }
+    }
+    if (run.expected != nullptr)
+        for (const auto& m : run.expected->modules)
+            out.push_back({"expected extensions", m.expected.glob,
+                           m.status == "ok" ? Status::Pass : Status::Failure,
+                           m.status == "ok" ? std::string() : expected_label(m), ""});
+    std::string verdict = verdict_line(reports, run);
+    verdict.pop_back(); // the newline
+    out.push_back({"verify", "verdict", run.verdict.pass ? Status::Pass : Status::Failure,
+                   run.verdict.pass ? std::string() : verdict, ""});
     return out;
 }
 
