@@ -11,7 +11,19 @@ tools_dir="${NVCC_FORGE_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/nvcc-forge-to
 apt_pkgs=(build-essential cmake ninja-build pkg-config ccache git python3 python3-pip
           libyaml-cpp-dev libboost-program-options-dev libboost-dev
           libfmt-dev nlohmann-json3-dev liblz4-dev libzstd-dev libzip-dev
-          libgtest-dev libgmock-dev clang-14 clang-tidy-14 clang-format-14 libclang-rt-14-dev zip unzip util-linux python3-yaml python3-venv)
+          libgtest-dev libgmock-dev clang-14 clang-tidy-14 clang-format-14 libclang-rt-14-dev zip unzip util-linux python3-yaml python3-venv
+          sccache)
+# The aarch64 lane (.ci/cross-aarch64): the cross compiler, qemu-user and the arm64 builds of the
+# libraries. libyaml-cpp-dev is missing here: it is not Multi-Arch: same, so its arm64 package
+# would replace the x86-64 one; it is unpacked into the tools directory below instead.
+apt_pkgs+=(crossbuild-essential-arm64 qemu-user-static
+           libyaml-cpp0.7:arm64 libboost-program-options-dev:arm64 libboost-dev:arm64 libfmt-dev:arm64
+           liblz4-dev:arm64 libzstd-dev:arm64 libzip-dev:arm64 libgtest-dev:arm64 libgmock-dev:arm64
+           libc6-dev:arm64)
+if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  echo "install-deps: dpkg --add-architecture arm64"
+  dpkg --add-architecture arm64
+fi
 missing=()
 for p in "${apt_pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -30,6 +42,17 @@ fi
 
 py=python3
 mkdir -p "$tools_dir"
+# libyaml-cpp-dev:arm64 (headers, libyaml-cpp.a, its CMake package) unpacked, not installed.
+yaml_arm64="$tools_dir/aarch64-yaml-cpp"
+if [ ! -f "$yaml_arm64/usr/lib/aarch64-linux-gnu/libyaml-cpp.a" ]; then
+  echo "install-deps: apt-get download libyaml-cpp-dev:arm64 libyaml-cpp0.7:arm64 -> $yaml_arm64"
+  debs="$(mktemp -d)"
+  (cd "$debs" && apt-get download -qq -o APT::Sandbox::User=root libyaml-cpp-dev:arm64 libyaml-cpp0.7:arm64)
+  rm -rf "$yaml_arm64.tmp"
+  for deb in "$debs"/*.deb; do dpkg-deb -x "$deb" "$yaml_arm64.tmp"; done
+  rm -rf "$debs" "$yaml_arm64"
+  mv "$yaml_arm64.tmp" "$yaml_arm64"
+fi
 # cuobjdump: the reference reader the fatbin tests compare against.
 if [ ! -x "$tools_dir/cuobjdump/nvidia/cu13/bin/cuobjdump" ] && [ ! -x "$tools_dir/cuobjdump/nvidia/cuda_cuobjdump/bin/cuobjdump" ]; then
   echo "install-deps: pip install nvidia-cuda-cuobjdump -> $tools_dir/cuobjdump"
