@@ -13,17 +13,10 @@ apt_pkgs=(build-essential cmake ninja-build pkg-config ccache git python3 python
           libfmt-dev nlohmann-json3-dev liblz4-dev libzstd-dev libzip-dev
           libgtest-dev libgmock-dev clang-14 clang-tidy-14 clang-format-14 libclang-rt-14-dev zip unzip util-linux python3-yaml python3-venv
           sccache)
-# The aarch64 lane (.ci/cross-aarch64): the cross compiler, qemu-user and the arm64 builds of the
-# libraries. libyaml-cpp-dev is missing here: it is not Multi-Arch: same, so its arm64 package
-# would replace the x86-64 one; it is unpacked into the tools directory below instead.
-apt_pkgs+=(crossbuild-essential-arm64 qemu-user-static
-           libyaml-cpp0.7:arm64 libboost-program-options-dev:arm64 libboost-dev:arm64 libfmt-dev:arm64
-           liblz4-dev:arm64 libzstd-dev:arm64 libzip-dev:arm64 libgtest-dev:arm64 libgmock-dev:arm64
-           libc6-dev:arm64)
-if ! dpkg --print-foreign-architectures | grep -qx arm64; then
-  echo "install-deps: dpkg --add-architecture arm64"
-  dpkg --add-architecture arm64
-fi
+# The aarch64 lane (.ci/cross-aarch64): the cross compiler (its libc and libstdc++ live in
+# /usr/aarch64-linux-gnu) and qemu-user, both x86-64 packages. The arm64 libraries are not
+# installed on this machine: see the sysroot below.
+apt_pkgs+=(crossbuild-essential-arm64 qemu-user-static)
 missing=()
 for p in "${apt_pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -42,16 +35,30 @@ fi
 
 py=python3
 mkdir -p "$tools_dir"
-# libyaml-cpp-dev:arm64 (headers, libyaml-cpp.a, its CMake package) unpacked, not installed.
-yaml_arm64="$tools_dir/aarch64-yaml-cpp"
-if [ ! -f "$yaml_arm64/usr/lib/aarch64-linux-gnu/libyaml-cpp.a" ]; then
-  echo "install-deps: apt-get download libyaml-cpp-dev:arm64 libyaml-cpp0.7:arm64 -> $yaml_arm64"
+# The arm64 libraries for the cross build, unpacked into a private sysroot (apt-get download +
+# dpkg-deb -x) instead of installed: some -dev packages are not Multi-Arch: same (libyaml-cpp-dev),
+# and installing their arm64 build would remove the x86-64 one this machine builds with.
+arm64_debs=(libyaml-cpp-dev libyaml-cpp0.7 libboost1.74-dev libboost-program-options1.74-dev
+            libboost-program-options1.74.0 libfmt-dev libfmt9 liblz4-dev liblz4-1 libzstd-dev
+            libzstd1 libzip-dev libzip4 zlib1g libbz2-1.0 libssl3 libgtest-dev libgmock-dev)
+sysroot="$tools_dir/aarch64-sysroot"
+want="${arm64_debs[*]} nlohmann-json3-dev"
+if [ "$(cat "$sysroot/.packages" 2>/dev/null)" != "$want" ]; then
+  echo "install-deps: arm64 sysroot -> $sysroot"
+  if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+    dpkg --add-architecture arm64 # package lists only: nothing of arm64 is installed
+    apt-get update -qq
+  fi
   debs="$(mktemp -d)"
-  (cd "$debs" && apt-get download -qq -o APT::Sandbox::User=root libyaml-cpp-dev:arm64 libyaml-cpp0.7:arm64)
-  rm -rf "$yaml_arm64.tmp"
-  for deb in "$debs"/*.deb; do dpkg-deb -x "$deb" "$yaml_arm64.tmp"; done
-  rm -rf "$debs" "$yaml_arm64"
-  mv "$yaml_arm64.tmp" "$yaml_arm64"
+  (cd "$debs" && apt-get download -qq -o APT::Sandbox::User=root "${arm64_debs[@]/%/:arm64}" \
+     nlohmann-json3-dev) ||
+    { apt-get update -qq && (cd "$debs" && apt-get download -qq -o APT::Sandbox::User=root \
+       "${arm64_debs[@]/%/:arm64}" nlohmann-json3-dev); }
+  rm -rf "$sysroot.tmp"
+  for deb in "$debs"/*.deb; do dpkg-deb -x "$deb" "$sysroot.tmp"; done
+  echo "$want" >"$sysroot.tmp/.packages"
+  rm -rf "$debs" "$sysroot"
+  mv "$sysroot.tmp" "$sysroot"
 fi
 # cuobjdump: the reference reader the fatbin tests compare against.
 if [ ! -x "$tools_dir/cuobjdump/nvidia/cu13/bin/cuobjdump" ] && [ ! -x "$tools_dir/cuobjdump/nvidia/cuda_cuobjdump/bin/cuobjdump" ]; then
