@@ -43,9 +43,9 @@ foreach(dir lib usr/lib)
          " -Wl,-rpath-link,${FORGE_AARCH64_SYSROOT}/${dir}/${FORGE_CROSS_TRIPLE}")
 endforeach()
 
-# qemu-user runs the aarch64 binaries, with the cross libc's loader (-L); the binaries find the
-# unpacked libraries through their build RPATH.
+# qemu-user runs the aarch64 binaries with the unpacked tree as their root for file lookups (-L):
+# the loader, libc and every shared library (libzip's own dependencies included) come from there.
 find_program(FORGE_QEMU_AARCH64 NAMES qemu-aarch64-static qemu-aarch64)
 if(FORGE_QEMU_AARCH64)
-  set(CMAKE_CROSSCOMPILING_EMULATOR "${FORGE_QEMU_AARCH64};-L;/usr/${FORGE_CROSS_TRIPLE}")
+  set(CMAKE_CROSSCOMPILING_EMULATOR "${FORGE_QEMU_AARCH64};-L;${FORGE_AARCH64_SYSROOT}")
 endif()
