@@ -11,7 +11,12 @@ tools_dir="${NVCC_FORGE_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/nvcc-forge-to
 apt_pkgs=(build-essential cmake ninja-build pkg-config ccache git python3 python3-pip
           libyaml-cpp-dev libboost-program-options-dev libboost-dev
           libfmt-dev nlohmann-json3-dev liblz4-dev libzstd-dev libminizip-dev zlib1g-dev
-          libgtest-dev libgmock-dev clang-14 clang-format-14 libclang-rt-14-dev zip unzip util-linux python3-yaml python3-venv)
+          libgtest-dev libgmock-dev clang-14 clang-format-14 libclang-rt-14-dev zip unzip util-linux python3-yaml python3-venv
+          sccache)
+# The aarch64 lane (.ci/cross-aarch64): the cross compiler (its libc and libstdc++ live in
+# /usr/aarch64-linux-gnu) and qemu-user, both x86-64 packages. The arm64 libraries are not
+# installed on this machine: see the sysroot below.
+apt_pkgs+=(crossbuild-essential-arm64 qemu-user-static)
 missing=()
 for p in "${apt_pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -30,6 +35,32 @@ fi
 
 py=python3
 mkdir -p "$tools_dir"
+# The arm64 libraries for the cross build, unpacked into a private sysroot (apt-get download +
+# dpkg-deb -x) instead of installed: some -dev packages are not Multi-Arch: same (libyaml-cpp-dev),
+# and installing their arm64 build would remove the x86-64 one this machine builds with.
+arm64_debs=(libyaml-cpp-dev libyaml-cpp0.7 libboost1.74-dev libboost-program-options1.74-dev
+            libboost-program-options1.74.0 libfmt-dev libfmt9 liblz4-dev liblz4-1 libzstd-dev
+            libzstd1 libminizip-dev libminizip1 zlib1g-dev zlib1g libgtest-dev libgmock-dev
+            libc6 libstdc++6 libgcc-s1) # the loader and runtime qemu runs the binaries with (-L)
+sysroot="$tools_dir/aarch64-sysroot"
+want="${arm64_debs[*]} nlohmann-json3-dev"
+if [ "$(cat "$sysroot/.packages" 2>/dev/null)" != "$want" ]; then
+  echo "install-deps: arm64 sysroot -> $sysroot"
+  if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+    dpkg --add-architecture arm64 # package lists only: nothing of arm64 is installed
+    apt-get update -qq
+  fi
+  debs="$(mktemp -d)"
+  (cd "$debs" && apt-get download -qq -o APT::Sandbox::User=root "${arm64_debs[@]/%/:arm64}" \
+     nlohmann-json3-dev) ||
+    { apt-get update -qq && (cd "$debs" && apt-get download -qq -o APT::Sandbox::User=root \
+       "${arm64_debs[@]/%/:arm64}" nlohmann-json3-dev); }
+  rm -rf "$sysroot.tmp"
+  for deb in "$debs"/*.deb; do dpkg-deb -x "$deb" "$sysroot.tmp"; done
+  echo "$want" >"$sysroot.tmp/.packages"
+  rm -rf "$debs" "$sysroot"
+  mv "$sysroot.tmp" "$sysroot"
+fi
 # cuobjdump: the reference reader the fatbin tests compare against.
 if [ ! -x "$tools_dir/cuobjdump/nvidia/cu13/bin/cuobjdump" ] && [ ! -x "$tools_dir/cuobjdump/nvidia/cuda_cuobjdump/bin/cuobjdump" ]; then
   echo "install-deps: pip install nvidia-cuda-cuobjdump -> $tools_dir/cuobjdump"

@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import struct
 import subprocess
 import sys
@@ -733,6 +734,62 @@ def launcher_and_ccache(t):
                  if "\t" in line)
     hits = int(stats.get("direct_cache_hit", "0")) + int(stats.get("preprocessed_cache_hit", "0"))
     expect(hits == 1, f"expected exactly the repeated policy to hit: {stats}")
+
+
+def free_loopback_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def sccache_counts(t, env):
+    """(hits, misses) of the sccache server's CUDA compiles, from its JSON statistics."""
+    p = t.run(["sccache", "--show-stats", "--stats-format", "json"], env=env)
+    expect(p.returncode == 0, f"sccache --show-stats: {p.err}")
+    stats = json.loads(p.out)["stats"]
+    return (stats["cache_hits"]["counts"].get("CUDA", 0),
+            stats["cache_misses"]["counts"].get("CUDA", 0), stats)
+
+
+@case
+def launcher_and_sccache(t):
+    """`nvcc-forge sccache nvcc -c ...` against a real sccache server on loopback: the wrapper
+    goes first, so the targets it injects are in the arguments sccache hashes. The same policy
+    twice is one miss and one hit; another policy (other injected targets, same user argv) is a
+    miss, and the object then carries the new policy's targets, not the cached ones.
+    The call form is the one sccache caches for nvcc: one source, `-c`, `-o` (docs/build-hosts.md
+    says which forms it does not)."""
+    if not shutil.which("sccache"):
+        ft.skip("sccache not installed (.ci/install-deps.sh installs Debian's)")
+    k = os.path.join(t.kernels, "k.cu")
+    obj = os.path.join(t.out, "s.o")
+    env = {k_: v for k_, v in t.env(NVCC_FORGE_LOG=t.log).items() if not k_.startswith("SCCACHE_")}
+    # A private server: its own cache directory and port, no idle timeout to race with.
+    env.update(SCCACHE_DIR=os.path.join(t.dir, "sccache"), SCCACHE_SERVER_PORT=str(free_loopback_port()),
+               SCCACHE_IDLE_TIMEOUT="0", SCCACHE_CACHE_SIZE="1G")
+    p = t.run(["sccache", "--start-server"], env=env)
+    expect(p.returncode == 0, f"sccache --start-server: {p.out} {p.err}")
+    try:
+        # The third policy adds a PTX-only target, the form newer sccache releases cannot cache
+        # (docs/build-hosts.md); Debian's runs the whole nvcc call and caches it.
+        for policy, want, counts in (("8.0 9.0", {"sm_90"}, (0, 1)), ("8.0 9.0", {"sm_90"}, (1, 1)),
+                                     ("8.0 10.0+PTX", {"sm_100", "compute_100"}, (1, 2))):
+            env["NVCC_FORGE_ARCH_LIST"] = policy
+            if os.path.exists(obj):
+                os.remove(obj)
+            p = t.run([t.forge, "sccache", t.nvcc, "-c", k, "-o", obj, "-arch=sm_80"], env=env)
+            expect(p.returncode == 0, p.err)
+            got = t.targets(obj)
+            expect(got == {"sm_80", "compute_80"} | want, f"{policy}: {got} (stale cache result?)")
+            hits, misses, stats = sccache_counts(t, env)
+            expect((hits, misses) == counts,
+                   f"{policy}: sccache hits/misses {(hits, misses)}, expected {counts}: {stats}")
+        recs = t.records()
+        expect(len(recs) == 3 and all(r["action"] == "injected" for r in recs), recs)
+        expect([sorted(r["injected"]) for r in recs] == [["sm_90"], ["sm_90"], ["compute_100", "sm_100"]],
+               recs)
+    finally:
+        t.run(["sccache", "--stop-server"], env=env)
 
 
 @case
