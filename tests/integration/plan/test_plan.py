@@ -46,7 +46,7 @@ def shim(t):
 
 def real_build(t, name, argv, arch_list, cwd=None, mode=None, **env):
     """The real build through the wrapper (shim first, the same list and mode as the plan), once
-    per build tree into WORK/plan-real/<name>; argv may name OUT, replaced by that directory."""
+    per build tree into WORK/plan-real/<name>; argv may name @OUT@, replaced by that directory."""
     out = os.path.join(t.work_root, "plan-real", name)
     if os.path.isdir(out):
         return out
@@ -58,7 +58,7 @@ def real_build(t, name, argv, arch_list, cwd=None, mode=None, **env):
              CUDA_PATH=root, NVCC_FORGE_ARCH_LIST=arch_list)
     if mode:
         e["NVCC_FORGE_MODE"] = mode
-    r = t.run([a.replace("OUT", tmp) for a in argv], env=e, cwd=cwd, timeout=280)
+    r = t.run([a.replace("@OUT@", tmp) for a in argv], env=e, cwd=cwd, timeout=280)
     check(r.rc == 0, f"real build {name} exited {r.rc}: {r.err[-3000:]}")
     try:
         os.rename(tmp, out)
@@ -98,7 +98,7 @@ def same_verdict(s, plan_json, real_json):
 def sage_case(t, form):
     lst = SAGE_LIST if form == "space" else SAGE_LIST.replace(" ", ";")
     build = t.fixtures("packages", "sageattention_like", "build.py")
-    real = real_build(t, f"sage_{form}", [sys.executable, build, "OUT"], SAGE_LIST,
+    real = real_build(t, f"sage_{form}", [sys.executable, build, "@OUT@"], SAGE_LIST,
                       TORCH_CUDA_ARCH_LIST=lst)
     r = plan(t, SAGE_LIST, ["out/sageattention/*.so"], [sys.executable, build, "out"],
              "--package", "sageattention", env=base_env(t, TORCH_CUDA_ARCH_LIST=lst))
@@ -158,7 +158,7 @@ def case_sage_semicolon(t):
 
 def flash_case(t, mode):
     build = t.fixtures("packages", "flash_attn_like", "build.py")
-    real = real_build(t, f"flash_{mode}", [sys.executable, build, "OUT"], FLASH_LIST, mode=mode)
+    real = real_build(t, f"flash_{mode}", [sys.executable, build, "@OUT@"], FLASH_LIST, mode=mode)
     r = plan(t, FLASH_LIST, ["out/*.so"], [sys.executable, build, "out"],
              env=base_env(t, NVCC_FORGE_MODE=mode))
     v = t.forge("verify", *sos(real), "--arch-list", FLASH_LIST, "--format", "json")
@@ -197,7 +197,7 @@ def case_rdc(t):
     src = t.path("src")
     shutil.copytree(t.fixtures("plan", "rdc"), src)
     lst = "8.0 9.0+PTX"
-    real = real_build(t, "rdc", ["make", "-s", "-C", src, "OUT=OUT"], lst)
+    real = real_build(t, "rdc", ["make", "-s", "-C", src, "OUT=@OUT@"], lst)
     r = plan(t, lst, ["build/*.so"], ["make", "-s", "-C", src, "OUT=" + t.path("build")])
     r.expect_rc(0)
     j = r.json()
@@ -225,8 +225,8 @@ def case_cmake(t):
                                     f"cmake --build '{b}'"])
     r.expect_rc(0)
     j = r.json()
-    real = real_build(t, "cmake", ["sh", "-c", f"cmake -S '{src}' -B OUT -G Ninja >/dev/null && "
-                                   "cmake --build OUT"], lst)
+    real = real_build(t, "cmake", ["sh", "-c", f"cmake -S '{src}' -B @OUT@ -G Ninja >/dev/null && "
+                                   "cmake --build @OUT@"], lst)
     v = t.forge("verify", *sos(real), "--arch-list", lst, "--format", "json")
     with ft.Soft() as s:
         s.check_eq(j["verdict"], "pass", "verdict")

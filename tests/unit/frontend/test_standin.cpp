@@ -25,10 +25,10 @@ using Strings = std::vector<std::string>;
 } // namespace
 
 TEST(StandinStub, KeepsTargetsAndOutputKindDropsTheRest) {
-    auto p = plan_stub(parse({"-c", "-O3", "-Ipath", "-DX=1", "--use_fast_math", "-std=c++17",
-                              "-Xcompiler", "-fPIC,-Wall", "-gencode",
-                              "arch=compute_80,code=sm_80", "-gencode=arch=compute_90,code=compute_90",
-                              "csrc/k.cu", "-o", "build/k.o"}));
+    auto p = plan_stub(
+        parse({"-c", "-O3", "-Ipath", "-DX=1", "--use_fast_math", "-std=c++17", "-Xcompiler",
+               "-fPIC,-Wall", "-gencode", "arch=compute_80,code=sm_80",
+               "-gencode=arch=compute_90,code=compute_90", "csrc/k.cu", "-o", "build/k.o"}));
     EXPECT_EQ(p.flags, (Strings{"-c", "-Xcompiler", "-fPIC", "-gencode=arch=compute_80,code=sm_80",
                                 "-gencode=arch=compute_90,code=compute_90"}));
     EXPECT_EQ(p.outputs, Strings{"build/k.o"});
@@ -96,8 +96,8 @@ TEST(StandinStub, ConfigureProbesAndSourceCarryTheMark) {
 }
 
 TEST(StandinConfig, RoundTripAndApply) {
-    const fs::path dir = fs::path(FORGE_TEST_BINARY_DIR) / "frontend_tmp" /
-                         ("plan." + std::to_string(::getpid()));
+    const fs::path dir =
+        fs::path(FORGE_TEST_BINARY_DIR) / "frontend_tmp" / ("plan." + std::to_string(::getpid()));
     fs::remove_all(dir);
     fs::create_directories(dir / "cuda" / "bin");
     PlanConfig c;

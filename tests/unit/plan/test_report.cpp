@@ -50,7 +50,8 @@ TEST(PlanJudge, GateAndBuildDecide) {
     PlanReport r;
     r.calls = {record("compared", {}, {})};
     r.gated = true;
-    r.gate = {{"verdict", "fail"}, {"reason", "sm_90 missing"}, {"extensions", nlohmann::json::array()}};
+    r.gate = {
+        {"verdict", "fail"}, {"reason", "sm_90 missing"}, {"extensions", nlohmann::json::array()}};
     r.gate_pass = false;
     judge(r);
     EXPECT_EQ(r.verdict, "fail");

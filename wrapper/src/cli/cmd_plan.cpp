@@ -38,8 +38,8 @@ std::string getenv_str(const char* name) {
 // else changes (TORCH_CUDA_ARCH_LIST included: the plan shows what the build does with it).
 std::vector<std::string> build_environment(const fs::path& root) {
     const std::string path = getenv_str("PATH");
-    std::vector<std::string> env = environment_with(
-        "PATH", (root / "bin").string() + (path.empty() ? "" : ":" + path));
+    std::vector<std::string> env =
+        environment_with("PATH", (root / "bin").string() + (path.empty() ? "" : ":" + path));
     auto set = [&env](const std::string& name, const std::string& value) {
         std::erase_if(env, [&](const std::string& e) { return e.starts_with(name + "="); });
         env.push_back(name + "=" + value);
@@ -48,7 +48,8 @@ std::vector<std::string> build_environment(const fs::path& root) {
     set("CUDA_PATH", root.string());
     set("CUDACXX", (root / "bin" / "nvcc").string());
     // The entry's note to the tools of where it is: ours, not the caller's.
-    std::erase_if(env, [](const std::string& e) { return e.starts_with(std::string(kWrapperExeEnv) + "="); });
+    std::erase_if(
+        env, [](const std::string& e) { return e.starts_with(std::string(kWrapperExeEnv) + "="); });
     return env;
 }
 
@@ -149,8 +150,8 @@ int run_plan(int argc, char** argv) {
     report.list = fmt::format("{} = {}", resolution->source, config.arch_list);
     auto outcome = run_build(cmd, build_environment(root), root);
     if (!outcome)
-        report.build_error = fmt::format("the build command could not start: {}",
-                                         outcome.error().to_string());
+        report.build_error =
+            fmt::format("the build command could not start: {}", outcome.error().to_string());
     else
         report.build_exit = outcome->status_code();
 

@@ -75,11 +75,11 @@ Result<GateOutcome> run_gate(const boost::program_options::variables_map& vm,
         for (const auto& ext : *exts) {
             if (ext.plan_product && !args.plan_products) {
                 // Its GPU code is a stub: judging it would pass or fail code that was never built.
-                report_error(args.command,
-                             Error{"built by `nvcc-forge plan` (stub device code, never to ship); "
-                                   "gate the product of the real build",
-                                   ext.member ? fmt::format("{}:{}", ext.file, *ext.member)
-                                              : ext.file});
+                report_error(
+                    args.command,
+                    Error{"built by `nvcc-forge plan` (stub device code, never to ship); "
+                          "gate the product of the real build",
+                          ext.member ? fmt::format("{}:{}", ext.file, *ext.member) : ext.file});
                 out.unreadable = true;
                 continue;
             }

@@ -205,14 +205,26 @@ StubPlan plan_stub(const nvcc::Invocation& inv) {
     } else {
         std::string_view ext;
         switch (inv.phase) {
-        case nvcc::Phase::Ptx: ext = ".ptx"; break;
-        case nvcc::Phase::Cubin: ext = ".cubin"; break;
-        case nvcc::Phase::Fatbin: ext = ".fatbin"; break;
-        case nvcc::Phase::OtherSingleTarget: ext = ".ltoir"; break;
+        case nvcc::Phase::Ptx:
+            ext = ".ptx";
+            break;
+        case nvcc::Phase::Cubin:
+            ext = ".cubin";
+            break;
+        case nvcc::Phase::Fatbin:
+            ext = ".fatbin";
+            break;
+        case nvcc::Phase::OtherSingleTarget:
+            ext = ".ltoir";
+            break;
         case nvcc::Phase::Compile:
-        case nvcc::Phase::CompileRdc: ext = ".o"; break;
-        case nvcc::Phase::DeviceLink: break;
-        case nvcc::Phase::Link: break;
+        case nvcc::Phase::CompileRdc:
+            ext = ".o";
+            break;
+        case nvcc::Phase::DeviceLink:
+            break;
+        case nvcc::Phase::Link:
+            break;
         }
         if (oo.lib)
             plan.outputs.push_back(in_odir("a.a"));

@@ -30,8 +30,8 @@ struct PlanConfig {
     std::string package;
     std::string policy_file;
     std::string packages_dir;
-    std::string mode; // "observe" | "inject" | "strict"
-    std::string log;  // the compile log (one record per call)
+    std::string mode;                // "observe" | "inject" | "strict"
+    std::string log;                 // the compile log (one record per call)
     std::filesystem::path state_dir; // the stub source and the stub cache
 };
 

@@ -8,9 +8,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <fstream>
 #include <unistd.h>
 
 namespace forge::frontend {
@@ -146,7 +146,6 @@ std::string indent(const std::string& text) {
     return out;
 }
 
-
 bool write_all_to(const std::string& path, const std::string& text) {
     std::ofstream f(path, std::ios::binary | std::ios::trunc);
     f << text;
@@ -195,8 +194,8 @@ int plan_answer(const Call& call, const nvcc::Invocation& inv, const std::vector
             }
             std::filesystem::rename(tmp, cached, ec);
             if (ec) {
-                say(fmt::format("nvcc-forge: plan: cannot store the stub {}: {}\n",
-                                cached.string(), ec.message()));
+                say(fmt::format("nvcc-forge: plan: cannot store the stub {}: {}\n", cached.string(),
+                                ec.message()));
                 write_log(call, rec, kExitInput);
                 return kExitInput;
             }

@@ -103,10 +103,10 @@ void judge(PlanReport& r) {
             short_tus.push_back(fmt::format("{} ({})", t.tu, fmt::join(t.dropped, ", ")));
     if (!r.build_error.empty() || r.build_exit != 0) {
         r.verdict = "error";
-        r.reason = !r.build_error.empty()
-                       ? r.build_error
-                       : fmt::format("the build command exited {}; nothing was gated",
-                                     r.build_exit);
+        r.reason =
+            !r.build_error.empty()
+                ? r.build_error
+                : fmt::format("the build command exited {}; nothing was gated", r.build_exit);
         return;
     }
     if (r.gated && r.gate_unreadable) {
@@ -129,7 +129,8 @@ void judge(PlanReport& r) {
 }
 
 std::string to_text(const PlanReport& r) {
-    std::string out = fmt::format("nvcc-forge plan: {} ({})\n", r.verdict, escape_control(r.reason));
+    std::string out =
+        fmt::format("nvcc-forge plan: {} ({})\n", r.verdict, escape_control(r.reason));
     out += fmt::format("policy: {}{}\n", r.list, r.mode.empty() ? "" : " (mode " + r.mode + ")");
     out += fmt::format("calls: {} ({} compared, {} passed to the real nvcc)\n", r.calls.size(),
                        r.tus.size(), r.calls.size() - r.tus.size());
@@ -203,8 +204,8 @@ std::vector<std::string> expand_gate_glob(const std::string& glob, const fs::pat
         fixed = glob.substr(0, slash);
         start = slash + 1;
     }
-    const fs::path root = absolute ? fs::path(fixed.empty() ? "/" : fixed)
-                                   : (fixed.empty() ? cwd : cwd / fixed);
+    const fs::path root =
+        absolute ? fs::path(fixed.empty() ? "/" : fixed) : (fixed.empty() ? cwd : cwd / fixed);
     std::vector<std::string> out;
     std::error_code ec;
     if (!has_wildcard(glob)) {

@@ -27,8 +27,8 @@ struct PlanReport {
     std::string list; // "SOURCE = LIST": what the calls and the gate were judged against
     std::string mode; // the stand-in's mode, from the records ("" without any record)
     std::vector<frontend::LogRecord> calls;
-    std::vector<TuRow> tus; // the calls that were compared (passthroughs left out)
-    int build_exit = 0;     // CMD's exit status (128 + N for a signal)
+    std::vector<TuRow> tus;  // the calls that were compared (passthroughs left out)
+    int build_exit = 0;      // CMD's exit status (128 + N for a signal)
     std::string build_error; // CMD could not be started
     bool gated = false;      // --gate given
     std::vector<std::string> gate_files;
@@ -58,6 +58,7 @@ std::string format_names(); // "text|json", for usage lines
 
 // The files a --gate glob (core/glob.h's dialect) names, relative to `cwd` unless it is
 // absolute, sorted. Only the directories under the glob's fixed leading components are walked.
-std::vector<std::string> expand_gate_glob(const std::string& glob, const std::filesystem::path& cwd);
+std::vector<std::string> expand_gate_glob(const std::string& glob,
+                                          const std::filesystem::path& cwd);
 
 } // namespace forge::plan
