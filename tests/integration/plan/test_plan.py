@@ -250,6 +250,20 @@ def case_cmd_fails(t):
     r.expect_rc(2)
 
 
+@ft.case("plan.nvcc_as_the_build_command")
+def case_direct_nvcc(t):
+    """CMD may be nvcc itself: found on the build's PATH, it is the stand-in, not the real one."""
+    t.nvcc()
+    src = t.path("k.cu")
+    ft.write(src, "#error the stand-in never compiles the TU\n__global__ void k() {}\n")
+    r = plan(t, "8.0", ["k.so"], ["nvcc", "-shared", "-Xcompiler", "-fPIC", "-gencode",
+                                  "arch=compute_80,code=sm_80", src, "-o", t.path("k.so")])
+    r.expect_rc(0)
+    j = r.json()
+    ft.check_eq([c["action"] for c in j["calls"]], ["compared"], "the one call, the stand-in's")
+    ft.check_eq(carried(j["gate"]), {"k": (["sm_80"], [])}, "the stub's targets")
+
+
 @ft.case("plan.environment_and_passthrough")
 def case_env(t):
     """The build sees the caller's environment with the shadow root first and nothing else

@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <iostream>
+#include <optional>
 #include <unistd.h>
 
 namespace po = boost::program_options;
@@ -63,14 +64,30 @@ Result<fs::path> make_state_dir() {
     return fs::path(templ);
 }
 
+// CMD as execvp finds it, on the build's PATH: `nvcc` itself is the shadow root's (the wrapper),
+// which toolkit::find_on_path, looking for the real one, would skip.
+std::optional<fs::path> command_path(const std::string& name, const std::string& path) {
+    if (name.find('/') != std::string::npos) return fs::path(name);
+    std::size_t start = 0;
+    while (start <= path.size()) {
+        const std::size_t colon = std::min(path.find(':', start), path.size());
+        const fs::path dir =
+            colon == start ? fs::path(".") : fs::path(path.substr(start, colon - start));
+        std::error_code ec;
+        const fs::path cand = dir / name;
+        if (fs::is_regular_file(cand, ec) && ::access(cand.c_str(), X_OK) == 0) return cand;
+        start = colon + 1;
+    }
+    return std::nullopt;
+}
+
 // Runs CMD with its stdout on our stderr: plan's stdout is its report alone.
 Result<ProcessOutcome> run_build(const std::vector<std::string>& cmd,
                                  const std::vector<std::string>& env, const fs::path& root) {
-    const std::string path = (root / "bin").string() + ":" + getenv_str("PATH");
-    auto found = toolkit::find_on_path(cmd.front(), path, {});
+    auto found = command_path(cmd.front(), (root / "bin").string() + ":" + getenv_str("PATH"));
     if (!found) return Error{"not found on PATH", cmd.front()};
     ProcessSpec spec;
-    spec.path = found->found.string();
+    spec.path = found->string();
     spec.argv = cmd;
     spec.env = env;
     spec.forward_signals = true;

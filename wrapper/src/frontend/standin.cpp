@@ -166,7 +166,10 @@ StubPlan plan_stub(const nvcc::Invocation& inv) {
         if (m.needs_next && i + 1 < args.size()) {
             value = args[i + 1].text;
             // One spelling per flag (`-gencode=V` for `-gencode V`): one stub for both.
-            tokens = {text + "=" + value};
+            std::string joined = text;
+            joined += '=';
+            joined += value;
+            tokens = {std::move(joined)};
             ++i;
         }
         const nvcc::OptionSpec& s = *m.spec;
@@ -222,7 +225,6 @@ StubPlan plan_stub(const nvcc::Invocation& inv) {
             ext = ".o";
             break;
         case nvcc::Phase::DeviceLink:
-            break;
         case nvcc::Phase::Link:
             break;
         }
