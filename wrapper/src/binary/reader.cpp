@@ -9,6 +9,7 @@
 #include "binary/mapped_file.h"
 #include "binary/pe.h"
 #include "binary/zip.h"
+#include "core/plan_marker.h"
 
 #include <algorithm>
 #include <atomic>
@@ -199,6 +200,7 @@ class Reader {
         if (!elf) return std::move(elf).error();
         if (elf->is_cubin()) return read_standalone_cubin(*elf, where, into);
         const std::size_t ext = extension_for(where, into);
+        if (elf->find(kPlanMarkerSection) != nullptr) out_[ext].plan_product = true;
         if (elf->sections.empty()) { // stripped section table: consistent headers only
             auto scanned = scan_fatbins(b, where, budget_);
             if (!scanned) return std::move(scanned).error();

@@ -96,6 +96,9 @@ struct Extension {
     std::string file;
     std::optional<std::string> member;
     std::vector<Entry> entries;
+    // Built by `nvcc-forge plan`'s stub (an ELF section core/plan_marker.h names, in the file or
+    // one of its archive members): its device code stands in for code never compiled.
+    bool plan_product = false;
 };
 Result<std::vector<Extension>> read_extensions(const std::string& path,
                                                const ReadOptions& opts = {});

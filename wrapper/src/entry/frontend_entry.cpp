@@ -99,6 +99,19 @@ int run_as_nvcc(int argc, char** argv) {
         return kExitInput;
     }
     call.nvcc = std::move(*located);
+    // Started from a plan's shadow root (`nvcc-forge plan`): the stand-in answers the call.
+    const std::filesystem::path dir =
+        toolkit::invocation_dir(locate_input(call.env, argc > 0 ? argv[0] : "nvcc"));
+    std::error_code ec;
+    if (!dir.empty() && fs::exists(dir / frontend::kPlanConfigFile, ec)) {
+        auto config = frontend::read_plan_config(dir / frontend::kPlanConfigFile);
+        if (!config) {
+            fmt::print(stderr, "nvcc-forge: {}\n", config.error().to_string());
+            return kExitInput;
+        }
+        frontend::apply_plan_config(*config, call.env);
+        call.plan = std::move(*config);
+    }
     for (int i = 1; i < argc; ++i)
         call.args.emplace_back(argv[i]);
     return run(call);

@@ -7,8 +7,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <fstream>
 #include <unistd.h>
 
 namespace forge::frontend {
@@ -144,6 +146,83 @@ std::string indent(const std::string& text) {
     return out;
 }
 
+bool write_all_to(const std::string& path, const std::string& text) {
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    f << text;
+    return static_cast<bool>(f.flush());
+}
+
+// The stand-in's answer (standin.h): `args` is the call as the mode would run it. A link of
+// objects runs for real (its inputs are stubs); anything with sources gets the stub, built once
+// per flag set by the real nvcc and copied to each output.
+int plan_answer(const Call& call, const nvcc::Invocation& inv, const std::vector<std::string>& args,
+                LogRecord& rec, const toolkit::ToolkitCaps& caps) {
+    auto fin = nvcc::parse_invocation(args, call.env.prepend, call.env.append, call.cwd, caps);
+    if (!fin) return run_logged(call, args, rec); // nvcc says what is wrong, in its own words
+    if (inv.sources.empty()) return run_logged(call, link_args(*fin, args), rec);
+
+    const StubPlan plan = plan_stub(*fin);
+    Call bare = call; // the stub compile needs no ccache in front of it
+    bare.launchers.clear();
+    bare.launcher_args.clear();
+    const std::filesystem::path stubs = call.plan->state_dir / "stubs";
+    std::string built; // the cached stub of a flag set shared by every output
+    for (const auto& output : plan.outputs) {
+        std::error_code ec;
+        const std::string unique =
+            plan.per_output ? std::filesystem::absolute(output, ec).string() : std::string();
+        const std::string key = stub_cache_key(call.nvcc.nvcc.string(), plan.flags,
+                                               call.env.prepend, call.env.append, unique);
+        const std::filesystem::path cached = stubs / (key + ".out");
+        if (!std::filesystem::exists(cached, ec)) {
+            const std::string tmp = fmt::format("{}.{}.tmp", cached.string(), ::getpid());
+            std::vector<std::string> stub_args = plan.flags;
+            if (plan.per_output) stub_args.push_back("-DNVCC_FORGE_PLAN_ID=0x" + key.substr(0, 7));
+            stub_args.push_back(stub_source_path(call.plan->state_dir).string());
+            stub_args.push_back("-o");
+            stub_args.push_back(tmp);
+            auto outcome = run_process(make_spec(bare, stub_args, true));
+            if (!outcome) {
+                say(fmt::format("nvcc-forge: plan: {}\n", outcome.error().to_string()));
+                write_log(call, rec, kExitInput);
+                return kExitInput;
+            }
+            if (!outcome->succeeded()) {
+                say(fmt::format("nvcc-forge: plan: the stub compile for {} failed:\n{}", output,
+                                indent(outcome->err + outcome->out)));
+                return finish(call, rec, *outcome);
+            }
+            std::filesystem::rename(tmp, cached, ec);
+            if (ec) {
+                say(fmt::format("nvcc-forge: plan: cannot store the stub {}: {}\n", cached.string(),
+                                ec.message()));
+                write_log(call, rec, kExitInput);
+                return kExitInput;
+            }
+        }
+        const std::string tmp_out = fmt::format("{}.nvcc-forge-plan.{}", output, ::getpid());
+        std::filesystem::copy_file(cached, tmp_out,
+                                   std::filesystem::copy_options::overwrite_existing, ec);
+        if (!ec) std::filesystem::rename(tmp_out, output, ec);
+        if (ec) {
+            std::filesystem::remove(tmp_out, ec);
+            say(fmt::format("nvcc-forge: plan: cannot write {}\n", output));
+            write_log(call, rec, kExitInput);
+            return kExitInput;
+        }
+    }
+    for (const auto& dep : plan.depfiles) {
+        const std::string text = depfile_text(dep.target, fin->sources);
+        if (!write_all_to(dep.path, text)) {
+            say(fmt::format("nvcc-forge: plan: cannot write the dependency file {}\n", dep.path));
+            write_log(call, rec, kExitInput);
+            return kExitInput;
+        }
+    }
+    write_log(call, rec, kExitOk);
+    return kExitOk;
+}
+
 } // namespace
 
 int exec_untouched(const Call& call) {
@@ -217,8 +296,10 @@ int run_call(const Call& call) {
 
     const bool single_target = inv.phase == nvcc::Phase::Ptx || inv.phase == nvcc::Phase::Cubin ||
                                inv.phase == nvcc::Phase::OtherSingleTarget;
-    if (inv.no_device != nvcc::NoDeviceReason::None) {
-        // Version, -E, -M, CMake's compiler id ...: untouched, byte for byte.
+    if (inv.no_device != nvcc::NoDeviceReason::None ||
+        (call.plan && std::any_of(inv.sources.begin(), inv.sources.end(), is_configure_probe))) {
+        // Version, -E, -M, CMake's compiler id ...: untouched, byte for byte. Under a plan, so are
+        // CMake's configure probes, which read what they build.
         if (env.log.empty()) return exec_untouched(call);
         return run_logged(call, call.args, rec);
     }
@@ -236,6 +317,7 @@ int run_call(const Call& call) {
          }));
     rec.arch_specific = arch_specific;
     if (!policy || single_target) {
+        if (call.plan) return plan_answer(call, inv, call.args, rec, *caps);
         if (env.log.empty()) return exec_untouched(call);
         return run_logged(call, call.args, rec);
     }
@@ -254,6 +336,10 @@ int run_call(const Call& call) {
         arch_specific && !may_inject ? "arch-specific TU, nothing injected" : "";
 
     if (mode == Mode::Observe) {
+        if (call.plan) {
+            print_drops(call, inv, *policy, cmp.missing, arch_specific_why);
+            return plan_answer(call, inv, call.args, rec, *caps);
+        }
         auto outcome = run_process(make_spec(call, call.args, false));
         if (!outcome) {
             say(fmt::format("nvcc-forge: {}\n", outcome.error().to_string()));
@@ -270,8 +356,14 @@ int run_call(const Call& call) {
                 say(fmt::format("nvcc-forge: strict: {}: missing {} (policy {}; requested {})\n",
                                 tu, names, policy->list.to_string(), requested_text(inv)));
             rec.action = kActionRefused;
+            // A plan goes on past a refusal: its report names every call the build would stop at.
+            if (call.plan) return plan_answer(call, inv, call.args, rec, *caps);
             write_log(call, rec, kExitPolicy);
             return kExitPolicy;
+        }
+        if (call.plan) {
+            print_drops(call, inv, *policy, cmp.missing, arch_specific_why);
+            return plan_answer(call, inv, call.args, rec, *caps);
         }
         auto outcome = run_process(make_spec(call, call.args, false));
         if (!outcome) {
@@ -294,6 +386,10 @@ int run_call(const Call& call) {
     for (const auto& n : rw.notes)
         say(fmt::format("nvcc-forge: note: {}\n", n));
     if (rw.argv.empty() || rw.argv == inv.argv) {
+        if (call.plan) {
+            print_drops(call, inv, *policy, cmp.missing, arch_specific_why);
+            return plan_answer(call, inv, call.args, rec, *caps);
+        }
         auto outcome = run_process(make_spec(call, call.args, false));
         if (!outcome) {
             say(fmt::format("nvcc-forge: {}\n", outcome.error().to_string()));
@@ -315,6 +411,12 @@ int run_call(const Call& call) {
              ? still_missing
              : injected_missing)
             .push_back(m);
+    if (call.plan) {
+        print_drops(call, inv, *policy, still_missing,
+                    arch_specific_why.empty() ? "nvcc cannot emit them" : arch_specific_why,
+                    injected_missing, rec.clamped);
+        return plan_answer(call, inv, rw.argv, rec, *caps);
+    }
 
     // Both calls must read what the caller's stdin held: it is read once, and each reads the copy.
     std::optional<StdinCopy> stdin_copy;

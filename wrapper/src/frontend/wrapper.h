@@ -27,9 +27,11 @@
 #pragma once
 
 #include "frontend/config.h"
+#include "frontend/standin.h"
 #include "toolkit/locate.h"
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,6 +47,9 @@ struct Call {
     std::string marker; // toolkit::kDepthEnv's value for everything this call starts
     std::string cwd;
     std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+    // Set when started from a plan's shadow root: the call is answered by the stand-in
+    // (standin.h) after the usual parse, compare and rewrite.
+    std::optional<PlanConfig> plan;
 };
 
 // Runs the call and returns the exit code to return; a child killed by a signal re-raises it

@@ -1,0 +1,297 @@
+#!/usr/bin/env python3
+"""`nvcc-forge plan`: the package's own build under the stand-in, gated, against the real build of
+the same fixture gated by `verify` (the verdicts must be equal). Fixtures: the package builds
+(tests/fixtures/packages: the SageAttention-style parser, the flash-attention-style ladder), an
+-rdc make build and a small CMake project (tests/fixtures/plan). Each real build runs once per
+build tree, shared by the cases. Skipped (exit 77) without nvcc."""
+import json
+import os
+import shutil
+import sys
+import tempfile
+import zipfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
+import forge_test as ft  # noqa: E402
+from forge_test import check  # noqa: E402
+
+SAGE_LIST = "8.0 8.9 9.0"
+SAGE_MODULES = ["_qattn_sm80", "_qattn_sm89", "_qattn_sm90", "_fused"]
+FLASH_LIST = "8.0 9.0 10.0 12.0"
+
+
+def base_env(t, **kw):
+    """The caller's environment without nvcc-forge settings, the real nvcc first on PATH."""
+    nvcc = t.nvcc()
+    e = t.env(PATH=os.path.dirname(nvcc) + os.pathsep + os.environ.get("PATH", ""),
+              CUDA_HOME=None, CUDA_PATH=None, CUDACXX=None, NVCC_FORGE_ARCH_LIST=None,
+              NVCC_FORGE_PACKAGE=None, NVCC_FORGE_MODE=None, NVCC_FORGE_LOG=None)
+    e.update({k: v for k, v in kw.items() if v is not None})
+    return e
+
+
+def shim(t):
+    """One `nvcc-forge shim` per build tree, for the real builds through the wrapper."""
+    root = os.path.join(t.work_root, "plan-shim")
+    if not os.path.isdir(os.path.join(root, "bin")):
+        tmp = tempfile.mkdtemp(dir=t.work_root)
+        cuda = os.path.dirname(os.path.dirname(os.path.realpath(t.nvcc())))
+        t.forge("shim", "--cuda-home", cuda, "--out", tmp).expect_ok()
+        try:
+            os.rename(tmp, root)
+        except OSError:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return root
+
+
+def real_build(t, name, argv, arch_list, cwd=None, mode=None, **env):
+    """The real build through the wrapper (shim first, the same list and mode as the plan), once
+    per build tree into WORK/plan-real/<name>; argv may name @OUT@, replaced by that directory."""
+    out = os.path.join(t.work_root, "plan-real", name)
+    if os.path.isdir(out):
+        return out
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    tmp = tempfile.mkdtemp(dir=os.path.dirname(out))
+    root = shim(t)
+    e = base_env(t, **env)
+    e.update(PATH=os.path.join(root, "bin") + os.pathsep + e["PATH"], CUDA_HOME=root,
+             CUDA_PATH=root, NVCC_FORGE_ARCH_LIST=arch_list)
+    if mode:
+        e["NVCC_FORGE_MODE"] = mode
+    r = t.run([a.replace("@OUT@", tmp) for a in argv], env=e, cwd=cwd, timeout=280)
+    check(r.rc == 0, f"real build {name} exited {r.rc}: {r.err[-3000:]}")
+    try:
+        os.rename(tmp, out)
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+def plan(t, arch_list, gates, cmd, *extra, env=None, cwd=None):
+    args = ["plan", "--arch-list", arch_list, *extra, "--format", "json"]
+    for g in gates:
+        args += ["--gate", g]
+    return t.forge(*args, "--", *cmd, env=env or base_env(t), cwd=cwd, timeout=280)
+
+
+def sos(d):
+    out = []
+    for root, _, files in os.walk(d):
+        out += [os.path.join(root, f) for f in files if f.endswith(".so")]
+    return sorted(out)
+
+
+def carried(gate_json):
+    """{module name: (sass, ptx)} from verify's JSON, by file name without the interpreter tag."""
+    return {os.path.basename(e["file"]).split(".")[0]: (sorted(e["sass"]), sorted(e["ptx"]))
+            for e in gate_json["extensions"]}
+
+
+def same_verdict(s, plan_json, real_json):
+    """The plan's gate and verify on the real product: same verdict, modules, targets, absences."""
+    g = plan_json["gate"]
+    s.check_eq(g["verdict"], real_json["verdict"], "plan's gate verdict vs verify on the real build")
+    s.check_eq(carried(g), carried(real_json), "modules and targets, plan vs real")
+    s.check_eq(g.get("missing_extensions"), real_json.get("missing_extensions"), "missing_extensions")
+
+
+def sage_case(t, form):
+    lst = SAGE_LIST if form == "space" else SAGE_LIST.replace(" ", ";")
+    build = t.fixtures("packages", "sageattention_like", "build.py")
+    real = real_build(t, f"sage_{form}", [sys.executable, build, "@OUT@"], SAGE_LIST,
+                      TORCH_CUDA_ARCH_LIST=lst)
+    r = plan(t, SAGE_LIST, ["out/sageattention/*.so"], [sys.executable, build, "out"],
+             "--package", "sageattention", env=base_env(t, TORCH_CUDA_ARCH_LIST=lst))
+    v = t.forge("verify", *sos(real), "--arch-list", SAGE_LIST, "--package", "sageattention",
+                "--format", "json")
+    return r, v
+
+
+@ft.case("plan.sage.space_form_fails_naming_absent_modules")
+def case_sage_space(t):
+    r, v = sage_case(t, "space")
+    r.expect_rc(1)
+    j = r.json()
+    real = json.loads(v.out)
+    with ft.Soft() as s:
+        s.check_eq(j["verdict"], "fail", "verdict")
+        s.check_eq(v.rc, 1, "verify on the real build")
+        want = [f"sageattention/{m}*.so" for m in SAGE_MODULES[:3]]
+        s.check_eq(j["gate"]["missing_extensions"], want, "absent modules named")
+        s.check_eq([os.path.basename(e["file"]).split(".")[0] for e in j["extensions"]], ["_fused"],
+                   "the one module the space form builds")
+        same_verdict(s, j, real)
+        # Every call was the stand-in's: the log records of the wrapper, each one compared.
+        s.check(j["calls"] and all(c["action"] == "compared" for c in j["calls"]), j["calls"])
+        s.check(all({"cwd", "sources", "requested", "missing", "injected"} <= set(c)
+                    for c in j["calls"]), "calls are compile-log records")
+
+
+@ft.case("plan.sage.separator_form_passes")
+def case_sage_semicolon(t):
+    r, v = sage_case(t, "semicolon")
+    r.expect_rc(0)
+    j = r.json()
+    with ft.Soft() as s:
+        s.check_eq(j["verdict"], "pass", "verdict")
+        s.check_eq(v.rc, 0, "verify on the real build")
+        s.check_eq(sorted(carried(j["gate"])), sorted(SAGE_MODULES), "every module built")
+        same_verdict(s, j, json.loads(v.out))
+        # Plan products carry the plan's mark: verify refuses them, wheel members included.
+        products = sos(t.path("out"))
+        s.check(products, "plan wrote the modules")
+        r2 = t.forge("verify", *products, "--arch-list", SAGE_LIST)
+        s.check_eq(r2.rc, 2, f"verify must refuse a plan product: {r2!r}")
+        s.check("nvcc-forge plan" in r2.err, r2.err)
+        wheel = t.path("dist", "sageattention-0-py3-none-any.whl")
+        os.makedirs(os.path.dirname(wheel))
+        with zipfile.ZipFile(wheel, "w") as z:
+            for p in products:
+                z.write(p, "sageattention/" + os.path.basename(p))
+        r3 = t.forge("verify", wheel, "--arch-list", SAGE_LIST)
+        s.check_eq(r3.rc, 2, f"verify must refuse a wheel of plan products: {r3!r}")
+        s.check(".whl:sageattention/" in r3.err, r3.err)
+        # The real build's product is not marked.
+        real = os.path.join(t.work_root, "plan-real", "sage_semicolon")
+        s.check_eq(t.forge("verify", *sos(real), "--arch-list", SAGE_LIST).rc, 0, "real passes")
+
+
+def flash_case(t, mode):
+    build = t.fixtures("packages", "flash_attn_like", "build.py")
+    real = real_build(t, f"flash_{mode}", [sys.executable, build, "@OUT@"], FLASH_LIST, mode=mode)
+    r = plan(t, FLASH_LIST, ["out/*.so"], [sys.executable, build, "out"],
+             env=base_env(t, NVCC_FORGE_MODE=mode))
+    v = t.forge("verify", *sos(real), "--arch-list", FLASH_LIST, "--format", "json")
+    return r, v
+
+
+@ft.case("plan.flash.ladder_observe_fails_naming_the_tu")
+def case_flash_observe(t):
+    r, v = flash_case(t, "observe")
+    r.expect_rc(1)
+    j = r.json()
+    with ft.Soft() as s:
+        s.check_eq(j["verdict"], "fail", "verdict")
+        s.check_eq(v.rc, 1, "verify on the real build")
+        tu = ft.only(j["tus"], what="TU")
+        s.check_eq(tu["not_restored"], ["sm_100", "sm_120"], "targets the ladder drops")
+        s.check("flash_fwd.cu" in j["reason"], j["reason"])
+        same_verdict(s, j, json.loads(v.out))
+
+
+@ft.case("plan.flash.ladder_inject_restores")
+def case_flash_inject(t):
+    r, v = flash_case(t, "inject")
+    r.expect_rc(0)
+    j = r.json()
+    with ft.Soft() as s:
+        tu = ft.only(j["tus"], what="TU")
+        s.check_eq(tu["injected"], ["sm_100", "sm_120"], "injected into the plan")
+        s.check_eq(tu["not_restored"], [], "nothing left out")
+        s.check_eq(v.rc, 0, "verify on the real build")
+        same_verdict(s, j, json.loads(v.out))
+
+
+@ft.case("plan.rdc.make_build_and_depfiles")
+def case_rdc(t):
+    src = t.path("src")
+    shutil.copytree(t.fixtures("plan", "rdc"), src)
+    lst = "8.0 9.0+PTX"
+    real = real_build(t, "rdc", ["make", "-s", "-C", src, "OUT=@OUT@"], lst)
+    r = plan(t, lst, ["build/*.so"], ["make", "-s", "-C", src, "OUT=" + t.path("build")])
+    r.expect_rc(0)
+    j = r.json()
+    v = t.forge("verify", os.path.join(real, "librdc.so"), "--arch-list", lst, "--format", "json")
+    with ft.Soft() as s:
+        s.check_eq(j["verdict"], "pass", "verdict")
+        same_verdict(s, j, json.loads(v.out))
+        s.check(any(c["sources"] == [] for c in j["calls"]), "the device link is a call of its own")
+        for d in ("a.d", "b.d"):
+            s.check(os.path.isfile(t.path("build", d)), f"dependency file {d} written")
+        # The dependency files and outputs make the next make a no-op.
+        q = t.run(["make", "-q", "-C", src, "OUT=" + t.path("build")], env=base_env(t))
+        s.check_eq(q.rc, 0, f"make -q after the plan (0 = up to date): {q!r}")
+
+
+@ft.case("plan.cmake.configured_under_plan")
+def case_cmake(t):
+    if not shutil.which("cmake") or not shutil.which("ninja"):
+        ft.skip("cmake or ninja not on PATH")
+    src = t.fixtures("plan", "cmake")
+    lst = "8.0 9.0+PTX"
+    b = t.path("b")
+    r = plan(t, lst, ["b/*.so"], ["sh", "-c",
+                                    f"cmake -S '{src}' -B '{b}' -G Ninja >/dev/null && "
+                                    f"cmake --build '{b}'"])
+    r.expect_rc(0)
+    j = r.json()
+    real = real_build(t, "cmake", ["sh", "-c", f"cmake -S '{src}' -B @OUT@ -G Ninja >/dev/null && "
+                                   "cmake --build @OUT@"], lst)
+    v = t.forge("verify", *sos(real), "--arch-list", lst, "--format", "json")
+    with ft.Soft() as s:
+        s.check_eq(j["verdict"], "pass", "verdict")
+        same_verdict(s, j, json.loads(v.out))
+        tu = ft.only([c for c in j["tus"] if c["tu"].endswith("k.cu")], what="k.cu call")
+        s.check_eq(tu["injected"], ["compute_90"], "the +PTX tail injected into the plan")
+        # ninja's dependency files from the stand-in: the next build has nothing to do.
+        n = t.run(["ninja", "-C", b, "-n"], env=base_env(t))
+        s.check("no work to do" in n.out, f"ninja after the plan: {n!r}")
+
+
+@ft.case("plan.build_fails_is_exit_2")
+def case_cmd_fails(t):
+    r = plan(t, "8.0", ["*.so"], [sys.executable, "-c", "import sys; sys.exit(3)"])
+    r.expect_rc(2)
+    j = r.json()
+    ft.check_eq(j["verdict"], "error", "verdict")
+    ft.check_eq(j["build_exit"], 3, "build_exit")
+    ft.check_eq(j["gate"], None, "nothing gated after a failed build")
+    r = t.forge("plan", "--arch-list", "8.0", "--", "no-such-command-forge", env=base_env(t))
+    r.expect_rc(2)
+
+
+@ft.case("plan.nvcc_as_the_build_command")
+def case_direct_nvcc(t):
+    """CMD may be nvcc itself: found on the build's PATH, it is the stand-in, not the real one."""
+    t.nvcc()
+    src = t.path("k.cu")
+    ft.write(src, "#error the stand-in never compiles the TU\n__global__ void k() {}\n")
+    r = plan(t, "8.0", ["k.so"], ["nvcc", "-shared", "-Xcompiler", "-fPIC", "-gencode",
+                                  "arch=compute_80,code=sm_80", src, "-o", t.path("k.so")])
+    r.expect_rc(0)
+    j = r.json()
+    ft.check_eq([c["action"] for c in j["calls"]], ["compared"], "the one call, the stand-in's")
+    ft.check_eq(carried(j["gate"]), {"k": (["sm_80"], [])}, "the stub's targets")
+
+
+@ft.case("plan.environment_and_passthrough")
+def case_env(t):
+    """The build sees the caller's environment with the shadow root first and nothing else
+    changed; --version goes to the real nvcc; plan's stdout is its report alone."""
+    dump = t.path("env.json")
+    script = ("import json, os, subprocess, sys; "
+              "v = subprocess.run(['nvcc', '--version'], capture_output=True, text=True); "
+              "print('build says hello'); "
+              "json.dump({'env': dict(os.environ), 'version': v.stdout, 'rc': v.returncode}, "
+              f"open({dump!r}, 'w'))")
+    env = base_env(t, TORCH_CUDA_ARCH_LIST="7.5 8.0", FORGE_PLAN_PROBE="x")
+    r = t.forge("plan", "--arch-list", "8.0", "--", sys.executable, "-c", script, env=env)
+    r.expect_rc(0)
+    d = json.load(open(dump))
+    seen = d["env"]
+    with ft.Soft() as s:
+        s.check("build says hello" in r.err and "build says hello" not in r.out, r)
+        root = seen["CUDA_HOME"]
+        s.check_eq(seen["CUDA_PATH"], root, "CUDA_PATH")
+        s.check_eq(seen["CUDACXX"], os.path.join(root, "bin", "nvcc"), "CUDACXX")
+        s.check_eq(seen["PATH"], os.path.join(root, "bin") + os.pathsep + env["PATH"], "PATH")
+        changed = {k for k in set(seen) | set(env) if seen.get(k) != env.get(k)}
+        changed -= {"PATH", "CUDA_HOME", "CUDA_PATH", "CUDACXX"}
+        s.check_eq(sorted(changed), [], "variables plan changed besides the shadow root's")
+        s.check_eq(d["rc"], 0, "nvcc --version under plan")
+        s.check("Cuda compilation tools" in d["version"], d["version"])
+        s.check("calls: 1 (0 compared, 1 passed to the real nvcc)" in r.out, r.out)
+
+
+if __name__ == "__main__":
+    sys.exit(ft.main())

@@ -1,0 +1,127 @@
+// The plan stand-in's pure parts: which flags the stub compile keeps, where the call's outputs
+// and dependency files go, the plan configuration, the configure probes left to the real nvcc.
+#include "../nvcc/caps_fixture.h"
+#include "core/plan_marker.h"
+#include "frontend/standin.h"
+
+#include <filesystem>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+using namespace forge;
+using namespace forge::frontend;
+
+namespace {
+
+nvcc::Invocation parse(const std::vector<std::string>& argv) {
+    auto inv = nvcc::parse_invocation(argv, "", "", "/tmp", nvcc::testing::caps13());
+    EXPECT_TRUE(inv.ok());
+    return *inv;
+}
+
+using Strings = std::vector<std::string>;
+
+} // namespace
+
+TEST(StandinStub, KeepsTargetsAndOutputKindDropsTheRest) {
+    auto p = plan_stub(
+        parse({"-c", "-O3", "-Ipath", "-DX=1", "--use_fast_math", "-std=c++17", "-Xcompiler",
+               "-fPIC,-Wall", "-gencode", "arch=compute_80,code=sm_80",
+               "-gencode=arch=compute_90,code=compute_90", "csrc/k.cu", "-o", "build/k.o"}));
+    EXPECT_EQ(p.flags, (Strings{"-c", "-Xcompiler", "-fPIC", "-gencode=arch=compute_80,code=sm_80",
+                                "-gencode=arch=compute_90,code=compute_90"}));
+    EXPECT_EQ(p.outputs, Strings{"build/k.o"});
+    EXPECT_TRUE(p.depfiles.empty());
+    EXPECT_FALSE(p.per_output);
+}
+
+TEST(StandinStub, SharedRdcHostCompilerAndArchKept) {
+    auto p = plan_stub(parse({"-shared", "-rdc=true", "-ccbin", "/usr/bin/g++-12", "-arch=sm_90a",
+                              "-lcuda", "k.cu", "-o", "k.so"}));
+    EXPECT_EQ(p.flags, (Strings{"-shared", "-rdc=true", "-ccbin=/usr/bin/g++-12", "-arch=sm_90a"}));
+    EXPECT_FALSE(p.per_output); // a linked library: one module per output, nothing to clash
+}
+
+TEST(StandinStub, DefaultOutputsOdirAndDepfiles) {
+    auto p = plan_stub(parse({"-c", "-MD", "-odir", "obj", "-arch=sm_80", "a/x.cu", "b/y.cu"}));
+    EXPECT_EQ(p.outputs, (Strings{"obj/x.o", "obj/y.o"}));
+    ASSERT_EQ(p.depfiles.size(), 2u);
+    EXPECT_EQ(p.depfiles[0].path, "obj/x.d");
+    EXPECT_EQ(p.depfiles[0].target, "obj/x.o");
+
+    p = plan_stub(parse({"-dc", "--generate-dependencies-with-compile", "--dependency-output",
+                         "deps/k.d", "-MT", "k.obj", "k.cu", "-o", "k.o"}));
+    ASSERT_EQ(p.depfiles.size(), 1u);
+    EXPECT_EQ(p.depfiles[0].path, "deps/k.d");
+    EXPECT_EQ(p.depfiles[0].target, "k.obj");
+    EXPECT_TRUE(p.per_output); // rdc objects: nvlink refuses two copies of one module id
+
+    EXPECT_EQ(plan_stub(parse({"-ptx", "-arch=compute_80", "k.cu"})).outputs, Strings{"k.ptx"});
+    EXPECT_EQ(plan_stub(parse({"-lib", "-arch=sm_80", "k.cu"})).outputs, Strings{"a.a"});
+    EXPECT_EQ(plan_stub(parse({"-arch=sm_80", "k.cu"})).outputs, Strings{"a.out"});
+}
+
+TEST(StandinStub, DepfileTextEscapesForMake) {
+    EXPECT_EQ(depfile_text("out/k.o", {"src/k.cu"}), "out/k.o: src/k.cu\n");
+    EXPECT_EQ(depfile_text("a b.o", {"$x#.cu"}), "a\\ b.o: $$x\\#.cu\n");
+}
+
+TEST(StandinStub, CacheKeyChangesWithEveryInput) {
+    const Strings f{"-c", "-arch=sm_80"};
+    const std::string k = stub_cache_key("/cuda/bin/nvcc", f, "", "", "");
+    EXPECT_EQ(k, stub_cache_key("/cuda/bin/nvcc", f, "", "", ""));
+    EXPECT_NE(k, stub_cache_key("/cuda2/bin/nvcc", f, "", "", ""));
+    EXPECT_NE(k, stub_cache_key("/cuda/bin/nvcc", {"-c", "-arch=sm_90"}, "", "", ""));
+    EXPECT_NE(k, stub_cache_key("/cuda/bin/nvcc", f, "-G", "", ""));
+    EXPECT_NE(k, stub_cache_key("/cuda/bin/nvcc", f, "", "-G", ""));
+    EXPECT_NE(k, stub_cache_key("/cuda/bin/nvcc", f, "", "", "/abs/k.o"));
+}
+
+TEST(StandinStub, ExecutableLinksForgiveUnresolvedSymbols) {
+    const Strings exe{"a.o", "b.o", "-o", "app"};
+    EXPECT_EQ(link_args(parse(exe), exe).back(), "--unresolved-symbols=ignore-all");
+    const Strings so{"-shared", "a.o", "-o", "x.so"};
+    EXPECT_EQ(link_args(parse(so), so), so);
+    const Strings dl{"-dlink", "-arch=sm_80", "a.o", "-o", "d.o"};
+    EXPECT_EQ(link_args(parse(dl), dl), dl);
+}
+
+TEST(StandinStub, ConfigureProbesAndSourceCarryTheMark) {
+    EXPECT_TRUE(is_configure_probe("/b/CMakeFiles/3.28.3/CMakeCUDACompilerABI.cu"));
+    EXPECT_TRUE(is_configure_probe("/b/CMakeFiles/CMakeScratch/TryCompile-x/main.cu"));
+    EXPECT_FALSE(is_configure_probe("/b/src/CMakeFiles.cu"));
+    EXPECT_NE(stub_source().find(kPlanMarkerSection), std::string::npos);
+    EXPECT_NE(stub_source().find("__global__"), std::string::npos);
+}
+
+TEST(StandinConfig, RoundTripAndApply) {
+    const fs::path dir =
+        fs::path(FORGE_TEST_BINARY_DIR) / "frontend_tmp" / ("plan." + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir / "cuda" / "bin");
+    PlanConfig c;
+    c.arch_list = "8.0 9.0+PTX";
+    c.package = "sageattention";
+    c.log = (dir / "calls.jsonl").string();
+    c.state_dir = dir;
+    ASSERT_TRUE(write_plan_files(dir / "cuda", c).ok());
+    EXPECT_TRUE(fs::is_regular_file(stub_source_path(dir)));
+    auto back = read_plan_config(dir / "cuda" / "bin" / kPlanConfigFile);
+    ASSERT_TRUE(back.ok()) << back.error().to_string();
+    EXPECT_EQ(back->arch_list, c.arch_list);
+    EXPECT_EQ(back->state_dir, dir);
+    FrontendEnv env;
+    env.arch_list = "7.5";
+    env.mode = "observe";
+    env.log = "/elsewhere.jsonl";
+    apply_plan_config(*back, env);
+    EXPECT_EQ(env.arch_list, "8.0 9.0+PTX");
+    EXPECT_EQ(env.package, "sageattention");
+    EXPECT_EQ(env.mode, "observe"); // the caller's mode applies to the plan
+    EXPECT_EQ(env.log, c.log);
+    std::ofstream(dir / "bad.json") << "{\"arch_list\": 1}";
+    EXPECT_FALSE(read_plan_config(dir / "bad.json").ok());
+    EXPECT_FALSE(read_plan_config(dir / "absent.json").ok());
+    fs::remove_all(dir);
+}

@@ -1,0 +1,117 @@
+// plan's verdict from the stand-in's records, the build's exit and the gate; its formats; the
+// --gate glob over the tree.
+#include "plan/report.h"
+
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+using namespace forge;
+using namespace forge::plan;
+
+namespace {
+
+frontend::LogRecord record(const char* action, std::vector<std::string> missing,
+                           std::vector<std::string> injected) {
+    frontend::LogRecord r;
+    r.sources = {"csrc/k.cu"};
+    r.requested = {"sm_80"};
+    r.missing = std::move(missing);
+    r.injected = std::move(injected);
+    r.action = action;
+    r.mode = "inject";
+    return r;
+}
+
+} // namespace
+
+TEST(PlanJudge, RestoredDropsPassUnrestoredFail) {
+    PlanReport r;
+    r.calls = {record("injected", {"sm_90"}, {"sm_90"}), record("passthrough", {}, {})};
+    judge(r);
+    EXPECT_EQ(r.verdict, "pass");
+    EXPECT_EQ(r.tus.size(), 1u); // passthroughs are not TUs
+    EXPECT_EQ(r.exit_code(), 0);
+
+    r.calls.push_back(record("injected", {"sm_90", "sm_110"}, {"sm_90"}));
+    judge(r);
+    EXPECT_EQ(r.verdict, "fail");
+    EXPECT_NE(r.reason.find("csrc/k.cu (sm_110)"), std::string::npos) << r.reason;
+    EXPECT_EQ(r.exit_code(), 1);
+
+    r.calls = {record("refused", {"sm_90"}, {})}; // strict: nothing restored
+    judge(r);
+    EXPECT_EQ(r.verdict, "fail");
+}
+
+TEST(PlanJudge, GateAndBuildDecide) {
+    PlanReport r;
+    r.calls = {record("compared", {}, {})};
+    r.gated = true;
+    r.gate = {
+        {"verdict", "fail"}, {"reason", "sm_90 missing"}, {"extensions", nlohmann::json::array()}};
+    r.gate_pass = false;
+    judge(r);
+    EXPECT_EQ(r.verdict, "fail");
+    EXPECT_NE(r.reason.find("sm_90 missing"), std::string::npos);
+
+    r.gate_unreadable = true;
+    judge(r);
+    EXPECT_EQ(r.exit_code(), 2);
+
+    r.gate_unreadable = false;
+    r.build_exit = 3; // the build failing wins over everything
+    judge(r);
+    EXPECT_EQ(r.verdict, "error");
+    EXPECT_EQ(r.exit_code(), 2);
+}
+
+TEST(PlanFormat, TableOfFormatters) {
+    ASSERT_NE(formatter("text"), nullptr);
+    ASSERT_NE(formatter("json"), nullptr);
+    EXPECT_EQ(formatter("github"), nullptr);
+    EXPECT_EQ(format_names(), "text|json");
+    PlanReport r;
+    r.list = "--arch-list = 8.0";
+    r.calls = {record("injected", {"sm_90"}, {"sm_90"})};
+    judge(r);
+    auto j = nlohmann::json::parse(formatter("json")(r));
+    EXPECT_EQ(j["verdict"], "pass");
+    EXPECT_EQ(j["calls"][0]["action"], "injected");
+    EXPECT_TRUE(j["gate"].is_null());
+    EXPECT_TRUE(j["extensions"].empty());
+    const std::string text = formatter("text")(r);
+    EXPECT_NE(text.find("injected  sm_90"), std::string::npos) << text;
+}
+
+TEST(PlanLog, ReadsRecordsAndNamesABadLine) {
+    const fs::path dir = fs::temp_directory_path() / ("plan_log." + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    EXPECT_TRUE(read_log(dir / "absent.jsonl")->empty());
+    {
+        std::ofstream f(dir / "calls.jsonl");
+        f << record("compared", {}, {}).to_json() << "\n{oops\n";
+    }
+    auto bad = read_log(dir / "calls.jsonl");
+    ASSERT_FALSE(bad.ok());
+    EXPECT_EQ(bad.error().line, 2);
+    fs::remove_all(dir);
+}
+
+TEST(PlanGlob, WalksOnlyUnderTheFixedPrefix) {
+    const fs::path dir = fs::temp_directory_path() / ("plan_glob." + std::to_string(::getpid()));
+    fs::create_directories(dir / "out" / "pkg");
+    fs::create_directories(dir / "other");
+    for (const char* f : {"out/pkg/_a.so", "out/pkg/_b.so", "out/pkg/x.py", "other/_c.so"})
+        std::ofstream(dir / f) << "x";
+    EXPECT_EQ(expand_gate_glob("out/pkg/*.so", dir),
+              (std::vector<std::string>{(dir / "out/pkg/_a.so").string(),
+                                        (dir / "out/pkg/_b.so").string()}));
+    EXPECT_EQ(expand_gate_glob("**/_c.so", dir).size(), 1u);
+    EXPECT_EQ(expand_gate_glob("out/pkg/x.py", dir).size(), 1u); // a plain path
+    EXPECT_TRUE(expand_gate_glob("nowhere/*.so", dir).empty());
+    EXPECT_EQ(expand_gate_glob((dir / "out/*/_a.so").string(), dir).size(), 1u);
+    fs::remove_all(dir);
+}

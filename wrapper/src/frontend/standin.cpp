@@ -1,0 +1,292 @@
+#include "frontend/standin.h"
+
+#include "core/plan_marker.h"
+#include "nvcc/options.h"
+#include "policy/sha256.h"
+
+#include <fmt/format.h>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace forge::frontend {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+Status write_file_atomic(const fs::path& path, const std::string& text) {
+    const fs::path tmp = path.string() + ".tmp";
+    {
+        std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+        f << text;
+        if (!f.flush()) return Error{"cannot write", tmp.string()};
+    }
+    std::error_code ec;
+    fs::rename(tmp, path, ec);
+    if (ec) return Error{fmt::format("cannot write: {}", ec.message()), path.string()};
+    return ok_status();
+}
+
+std::string_view basename_of(std::string_view p) {
+    auto slash = p.rfind('/');
+    return slash == std::string_view::npos ? p : p.substr(slash + 1);
+}
+
+// "dir/k.cu" -> "k" + ext, as nvcc names an output it was not given.
+std::string default_output(std::string_view source, std::string_view ext) {
+    std::string_view base = basename_of(source);
+    if (auto dot = base.rfind('.'); dot != std::string_view::npos && dot > 0)
+        base = base.substr(0, dot);
+    return std::string(base) + std::string(ext);
+}
+
+std::string with_extension(const std::string& path, std::string_view ext) {
+    const auto slash = path.rfind('/');
+    const auto dot = path.rfind('.');
+    if (dot != std::string::npos && (slash == std::string::npos || dot > slash))
+        return path.substr(0, dot) + std::string(ext);
+    return path + std::string(ext);
+}
+
+bool is_pic(std::string_view piece) {
+    return piece == "-fPIC" || piece == "-fpic" || piece == "-fPIE" || piece == "-fpie";
+}
+
+// The options (besides targets, -rdc/-dlto and the phase) that change what the stub's output
+// is or how it links: a shared library, the host compiler and its word size, the CUDA runtime.
+bool shapes_output(std::string_view long_name) {
+    return long_name == "--shared" || long_name == "--compiler-bindir" ||
+           long_name == "--allow-unsupported-compiler" || long_name == "--machine" ||
+           long_name == "--cudart" || long_name == "--cudadevrt";
+}
+
+// What the call's own options say about its outputs.
+struct OutputOptions {
+    std::string odir;
+    bool depfile = false; // -MD / -MMD
+    std::string depfile_path, dep_target;
+    bool lib = false, shared = false;
+};
+
+} // namespace
+
+std::string plan_config_json(const PlanConfig& c) {
+    nlohmann::json j;
+    j["arch_list"] = c.arch_list;
+    j["package"] = c.package;
+    j["policy_file"] = c.policy_file;
+    j["packages_dir"] = c.packages_dir;
+    j["mode"] = c.mode;
+    j["log"] = c.log;
+    j["state_dir"] = c.state_dir.string();
+    return j.dump(2) + "\n";
+}
+
+Result<PlanConfig> read_plan_config(const fs::path& file) {
+    std::ifstream f(file, std::ios::binary);
+    if (!f) return Error{"cannot read the plan configuration", file.string()};
+    std::stringstream ss;
+    ss << f.rdbuf();
+    auto j = nlohmann::json::parse(ss.str(), nullptr, false);
+    if (j.is_discarded() || !j.is_object())
+        return Error{"the plan configuration is not a JSON object", file.string()};
+    PlanConfig c;
+    try {
+        c.arch_list = j.at("arch_list").get<std::string>();
+        c.package = j.at("package").get<std::string>();
+        c.policy_file = j.at("policy_file").get<std::string>();
+        c.packages_dir = j.at("packages_dir").get<std::string>();
+        c.mode = j.at("mode").get<std::string>();
+        c.log = j.at("log").get<std::string>();
+        c.state_dir = j.at("state_dir").get<std::string>();
+    } catch (const nlohmann::json::exception& e) {
+        return Error{fmt::format("the plan configuration: {}", e.what()), file.string()};
+    }
+    if (c.log.empty() || c.state_dir.empty())
+        return Error{"the plan configuration names no log or state directory", file.string()};
+    return c;
+}
+
+void apply_plan_config(const PlanConfig& c, FrontendEnv& env) {
+    env.arch_list = c.arch_list;
+    env.package = c.package;
+    if (!c.policy_file.empty()) env.policy_file = c.policy_file;
+    if (!c.packages_dir.empty()) env.packages_dir = c.packages_dir;
+    if (!c.mode.empty()) env.mode = c.mode;
+    env.log = c.log;
+}
+
+fs::path stub_source_path(const fs::path& state_dir) {
+    return state_dir / "nvcc_forge_plan_stub.cu";
+}
+
+std::string stub_source() {
+    return fmt::format(
+        "// nvcc-forge plan: stands in for a translation unit that was not compiled. Never ship "
+        "what it builds.\n"
+        "#ifndef NVCC_FORGE_PLAN_ID\n#define NVCC_FORGE_PLAN_ID 1\n#endif\n"
+        "__attribute__((used, section(\"{}\"))) static const char nvcc_forge_plan_mark[] =\n"
+        "    \"nvcc-forge plan product: stub device code, never to ship\";\n"
+        "__attribute__((used)) static __global__ void nvcc_forge_plan_stub(int* p) {{\n"
+        "    if (p != nullptr) *p = NVCC_FORGE_PLAN_ID;\n}}\n"
+        "__attribute__((weak)) int main() {{ return 0; }}\n",
+        kPlanMarkerSection);
+}
+
+Status write_plan_files(const fs::path& shim_root, const PlanConfig& config) {
+    std::error_code ec;
+    fs::create_directories(config.state_dir / "stubs", ec);
+    if (ec) return Error{fmt::format("cannot create: {}", ec.message()), config.state_dir.string()};
+    FORGE_TRY_STATUS(write_file_atomic(stub_source_path(config.state_dir), stub_source()));
+    return write_file_atomic(shim_root / "bin" / kPlanConfigFile, plan_config_json(config));
+}
+
+bool is_configure_probe(const std::string& source) {
+    const std::string_view base = basename_of(source);
+    return base.starts_with("CMakeCUDACompiler") ||
+           source.find("/CMakeFiles/CMakeScratch/") != std::string::npos ||
+           source.find("/CMakeFiles/CMakeTmp/") != std::string::npos;
+}
+
+StubPlan plan_stub(const nvcc::Invocation& inv) {
+    StubPlan plan;
+    OutputOptions oo;
+    const auto& args = inv.effective;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        // The environment's flags reach the stub compile through the environment itself.
+        if (args[i].source == nvcc::Arg::Source::PrependEnv ||
+            args[i].source == nvcc::Arg::Source::AppendEnv)
+            continue;
+        const std::string& text = args[i].text;
+        const nvcc::TokenMatch m = nvcc::match_token(text);
+        if (m.spec == nullptr) continue; // inputs, unknown options (never with a value)
+        std::string value = m.value ? std::string(*m.value) : std::string();
+        std::vector<std::string> tokens{text};
+        if (m.needs_next && i + 1 < args.size()) {
+            value = args[i + 1].text;
+            // One spelling per flag (`-gencode=V` for `-gencode V`): one stub for both.
+            std::string joined = text;
+            joined += '=';
+            joined += value;
+            tokens = {std::move(joined)};
+            ++i;
+        }
+        const nvcc::OptionSpec& s = *m.spec;
+        const std::string_view name = s.long_name;
+        if (name == "--output-directory") oo.odir = value;
+        if (name == "--generate-dependencies-with-compile" ||
+            name == "--generate-nonsystem-dependencies-with-compile")
+            oo.depfile = true;
+        if (name == "--dependency-output") oo.depfile_path = value;
+        if (name == "--dependency-target-name") oo.dep_target = value;
+        if (s.phase == nvcc::PhaseFlag::Lib) oo.lib = true;
+        if (name == "--shared") oo.shared = true;
+        const bool phase = s.role == nvcc::Role::Phase && s.phase != nvcc::PhaseFlag::Preprocess &&
+                           s.phase != nvcc::PhaseFlag::Depend &&
+                           s.phase != nvcc::PhaseFlag::DependNonSys &&
+                           s.phase != nvcc::PhaseFlag::Run;
+        if (s.targets || s.role == nvcc::Role::Rdc || s.role == nvcc::Role::Dlto || phase ||
+            shapes_output(name)) {
+            plan.flags.insert(plan.flags.end(), tokens.begin(), tokens.end());
+        } else if (name == "--compiler-options") {
+            // Only position independence changes what the object links into.
+            std::stringstream pieces(value);
+            for (std::string piece; std::getline(pieces, piece, ',');)
+                if (is_pic(piece)) {
+                    plan.flags.emplace_back("-Xcompiler");
+                    plan.flags.push_back(piece);
+                }
+        }
+    }
+
+    auto in_odir = [&](const std::string& name) {
+        return oo.odir.empty() ? name : (fs::path(oo.odir) / name).string();
+    };
+    if (!inv.output.empty()) {
+        plan.outputs.push_back(inv.output);
+    } else {
+        std::string_view ext;
+        switch (inv.phase) {
+        case nvcc::Phase::Ptx:
+            ext = ".ptx";
+            break;
+        case nvcc::Phase::Cubin:
+            ext = ".cubin";
+            break;
+        case nvcc::Phase::Fatbin:
+            ext = ".fatbin";
+            break;
+        case nvcc::Phase::OtherSingleTarget:
+            ext = ".ltoir";
+            break;
+        case nvcc::Phase::Compile:
+        case nvcc::Phase::CompileRdc:
+            ext = ".o";
+            break;
+        case nvcc::Phase::DeviceLink:
+        case nvcc::Phase::Link:
+            break;
+        }
+        if (oo.lib)
+            plan.outputs.push_back(in_odir("a.a"));
+        else if (!ext.empty())
+            for (const auto& src : inv.sources)
+                plan.outputs.push_back(in_odir(default_output(src, ext)));
+        else
+            plan.outputs.push_back(
+                in_odir(inv.phase == nvcc::Phase::DeviceLink ? "a_dlink.o" : "a.out"));
+    }
+    if (oo.depfile)
+        for (const auto& out : plan.outputs)
+            plan.depfiles.push_back(
+                {oo.depfile_path.empty() ? with_extension(out, ".d") : oo.depfile_path,
+                 oo.dep_target.empty() ? out : oo.dep_target});
+    plan.per_output = inv.phase == nvcc::Phase::CompileRdc && !oo.lib;
+    return plan;
+}
+
+std::string depfile_text(const std::string& target, const std::vector<std::string>& sources) {
+    auto escaped = [](const std::string& p) {
+        std::string out;
+        for (char c : p) {
+            if (c == ' ' || c == '#') out += '\\';
+            if (c == '$') out += '$';
+            out += c;
+        }
+        return out;
+    };
+    std::string text = escaped(target) + ":";
+    for (const auto& s : sources)
+        text += " " + escaped(s);
+    return text + "\n";
+}
+
+std::string stub_cache_key(const std::string& nvcc, const std::vector<std::string>& flags,
+                           const std::string& prepend, const std::string& append,
+                           const std::string& unique) {
+    std::string key = "stub-v1\n" + nvcc + "\n" + policy::sha256_hex(stub_source());
+    for (const auto& f : flags)
+        key += "\n" + f;
+    key += "\nprepend=" + prepend + "\nappend=" + append + "\nunique=" + unique;
+    return policy::sha256_hex(key);
+}
+
+std::vector<std::string> link_args(const nvcc::Invocation& inv,
+                                   const std::vector<std::string>& args) {
+    std::vector<std::string> out = args;
+    bool shared = false;
+    for (const auto& a : inv.effective) {
+        const nvcc::TokenMatch m = nvcc::match_token(a.text);
+        if (m.spec != nullptr &&
+            (m.spec->long_name == "--shared" || m.spec->phase == nvcc::PhaseFlag::Lib))
+            shared = true;
+    }
+    if (inv.phase == nvcc::Phase::Link && !shared) {
+        out.emplace_back("-Xlinker");
+        out.emplace_back("--unresolved-symbols=ignore-all");
+    }
+    return out;
+}
+
+} // namespace forge::frontend
