@@ -3,7 +3,8 @@
 # libFuzzer jobs (one shared corpus per target, seeded from bench/fuzz/corpus) until RUNS
 # executions per worker or SECONDS per target, then one summary line per target: executions
 # summed over the workers, the largest coverage (edges) and features any worker reached, the
-# corpus size, crashes. Exit 1 when any target left a crash, timeout or leak artifact.
+# corpus size, crashes. Exit 1 when any target left a crash, timeout or leak artifact, or ran
+# no input at all.
 #   bench/fuzz/campaign.sh BIN_DIR [WORKERS] [RUNS_PER_WORKER] [SECONDS_PER_TARGET] [WORK]
 # The binaries come from bench/fuzz/run.sh (FUZZ_WORK=DIR bench/fuzz/run.sh 1 builds them).
 set -uo pipefail
@@ -37,6 +38,8 @@ for exe in "$BIN"/fuzz_*; do
   done
   nart=$(find "$artifacts" -type f | wc -l)
   ((nart > 0)) && status=1
+  # A target that did not run (a library missing, a bad flag) is a failure, not zero findings.
+  ((execs == 0)) && { echo "!! $target ran no input (see $logs)" >&2; status=1; }
   printf '%-12s %12s %8s %8s %8s %8s %s\n' "$target" "$execs" "$cov" "$ft" \
     "$(find "$corpus" -type f | wc -l)" "$((t1 - t0))" "$nart"
 done

@@ -12,12 +12,12 @@ WORK="${FUZZ_WORK:-/tmp/nvcc-forge-fuzz}"
 CXX="${CXX_FUZZ:-clang++-14}"
 mkdir -p "$WORK/bin"
 
-SRC=("$ROOT"/wrapper/src/binary/{reader,elf,pe,fatbin,ar,zip,cubin,mapped_file}.cpp
+SRC=("$ROOT"/wrapper/src/binary/{reader,elf,pe,fatbin,ar,zip,zip_io,cubin,mapped_file}.cpp
      "$ROOT"/wrapper/src/arch/{arch,coverage,gencode}.cpp
      "$ROOT"/wrapper/src/core/result.cpp "$ROOT"/wrapper/src/core/text.cpp)
 FLAGS=(-std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
        -fno-sanitize-recover=undefined -I"$ROOT/wrapper/src" -DFORGE_VERSION=\"fuzz\")
-LIBS=(-lfmt -llz4 -lzstd -lzip -lz)
+LIBS=(-lfmt -llz4 -lzstd -lminizip -lz)
 
 for target in ${FUZZ_TARGETS:-fuzz_fatbin fuzz_wheel fuzz_pe}; do
   if [[ ! -x "$WORK/bin/$target" || "$HERE/$target.cpp" -nt "$WORK/bin/$target" || -n "${FUZZ_REBUILD:-}" ]]; then

@@ -37,14 +37,14 @@ set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)
 set(ENV{PKG_CONFIG_LIBDIR}
     "${FORGE_AARCH64_SYSROOT}/usr/lib/${FORGE_CROSS_TRIPLE}/pkgconfig:${FORGE_AARCH64_SYSROOT}/usr/share/pkgconfig")
 set(ENV{PKG_CONFIG_SYSROOT_DIR} "${FORGE_AARCH64_SYSROOT}")
-# The linker resolves what the shared libraries need (libzip -> libz, libbz2, libssl) there too.
+# The linker resolves what the shared libraries need (minizip -> libz) there too.
 foreach(dir lib usr/lib)
   string(APPEND CMAKE_EXE_LINKER_FLAGS_INIT
          " -Wl,-rpath-link,${FORGE_AARCH64_SYSROOT}/${dir}/${FORGE_CROSS_TRIPLE}")
 endforeach()
 
 # qemu-user runs the aarch64 binaries with the unpacked tree as their root for file lookups (-L):
-# the loader, libc and every shared library (libzip's own dependencies included) come from there.
+# the loader, libc and every shared library (minizip and zlib included) come from there.
 find_program(FORGE_QEMU_AARCH64 NAMES qemu-aarch64-static qemu-aarch64)
 if(FORGE_QEMU_AARCH64)
   set(CMAKE_CROSSCOMPILING_EMULATOR "${FORGE_QEMU_AARCH64};-L;${FORGE_AARCH64_SYSROOT}")

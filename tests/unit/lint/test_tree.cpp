@@ -27,10 +27,10 @@ constexpr std::string_view kPolicyNoAda = "8.0 8.6 9.0 10.0 12.0+PTX";
 
 using forge::lint::test::L;
 
-using Hit = std::tuple<std::string, int, std::string, std::string>; // file, line, rule, needs
+using TreeHit = std::tuple<std::string, int, std::string, std::string>; // file, line, rule, needs
 
-std::vector<Hit> hits(const LintReport& r, bool include_ignored = true) {
-    std::vector<Hit> out;
+std::vector<TreeHit> hits(const LintReport& r, bool include_ignored = true) {
+    std::vector<TreeHit> out;
     for (const auto& f : r.findings)
         if (include_ignored || !f.ignored()) out.emplace_back(f.file, f.line, f.rule, f.needs);
     return out;
@@ -76,7 +76,7 @@ constexpr std::string_view kAdaGate = "#if __CUDA_ARCH__ >= 890\n#endif\n";
 
 TEST(LintTree, FlashAttentionLadder) {
     auto r = lint_at(kFixtures / "ladder", kPolicyNoAda);
-    std::vector<Hit> expected = {
+    std::vector<TreeHit> expected = {
         {"setup.py", 10, "script-own-arch-knob", ""}, {"setup.py", 15, "script-emits-gencode", ""},
         {"setup.py", 16, "script-emits-gencode", ""}, {"setup.py", 18, "script-emits-gencode", ""},
         {"setup.py", 19, "script-emits-gencode", ""}, {"setup.py", 21, "script-emits-gencode", ""},
@@ -92,7 +92,7 @@ TEST(LintTree, FlashAttentionLadder) {
 
 TEST(LintTree, SageAttentionWhitelistWithoutAda) {
     auto r = lint_at(kFixtures / "whitelist", kPolicyNoAda);
-    std::vector<Hit> expected = {
+    std::vector<TreeHit> expected = {
         {"csrc/qattn/attn_sm80.cu", 4, "arch-gate",
          "8.9"}, // ARCH_SM89 <= __CUDA_ARCH__ (header macro)
         {"csrc/qattn/attn_sm89.cu", 9, "arch-gate", "8.9"},
@@ -116,19 +116,19 @@ TEST(LintTree, SageAttentionWhitelistWithoutAda) {
 TEST(LintTree, DeclaringTheArchsSilencesTheArchFindings) {
     auto r = lint_at(kFixtures / "whitelist", "8.0 8.6 8.9 9.0a 10.0 12.0+PTX");
     // What is left is the script deciding for itself, which no list fixes.
-    EXPECT_EQ(hits(r), (std::vector<Hit>{{"setup.py", 16, "script-reads-arch-list", ""},
-                                         {"setup.py", 38, "script-emits-gencode", ""}}));
+    EXPECT_EQ(hits(r), (std::vector<TreeHit>{{"setup.py", 16, "script-reads-arch-list", ""},
+                                             {"setup.py", 38, "script-emits-gencode", ""}}));
 }
 
 TEST(LintTree, Pointnet2OverrideOfTheArchList) {
     auto r = lint_at(kFixtures / "override", "7.5 8.0 8.6 9.0 10.0 12.0+PTX");
-    EXPECT_EQ(hits(r), (std::vector<Hit>{{"setup.py", 16, "explicit-target", "3.7"},
-                                         {"setup.py", 16, "explicit-target", "5.0"},
-                                         {"setup.py", 16, "explicit-target", "6.0"},
-                                         {"setup.py", 16, "explicit-target", "6.1"},
-                                         {"setup.py", 16, "explicit-target", "6.2"},
-                                         {"setup.py", 16, "explicit-target", "7.0"},
-                                         {"setup.py", 16, "script-writes-arch-list", ""}}));
+    EXPECT_EQ(hits(r), (std::vector<TreeHit>{{"setup.py", 16, "explicit-target", "3.7"},
+                                             {"setup.py", 16, "explicit-target", "5.0"},
+                                             {"setup.py", 16, "explicit-target", "6.0"},
+                                             {"setup.py", 16, "explicit-target", "6.1"},
+                                             {"setup.py", 16, "explicit-target", "6.2"},
+                                             {"setup.py", 16, "explicit-target", "7.0"},
+                                             {"setup.py", 16, "script-writes-arch-list", ""}}));
     EXPECT_NE(r.findings.back().pattern.find("os.environ[\"TORCH_CUDA_ARCH_LIST\"] = "),
               std::string::npos)
         << r.findings.back().pattern;
@@ -137,15 +137,15 @@ TEST(LintTree, Pointnet2OverrideOfTheArchList) {
 TEST(LintTree, ArchSpecificCMakeTargets) {
     auto r = lint_at(kFixtures / "cmake_specific", "8.0 9.0 10.0 12.0+PTX");
     EXPECT_EQ(hits(r),
-              (std::vector<Hit>{{"CMakeLists.txt", 7, "explicit-target", "9.0a"},
-                                {"CMakeLists.txt", 7, "script-sets-cuda-architectures", ""},
-                                {"CMakeLists.txt", 8, "explicit-target", "9.0a"},
-                                {"CMakeLists.txt", 8, "script-emits-gencode", ""},
-                                {"CMakeLists.txt", 10, "script-reads-arch-list", ""},
-                                {"CMakeLists.txt", 11, "script-reads-arch-list", ""},
-                                {"CMakeLists.txt", 13, "explicit-target", "9.0a"},
-                                {"CMakeLists.txt", 13, "script-writes-arch-list", ""},
-                                {"csrc/hopper/fna_sm90.cu", 3, "arch-feature", "9.0a"}}));
+              (std::vector<TreeHit>{{"CMakeLists.txt", 7, "explicit-target", "9.0a"},
+                                    {"CMakeLists.txt", 7, "script-sets-cuda-architectures", ""},
+                                    {"CMakeLists.txt", 8, "explicit-target", "9.0a"},
+                                    {"CMakeLists.txt", 8, "script-emits-gencode", ""},
+                                    {"CMakeLists.txt", 10, "script-reads-arch-list", ""},
+                                    {"CMakeLists.txt", 11, "script-reads-arch-list", ""},
+                                    {"CMakeLists.txt", 13, "explicit-target", "9.0a"},
+                                    {"CMakeLists.txt", 13, "script-writes-arch-list", ""},
+                                    {"csrc/hopper/fna_sm90.cu", 3, "arch-feature", "9.0a"}}));
     auto declared = lint_at(kFixtures / "cmake_specific", "8.0 9.0a 10.0 12.0+PTX");
     for (const auto& f : declared.findings)
         EXPECT_TRUE(f.rule.starts_with("script-")) << f.rule;
@@ -177,7 +177,7 @@ TEST(LintTree, LintIgnoreSilencesVisibly) {
             EXPECT_FALSE(f.ignored()) << f.file << ":" << f.line;
     }
     EXPECT_EQ(hits(r, false),
-              (std::vector<Hit>{{"csrc/qattn/attn_sm90.cu", 6, "arch-feature", "9.0a"}}));
+              (std::vector<TreeHit>{{"csrc/qattn/attn_sm90.cu", 6, "arch-feature", "9.0a"}}));
     EXPECT_EQ(r.unused_ignores, (std::vector<std::string>{"third_party/**"}));
 
     std::string text = lint_to_text(r, L(kPolicyNoAda));
@@ -239,7 +239,7 @@ TEST(LintTree, WalkSkipsVcsBuildBinaryHugeAndLinks) {
     o.max_file_bytes = 1024;
     auto r = lint_tree(t.path(), o);
     ASSERT_TRUE(r.ok()) << r.error().to_string();
-    EXPECT_EQ(hits(*r), (std::vector<Hit>{{"src/a.cu", 1, "arch-gate", "8.9"}}));
+    EXPECT_EQ(hits(*r), (std::vector<TreeHit>{{"src/a.cu", 1, "arch-gate", "8.9"}}));
     ASSERT_EQ(r->skipped.size(), 1u);
     EXPECT_NE(r->skipped[0].find("src/huge.cu"), std::string::npos) << r->skipped[0];
     EXPECT_FALSE(r->unreadable);
@@ -251,11 +251,11 @@ TEST(LintTree, SingleFileAndDeterministicOrder) {
     t.write("a/b.cu", kAdaGate);
     t.write("a/a.cu", std::string("\n") + std::string(kAdaGate));
     auto r = lint_at(t.path(), "8.0 8.6");
-    EXPECT_EQ(hits(r), (std::vector<Hit>{{"a/a.cu", 2, "arch-gate", "8.9"},
-                                         {"a/b.cu", 1, "arch-gate", "8.9"},
-                                         {"z.cu", 1, "arch-gate", "8.9"}}));
+    EXPECT_EQ(hits(r), (std::vector<TreeHit>{{"a/a.cu", 2, "arch-gate", "8.9"},
+                                             {"a/b.cu", 1, "arch-gate", "8.9"},
+                                             {"z.cu", 1, "arch-gate", "8.9"}}));
     auto one = lint_at(t.path() / "z.cu", "8.0 8.6");
-    EXPECT_EQ(hits(one), (std::vector<Hit>{{"z.cu", 1, "arch-gate", "8.9"}}));
+    EXPECT_EQ(hits(one), (std::vector<TreeHit>{{"z.cu", 1, "arch-gate", "8.9"}}));
 }
 
 TEST(LintTree, UnreadableFileMakesTheScanIncomplete) {

@@ -71,8 +71,9 @@ TEST(PlanJudge, GateAndBuildDecide) {
 TEST(PlanFormat, TableOfFormatters) {
     ASSERT_NE(formatter("text"), nullptr);
     ASSERT_NE(formatter("json"), nullptr);
-    EXPECT_EQ(formatter("github"), nullptr);
-    EXPECT_EQ(format_names(), "text|json");
+    ASSERT_NE(formatter("github"), nullptr);
+    EXPECT_EQ(formatter("junit"), nullptr);
+    EXPECT_EQ(format_names(), "text|json|github");
     PlanReport r;
     r.list = "--arch-list = 8.0";
     r.calls = {record("injected", {"sm_90"}, {"sm_90"})};
@@ -84,6 +85,36 @@ TEST(PlanFormat, TableOfFormatters) {
     EXPECT_TRUE(j["extensions"].empty());
     const std::string text = formatter("text")(r);
     EXPECT_NE(text.find("injected  sm_90"), std::string::npos) << text;
+}
+
+TEST(PlanFormat, GithubAnnotatesUnrestoredTusInjectionsTheBuildAndTheGate) {
+    PlanReport r;
+    r.list = "--arch-list = 8.0 9.0";
+    auto linked = record("injected", {"sm_90"}, {"sm_90"});
+    linked.sources = {"a.cu", "b.cu"}; // several sources: annotated on no file
+    r.calls = {record("injected", {"sm_90", "sm_110"}, {"sm_90"}), linked};
+    r.gated = true;
+    r.gate_pass = true;
+    r.gate = {{"verdict", "pass"}, {"extensions", nlohmann::json::array()}};
+    r.gate_github = "::error file=ext.so,title=verify::from the gate\nnvcc-forge verify: PASS\n";
+    judge(r);
+    EXPECT_EQ(formatter("github")(r),
+              "::error file=csrc/k.cu,title=plan%3A targets not built::csrc/k.cu misses sm_110 "
+              "(mode inject does not restore them); requested sm_80\n"
+              "::notice title=plan%3A targets injected::a.cu b.cu: injected sm_90 (requested "
+              "sm_80)\n"
+              "::error file=ext.so,title=verify::from the gate\n"
+              "nvcc-forge verify: PASS\n"
+              "nvcc-forge plan: " +
+                  r.verdict + " (" + r.reason + ")\n");
+    EXPECT_EQ(r.verdict, "fail");
+
+    r.build_exit = 2;
+    judge(r);
+    const std::string out = formatter("github")(r);
+    EXPECT_NE(out.find("::error title=plan%3A build command::the build exited 2\n"),
+              std::string::npos)
+        << out;
 }
 
 TEST(PlanLog, ReadsRecordsAndNamesABadLine) {

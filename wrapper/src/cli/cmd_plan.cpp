@@ -1,4 +1,4 @@
-// nvcc-forge plan [resolve options | --arch-list LIST] [--gate GLOB]... [--format text|json]
+// nvcc-forge plan [resolve options | --arch-list LIST] [--gate GLOB]... [--format text|json|github]
 //   -- CMD ARG...
 // Runs the package's own build command with every nvcc call answered by the stand-in
 // (frontend/standin.h), then gates what it made. Exit 0 pass, 1 the gate fails or a TU misses
@@ -28,7 +28,7 @@ namespace forge::cli {
 namespace {
 
 constexpr const char* kUsage = "nvcc-forge plan [resolve options | --arch-list LIST] "
-                               "[--gate GLOB]... [--format text|json] -- CMD ARG...";
+                               "[--gate GLOB]... [--format text|json|github] -- CMD ARG...";
 
 std::string getenv_str(const char* name) {
     const char* v = std::getenv(name);
@@ -198,6 +198,7 @@ int run_plan(int argc, char** argv) {
         }
         report.gate = gate->json;
         report.gate_text = gate->text;
+        report.gate_github = gate->github;
         report.gate_pass = gate->pass;
         report.gate_unreadable = gate->unreadable;
     }

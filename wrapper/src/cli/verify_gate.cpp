@@ -76,10 +76,10 @@ Result<GateOutcome> run_gate(const boost::program_options::variables_map& vm,
         for (const auto& ext : *exts) {
             if (ext.plan_product && !args.plan_products) {
                 // Its GPU code is a stub: judging it would pass or fail code that was never built.
-                const Error refused{
-                    "built by `nvcc-forge plan` (stub device code, never to ship); "
-                    "gate the product of the real build",
-                    ext.member ? fmt::format("{}:{}", ext.file, *ext.member) : ext.file};
+                const Error refused{"built by `nvcc-forge plan` (stub device code, never to ship); "
+                                    "gate the product of the real build",
+                                    ext.member ? fmt::format("{}:{}", ext.file, *ext.member)
+                                               : ext.file};
                 report_error(args.command, refused);
                 unreadable.emplace_back(f, refused.to_string());
                 continue;
@@ -111,7 +111,8 @@ Result<GateOutcome> run_gate(const boost::program_options::variables_map& vm,
     if (expected.empty()) run.expected = nullptr;
     out.text = verify::to_text(
         reports, fmt::format("{} = {}", resolution.source, resolution.list.to_string()), run);
-    out.github = ci::to_github(verify::to_findings(reports, run)) + verify::verdict_line(reports, run);
+    out.github =
+        ci::to_github(verify::to_findings(reports, run)) + verify::verdict_line(reports, run);
     out.junit = ci::to_junit("nvcc-forge verify", verify::to_test_cases(reports, run));
     out.pass = run.verdict.pass;
     return out;

@@ -1,5 +1,6 @@
 #include "plan/report.h"
 
+#include "ci/finding.h"
 #include "core/glob.h"
 #include "core/text.h"
 
@@ -47,12 +48,16 @@ std::string text_formatter(const PlanReport& r) {
 std::string json_formatter(const PlanReport& r) {
     return to_json(r).dump(2) + "\n";
 }
+std::string github_formatter(const PlanReport& r) {
+    return to_github(r);
+}
 
 struct NamedFormatter {
     std::string_view name;
     Formatter fn;
 };
-constexpr NamedFormatter kFormatters[] = {{"text", text_formatter}, {"json", json_formatter}};
+constexpr NamedFormatter kFormatters[] = {
+    {"text", text_formatter}, {"json", json_formatter}, {"github", github_formatter}};
 
 bool has_wildcard(std::string_view component) {
     return component.find_first_of("*?[\\") != std::string_view::npos;
@@ -151,6 +156,36 @@ std::string to_text(const PlanReport& r) {
     for (const auto& e : exts)
         out += fmt::format("  {}\n", escape_control(module_name(e)));
     out += "gate:\n" + r.gate_text;
+    return out;
+}
+
+std::string to_github(const PlanReport& r) {
+    // A TU of one source is annotated on that file; several sources or a link on none.
+    auto file_of = [](const std::string& tu) {
+        return tu.find(' ') != std::string::npos || tu.starts_with("(") ? std::string()
+                                                                        : ci::workspace_path(tu);
+    };
+    std::vector<ci::Finding> findings;
+    for (const auto& t : r.tus) {
+        if (!t.dropped.empty())
+            findings.push_back({ci::Severity::Error, file_of(t.tu), 0, 0, "plan: targets not built",
+                                fmt::format("{} misses {} (mode {} does not restore them); "
+                                            "requested {}",
+                                            t.tu, names(t.dropped), r.mode, names(t.requested))});
+        else if (!t.injected.empty())
+            findings.push_back({ci::Severity::Notice, file_of(t.tu), 0, 0, "plan: targets injected",
+                                fmt::format("{}: injected {} (requested {})", t.tu,
+                                            names(t.injected), names(t.requested))});
+    }
+    if (!r.build_error.empty())
+        findings.push_back({ci::Severity::Error, "", 0, 0, "plan: build command",
+                            fmt::format("could not start the build: {}", r.build_error)});
+    else if (r.build_exit != 0)
+        findings.push_back({ci::Severity::Error, "", 0, 0, "plan: build command",
+                            fmt::format("the build exited {}", r.build_exit)});
+    std::string out = ci::to_github(findings);
+    if (r.gated) out += r.gate_github;
+    out += fmt::format("nvcc-forge plan: {} ({})\n", r.verdict, escape_control(r.reason));
     return out;
 }
 

@@ -34,6 +34,7 @@ struct PlanReport {
     std::vector<std::string> gate_files;
     nlohmann::json gate = nullptr; // verify's JSON
     std::string gate_text;         // verify's table
+    std::string gate_github;       // verify's workflow commands (and its verdict line)
     bool gate_pass = false;
     bool gate_unreadable = false;
 
@@ -50,11 +51,15 @@ void judge(PlanReport& report);
 
 std::string to_text(const PlanReport& report);
 nlohmann::json to_json(const PlanReport& report);
+// GitHub Actions workflow commands (docs/ci-output.md): an error per TU whose missing targets the
+// mode does not restore, a notice per TU it injected into, an error when CMD failed, the gate's
+// own commands, then the plan's verdict as a plain log line.
+std::string to_github(const PlanReport& report);
 
 using Formatter = std::string (*)(const PlanReport&);
-// "text", "json"; nullptr for another name.
+// "text", "json", "github"; nullptr for another name.
 Formatter formatter(std::string_view name);
-std::string format_names(); // "text|json", for usage lines
+std::string format_names(); // "text|json|github", for usage lines
 
 // The files a --gate glob (core/glob.h's dialect) names, relative to `cwd` unless it is
 // absolute, sorted. Only the directories under the glob's fixed leading components are walked.
