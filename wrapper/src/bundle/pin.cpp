@@ -61,7 +61,7 @@ Result<SmToolkitPolicy> parse_sm_toolkit(std::string_view yaml_text, const std::
         e.message += " (quote specs: \">=13.0\")"; // an unquoted >=13.0 is YAML syntax
         return e;
     }
-    const YAML::Node root = *loaded;
+    const YAML::Node& root = *loaded;
     if (!root.IsMap() || root.size() == 0)
         return at_line("expected a map of SM to toolkit spec, e.g. 90: \"==12.8\"", file,
                        root.IsDefined() && !root.IsNull() ? root.Mark().line + 1 : 1);

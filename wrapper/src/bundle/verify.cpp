@@ -54,7 +54,7 @@ bool LayoutBlob::accepts(std::string_view release) const {
 Result<BundleLayout> parse_bundle_layout(std::string_view yaml_text, const std::string& file) {
     auto loaded = policy::yamlx::load_text(yaml_text, file);
     if (!loaded) return loaded.error();
-    const YAML::Node root = *loaded;
+    const YAML::Node& root = *loaded;
     if (!root.IsMap() || !root["blobs"])
         return layout_error("expected a map with `blobs:`", file, root, "blobs");
     if (auto keys = policy::yamlx::check_map(file, root, "the bundle layout", {"blobs"}); !keys)

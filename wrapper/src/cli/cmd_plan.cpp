@@ -74,7 +74,7 @@ std::optional<fs::path> command_path(const std::string& name, const std::string&
         const fs::path dir =
             colon == start ? fs::path(".") : fs::path(path.substr(start, colon - start));
         std::error_code ec;
-        const fs::path cand = dir / name;
+        fs::path cand = dir / name;
         if (fs::is_regular_file(cand, ec) && ::access(cand.c_str(), X_OK) == 0) return cand;
         start = colon + 1;
     }

@@ -46,7 +46,7 @@ std::optional<RunId> ci_run_id(const EnvLookup& env) {
 Result<std::int64_t> stamp_time(const EnvLookup& env) {
     if (auto sde = env("SOURCE_DATE_EPOCH")) {
         std::int64_t t = 0;
-        const std::string text = *sde;
+        const std::string& text = *sde;
         const char* b = text.data();
         const char* e = b + text.size();
         auto [p, ec] = std::from_chars(b, e, t);
