@@ -19,14 +19,8 @@ def run(t, *args, env=None):
 
 
 def fixtures(t):
-    """Builds (once per build tree, shared by every case) the fixtures; make_fixtures.sh exits 77
-    without nvcc."""
-    out = os.path.join(t.work_root, "fixtures")
-    r = t.run(["bash", t.fixtures("binary", "make_fixtures.sh"), out])
-    if r.rc == ft.SKIP:
-        ft.skip("nvcc not available")
-    check(r.rc == 0, f"fixture build failed: {r.err[-2000:]}")
-    return out
+    """The fixtures, once per work root and shared by every case of this area."""
+    return t.binary_fixtures(os.path.join(t.work_root, "fixtures"))
 
 
 def listing(t, *files, extra=()):

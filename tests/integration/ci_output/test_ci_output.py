@@ -166,18 +166,11 @@ def log_github(t):
 
 # ---- verify -------------------------------------------------------------------------------------
 
-def fixtures(t):
-    out = os.path.join(t.build, "tests", "binary-fixtures")
-    r = t.run(["bash", t.fixtures("binary", "make_fixtures.sh"), out], timeout=900)
-    if r.rc == ft.SKIP:
-        ft.skip("nvcc not available")
-    check(r.rc == 0, f"fixture build failed: {r.err[-2000:]}")
-    return out
 
 
 def dist(t):
     """multi.so as dist/multi.so under the case's directory (the cwd of every run)."""
-    d = fixtures(t)
+    d = t.binary_fixtures()
     os.makedirs(t.path("dist"), exist_ok=True)
     shutil.copy(f"{d}/multi.so", t.path("dist", "multi.so"))
     return "dist/multi.so"

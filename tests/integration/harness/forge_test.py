@@ -285,6 +285,16 @@ class Case:
         """SOURCE/tests/fixtures/<parts>."""
         return os.path.join(self.source, "tests", "fixtures", *parts)
 
+    def binary_fixtures(self, out=None, timeout=900):
+        """The nvcc-built binary fixtures (fixtures/binary/make_fixtures.sh: idempotent, locked),
+        by default in the build tree where the unit tests build them; skips without nvcc."""
+        out = out or os.path.join(self.build, "tests", "binary-fixtures")
+        r = self.run(["bash", self.fixtures("binary", "make_fixtures.sh"), out], timeout=timeout)
+        if r.rc == SKIP:
+            skip("nvcc not available")
+        check(r.rc == 0, f"fixture build failed: {r.err[-2000:]}")
+        return out
+
     def src(self, *parts):
         return os.path.join(self.source, *parts)
 

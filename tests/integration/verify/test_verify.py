@@ -18,13 +18,6 @@ from forge_test import check, check_eq, check_in  # noqa: E402
 MULTI = "sm_80 sm_90a sm_100f compute_120"
 
 
-def fixtures(t):
-    out = os.path.join(t.build, "tests", "binary-fixtures")
-    r = t.run(["bash", t.fixtures("binary", "make_fixtures.sh"), out], timeout=900)
-    if r.rc == ft.SKIP:
-        ft.skip("nvcc not available")
-    check(r.rc == 0, f"fixture build failed: {r.err[-2000:]}")
-    return out
 
 
 def verify(t, *args, rc):
@@ -45,7 +38,7 @@ def check_by_name(ext, name):
 
 @ft.case("verify.so.exact_list_passes")
 def case_so_pass(t):
-    d = fixtures(t)
+    d = t.binary_fixtures()
     rep = verify(t, f"{d}/multi.so", "--arch-list", MULTI, rc=0)
     check_eq(rep["verdict"], "pass", "verdict")
     e = one(rep)
@@ -60,7 +53,7 @@ def case_so_pass(t):
 
 @ft.case("verify.so.missing_sass_fails")
 def case_so_missing(t):
-    d = fixtures(t)
+    d = t.binary_fixtures()
     rep = verify(t, f"{d}/multi.so", "--arch-list", MULTI + " sm_86", rc=1)
     check_eq(rep["verdict"], "fail", "verdict")
     e = one(rep)
@@ -72,7 +65,7 @@ def case_so_missing(t):
 
 @ft.case("verify.so.suffix_folding")
 def case_so_folding(t):
-    d = fixtures(t)
+    d = t.binary_fixtures()
     # sm_90a and sm_100f satisfy the plain 9.0 and 10.0 the list asks for ...
     e = one(verify(t, f"{d}/multi.so", "--arch-list", "8.0 9.0 10.0 compute_120", rc=0))
     check_eq(e["missing_sass"], [], "missing_sass")
@@ -88,7 +81,7 @@ def case_so_folding(t):
 
 @ft.case("verify.so.missing_ptx_tail")
 def case_so_ptx(t):
-    d = fixtures(t)
+    d = t.binary_fixtures()
     # 10.0+PTX asks for compute_100, which multi.so does not carry (its PTX is compute_120).
     e = one(verify(t, f"{d}/multi.so", "--arch-list", "sm_80 sm_90a 10.0+PTX compute_120", rc=1))
     check_eq(e["missing_ptx"], ["compute_100"], "missing_ptx")
@@ -98,7 +91,7 @@ def case_so_ptx(t):
 
 @ft.case("verify.so.extra_and_allow_extra")
 def case_so_extra(t):
-    d = fixtures(t)
+    d = t.binary_fixtures()
     e = one(verify(t, f"{d}/multi.so", "--arch-list", "sm_80 sm_90a sm_100f", rc=1))
     check_eq(e["extra"], ["compute_120"], "extra")
     check_eq(check_by_name(e, "extra")["ok"], False, "extra check")
@@ -112,7 +105,7 @@ def case_so_extra(t):
 
 @ft.case("verify.so.allow_missing")
 def case_so_allow_missing(t):
-    d = fixtures(t)
+    d = t.binary_fixtures()
     lst = MULTI + " sm_86 sm_89"
     rep = verify(t, f"{d}/multi.so", "--arch-list", lst, "--allow-missing", "sm_86,sm_89", rc=0)
     e = one(rep)
@@ -136,7 +129,7 @@ def case_so_allow_missing(t):
 
 @ft.case("verify.cubin.max_toolkit")
 def case_max_toolkit(t):
-    d = fixtures(t)
+    d = t.binary_fixtures()
     rel = ft.nvcc_release(t.nvcc())
     major, minor = (int(x) for x in rel.split("."))
     f = f"{d}/k2_120.cubin"
@@ -158,7 +151,7 @@ def case_max_toolkit(t):
 
 @ft.case("verify.pure_python")
 def case_pure_python(t):
-    d = fixtures(t)
+    d = t.binary_fixtures()
     # nokernels.so carries only kernel-less cubins: no device code.
     e = one(verify(t, f"{d}/nokernels.so", "--arch-list", "8.0", rc=1))
     check_eq(e["device_code"], False, "device_code")
@@ -185,7 +178,7 @@ def wheel(t, name, members):
 
 @ft.case("verify.wheel.members")
 def case_wheel(t):
-    d = fixtures(t)
+    d = t.binary_fixtures()
     whl = f"{d}/pkg-1.0-cp312-cp312-linux_x86_64.whl"
     rep = verify(t, whl, "--arch-list", MULTI, rc=1)
     check_eq(rep["verdict"], "fail", "verdict")
@@ -231,7 +224,7 @@ def resolved(t, *args):
 @ft.case("verify.resolve.cuda_torch_package")
 def case_resolution(t):
     # Without --arch-list, verify checks against what `resolve` gives for the same options.
-    d = fixtures(t)
+    d = t.binary_fixtures()
     pk = packages(t, "mypkg", 'arch_list:\n  list: "8.0 9.0a 10.0f"\n  reason: "test"\n  source: "test"\n')
     combos = [("--cuda", "12.8"), ("--cuda", "12.8", "--torch", "2.9"), ("--cuda", "12.4"),
               ("--cuda", "13.0", "--package", "mypkg", "--packages-dir", pk)]
@@ -248,7 +241,7 @@ def case_resolution(t):
 
 @ft.case("verify.resolve.package_passes")
 def case_package_pass(t):
-    d = fixtures(t)
+    d = t.binary_fixtures()
     pk = packages(t, "mypkg", 'arch_list:\n  list: "9.0a 12.0a"\n  reason: "test"\n  source: "test"\n')
     opts = ("--package", "mypkg", "--packages-dir", pk)
     # CUDA 12.4 cannot emit sm_120a: the clamp leaves sm_90a, which k2_90a.cubin carries.
@@ -263,7 +256,7 @@ def case_package_pass(t):
 
 @ft.case("verify.resolve.package_waivers")
 def case_package_waivers(t):
-    d = fixtures(t)
+    d = t.binary_fixtures()
     pk = packages(t, "waivy",
                   'arch_list:\n  list: "sm_80 sm_86 sm_90a sm_100f compute_120"\n  reason: "test"\n'
                   '  source: "test"\n'
@@ -282,7 +275,7 @@ def case_package_waivers(t):
 
 @ft.case("verify.resolve.package_pure_python")
 def case_package_pure_python(t):
-    d = fixtures(t)
+    d = t.binary_fixtures()
     pk = packages(t, "hostonly", 'verify:\n  allow_pure_python: true\n')
     one(verify(t, f"{d}/nokernels.so", "--arch-list", "8.0", "--package", "hostonly",
                "--packages-dir", pk, rc=0))
@@ -291,7 +284,7 @@ def case_package_pure_python(t):
 
 @ft.case("verify.json.data_block")
 def case_json(t):
-    d = fixtures(t)
+    d = t.binary_fixtures()
     rep = verify(t, f"{d}/arch90a.o", f"{d}/k2.fatbin", "--arch-list", "sm_75 compute_75", rc=1)
     check_eq(set(rep), {"verdict", "reason", "narrowed", "extensions", "missing_extensions",
                         "expected_extensions"}, "top-level keys")
@@ -324,7 +317,7 @@ def case_json(t):
 
 @ft.case("verify.exit.unreadable_input")
 def case_unreadable(t):
-    d = fixtures(t)
+    d = t.binary_fixtures()
     junk = ft.write(t.path("junk.so"), "not an ELF\n")
     trunc = t.path("trunc.so")
     with open(f"{d}/multi.so", "rb") as src:
@@ -350,7 +343,7 @@ def case_unreadable(t):
 
 @ft.case("verify.exit.usage")
 def case_usage(t):
-    d = fixtures(t)
+    d = t.binary_fixtures()
     t.forge("verify", "--arch-list", "8.0").expect_rc(2).expect_err("no FILE")
     t.forge("verify", f"{d}/multi.so", "--arch-list", "8.0", "--format", "yaml").expect_rc(2)
     t.forge("verify", f"{d}/multi.so", "--arch-list", "8.0", "--backend", "x").expect_rc(2)
@@ -361,7 +354,7 @@ def case_usage(t):
 
 @ft.case("verify.inputs.every_kind")
 def case_kinds(t):
-    d = fixtures(t)
+    d = t.binary_fixtures()
     cases = [("k2.fatbin", "sm_75 compute_75"), ("k2_90a.cubin", "sm_90a"), ("k2_100f.cubin", "sm_100f"),
              ("cm_size.o", "sm_80 compute_80 sm_120"), ("lto.o", "sm_90a compute_90a"),
              ("size.so", "sm_80 sm_100f")]
