@@ -84,9 +84,15 @@ TEST(StandinStub, ThreadsAndShortHeaderOnTheStubCompileOnly) {
     EXPECT_FALSE(p.threads_given);
     // The flags (the cache key) stay the call's; the stub compile adds its own two.
     EXPECT_EQ(p.flags, (Strings{"-c", "-arch=sm_80"}));
-    EXPECT_EQ(stub_compile_args(p, "/st", false),
+    const toolkit::CudaVersion cuda{13, 0};
+    EXPECT_EQ(stub_compile_args(p, "/st", cuda, false),
               (Strings{"-c", "-arch=sm_80", "--threads", "0", "-I/st/include"}));
-    EXPECT_EQ(stub_compile_args(p, "/st", true), (Strings{"-c", "-arch=sm_80", "--threads", "0"}));
+    EXPECT_EQ(stub_compile_args(p, "/st", cuda, true),
+              (Strings{"-c", "-arch=sm_80", "--threads", "0"}));
+    // Before CUDA 11.2 nvcc has no --threads.
+    EXPECT_EQ(stub_compile_args(p, "/st", toolkit::CudaVersion{11, 1}, true),
+              (Strings{"-c", "-arch=sm_80"}));
+    EXPECT_EQ(stub_compile_args(p, "/st", toolkit::CudaVersion{11, 2}, true).size(), 4u);
     // The build's own call is never given them: the rewrite is the stub compile's.
     EXPECT_EQ(link_args(parse(call), call), call);
 
@@ -96,7 +102,7 @@ TEST(StandinStub, ThreadsAndShortHeaderOnTheStubCompileOnly) {
         argv.insert(argv.end(), own.begin(), own.end());
         const StubPlan q = plan_stub(parse(argv));
         EXPECT_TRUE(q.threads_given) << own.front();
-        EXPECT_EQ(stub_compile_args(q, "/st", true), (Strings{"-c", "-arch=sm_80"}));
+        EXPECT_EQ(stub_compile_args(q, "/st", cuda, true), (Strings{"-c", "-arch=sm_80"}));
     }
     auto env = nvcc::parse_invocation(call, "", "--threads 16", "/tmp", nvcc::testing::caps13());
     ASSERT_TRUE(env.ok());

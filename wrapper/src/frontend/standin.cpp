@@ -289,9 +289,9 @@ std::string depfile_text(const std::string& target, const std::vector<std::strin
 }
 
 std::vector<std::string> stub_compile_args(const StubPlan& plan, const fs::path& state_dir,
-                                           bool full_header) {
+                                           const toolkit::CudaVersion& cuda, bool full_header) {
     std::vector<std::string> args = plan.flags;
-    if (!plan.threads_given) {
+    if (!plan.threads_given && cuda >= toolkit::CudaVersion{11, 2}) {
         args.emplace_back("--threads");
         args.emplace_back("0");
     }

@@ -10,6 +10,7 @@
 #include "core/result.h"
 #include "frontend/config.h"
 #include "nvcc/cmdline.h"
+#include "toolkit/caps.h"
 
 #include <filesystem>
 #include <optional>
@@ -86,10 +87,11 @@ StubPlan plan_stub(const nvcc::Invocation& inv);
 std::string depfile_text(const std::string& target, const std::vector<std::string>& sources);
 
 // The stub compile's own arguments before the source: the plan's flags, `--threads 0` (cicc and
-// ptxas run once per target; in parallel they cost one target's time; never on the build's own
-// calls) and, unless `full_header`, the stub's include directory.
-std::vector<std::string>
-stub_compile_args(const StubPlan& plan, const std::filesystem::path& state_dir, bool full_header);
+// ptxas run once per target; in parallel they cost one target's time; nvcc has it from CUDA 11.2;
+// never on the build's own calls) and, unless `full_header`, the stub's include directory.
+std::vector<std::string> stub_compile_args(const StubPlan& plan,
+                                           const std::filesystem::path& state_dir,
+                                           const toolkit::CudaVersion& cuda, bool full_header);
 
 // What identifies the toolkit a stub comes from: the real nvcc and the programs and files of its
 // root that take part in a compile (file_stamp of each: path, mtime, size, inode). A stub kept

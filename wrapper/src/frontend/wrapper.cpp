@@ -179,7 +179,7 @@ int plan_answer(const Call& call, const nvcc::Invocation& inv, const std::vector
             const std::string tmp = fmt::format("{}.{}.tmp", cached.string(), ::getpid());
             auto compile = [&](bool full_header) {
                 std::vector<std::string> stub_args =
-                    stub_compile_args(plan, call.plan->state_dir, full_header);
+                    stub_compile_args(plan, call.plan->state_dir, caps.version, full_header);
                 if (plan.per_output)
                     stub_args.push_back("-DNVCC_FORGE_PLAN_ID=0x" + key.substr(0, 7));
                 stub_args.push_back(stub_source_path(call.plan->state_dir).string());
