@@ -10,6 +10,9 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 forge=${1:-$here/../../build/dev/wrapper/nvcc-forge}
 forge=$(realpath "$forge")
+# A carried install prefix (the GPU machine's .devcarry/bin/nvcc-forge): its libraries beside it.
+[ -d "$(dirname "$forge")/../lib" ] &&
+    export LD_LIBRARY_PATH="$(dirname "$forge")/../lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 tus=${2:-2} kernels=${3:-2} depth=${4:-300} jobs=${5:-$(nproc)}
 nvcc=${NVCC:-/usr/local/cuda/bin/nvcc}
 cuda=$(dirname "$(dirname "$(realpath "$nvcc")")")

@@ -4,10 +4,14 @@
 #include "nvcc/options.h"
 #include "policy/sha256.h"
 
+#include <cerrno>
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <sys/file.h>
+#include <unistd.h>
 
 namespace forge::frontend {
 
@@ -297,6 +301,23 @@ std::vector<std::string> stub_compile_args(const StubPlan& plan, const fs::path&
     }
     if (!full_header) args.push_back("-I" + stub_include_dir(state_dir).string());
     return args;
+}
+
+StubLock::StubLock(const fs::path& file)
+    : fd_(::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY, 0644)) {
+    if (fd_ < 0) return;
+    int rc = 0;
+    do {
+        rc = ::flock(fd_, LOCK_EX);
+    } while (rc != 0 && errno == EINTR);
+    if (rc != 0) {
+        ::close(fd_);
+        fd_ = -1;
+    }
+}
+
+StubLock::~StubLock() {
+    if (fd_ >= 0) ::close(fd_);
 }
 
 std::string toolkit_identity(const fs::path& nvcc) {

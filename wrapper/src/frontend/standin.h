@@ -93,6 +93,23 @@ std::vector<std::string> stub_compile_args(const StubPlan& plan,
                                            const std::filesystem::path& state_dir,
                                            const toolkit::CudaVersion& cuda, bool full_header);
 
+// Held while one stub is looked up and built: the calls of one flag set that a parallel build
+// starts together (ninja -j, MAX_JOBS) compile it once, the others wait for it and copy it. An
+// flock(2) on `file`, released by the destructor (and by the kernel if the process dies); when
+// the file cannot be opened, nothing is held and each call builds its own, as without the lock.
+class StubLock {
+  public:
+    explicit StubLock(const std::filesystem::path& file);
+    ~StubLock();
+    StubLock(const StubLock&) = delete;
+    StubLock& operator=(const StubLock&) = delete;
+    StubLock(StubLock&&) = delete;
+    StubLock& operator=(StubLock&&) = delete;
+
+  private:
+    int fd_ = -1;
+};
+
 // What identifies the toolkit a stub comes from: the real nvcc and the programs and files of its
 // root that take part in a compile (file_stamp of each: path, mtime, size, inode). A stub kept
 // across plan runs is served only to the toolkit that built it.

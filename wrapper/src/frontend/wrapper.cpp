@@ -175,6 +175,7 @@ int plan_answer(const Call& call, const nvcc::Invocation& inv, const std::vector
         const std::string key =
             stub_cache_key(toolkit, plan.flags, call.env.prepend, call.env.append, unique);
         const std::filesystem::path cached = stubs / (key + ".out");
+        const StubLock lock(stubs / (key + ".lock"));
         if (!std::filesystem::exists(cached, ec)) {
             const std::string tmp = fmt::format("{}.{}.tmp", cached.string(), ::getpid());
             auto compile = [&](bool full_header) {
