@@ -12,13 +12,7 @@
 # Expects the carried install prefix in .devcarry/ (bin/nvcc-forge, libexec/nvcc-forge-tools,
 # share/nvcc-forge, lib/*.so* the tools need, bundles/*/bundle_fatbin.h).
 set -uo pipefail
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-carry="$repo/.devcarry"
-export LD_LIBRARY_PATH="$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-F="$carry/bin/nvcc-forge"
-OUT="${OUT:-/tmp/forge-out}"
-mkdir -p "$OUT"
-real_cuda="${CUDA_HOME:-/usr/local/cuda}"
+source "$(dirname "${BASH_SOURCE[0]}")/carry.sh"
 step=${1:-all}
 
 echo "== machine"

@@ -6,6 +6,7 @@ the same fixture gated by `verify` (the verdicts must be equal). Fixtures: the p
 build tree, shared by the cases. Skipped (exit 77) without nvcc."""
 import json
 import os
+import shlex
 import shutil
 import sys
 import tempfile
@@ -21,11 +22,13 @@ FLASH_LIST = "8.0 9.0 10.0 12.0"
 
 
 def base_env(t, **kw):
-    """The caller's environment without nvcc-forge settings, the real nvcc first on PATH."""
+    """The caller's environment without nvcc-forge settings, the real nvcc first on PATH; the
+    caches (plan's kept stubs among them) in the build tree's work directory, not the user's."""
     nvcc = t.nvcc()
     e = t.env(PATH=os.path.dirname(nvcc) + os.pathsep + os.environ.get("PATH", ""),
               CUDA_HOME=None, CUDA_PATH=None, CUDACXX=None, NVCC_FORGE_ARCH_LIST=None,
-              NVCC_FORGE_PACKAGE=None, NVCC_FORGE_MODE=None, NVCC_FORGE_LOG=None)
+              NVCC_FORGE_PACKAGE=None, NVCC_FORGE_MODE=None, NVCC_FORGE_LOG=None,
+              NVCC_FORGE_CACHE_DIR=os.path.join(t.work_root, "plan-cache"))
     e.update({k: v for k, v in kw.items() if v is not None})
     return e
 
@@ -291,6 +294,127 @@ def case_env(t):
         s.check_eq(d["rc"], 0, "nvcc --version under plan")
         s.check("Cuda compilation tools" in d["version"], d["version"])
         s.check("calls: 1 (0 compared, 1 passed to the real nvcc)" in r.out, r.out)
+
+
+def logging_toolkit(t, name="tk", note=""):
+    """A toolkit root whose bin/nvcc is a script: it appends each call's argv to <name>.calls,
+    keeps a copy of the stub's source and include directory in <name>.stub/, then runs the real
+    nvcc. Returns (root, calls file). `note` changes the script (its identity)."""
+    root = t.path(name)
+    calls = t.path(name + ".calls")
+    keep = t.path(name + ".stub")
+    os.makedirs(keep, exist_ok=True)
+    script = f"""#!/bin/sh
+# {note}
+printf '%s\\n' "$*" >> {shlex.quote(calls)}
+for a; do
+  case "$a" in
+    */nvcc_forge_plan_stub.cu) cp "$a" {shlex.quote(keep)}/ ;;
+    -I*/include) cp -r "${{a#-I}}" {shlex.quote(keep)}/ ;;
+  esac
+done
+exec {shlex.quote(os.path.realpath(t.nvcc()))} "$@"
+"""
+    ft.write(os.path.join(root, "bin", "nvcc"), script, mode=0o755)
+    return root, calls
+
+
+def stub_calls(calls):
+    lines = ft.read(calls).splitlines() if os.path.exists(calls) else []
+    return [ln for ln in lines if "nvcc_forge_plan_stub.cu" in ln], lines
+
+
+@ft.case("plan.stub.cached_per_toolkit_threads_on_stub_only")
+def case_stub_cache(t):
+    """A second plan of the same build compiles no stub (the cache outlives the run); a changed
+    toolkit gets its own. `--threads 0` is on the stub compile, never on the build's calls."""
+    root, calls = logging_toolkit(t)
+    src = ft.write(t.path("k.cu"), "#error the stand-in never compiles the TU\n")
+    env = base_env(t, NVCC_FORGE_CACHE_DIR=t.path("cache"))
+    env["PATH"] = os.path.join(root, "bin") + os.pathsep + env["PATH"]
+    cmd = ["sh", "-c", "nvcc -c -Xcompiler -fPIC -gencode arch=compute_80,code=sm_80 "
+           f"'{src}' -o k.o && nvcc -shared k.o -o k.so && nvcc --version >/dev/null"]
+    seen = []
+    with ft.Soft() as s:
+        for run, note in ((1, ""), (2, ""), (3, "patched in place")):
+            if note:
+                logging_toolkit(t, note=note)
+            before = len(stub_calls(calls)[0])
+            r = plan(t, "8.0", ["k.so"], cmd, env=env)
+            s.check_eq(r.rc, 0, f"plan run {run}: {r.err[-2000:]}")
+            if r.rc == 0:
+                s.check_eq(carried(r.json()["gate"]), {"k": (["sm_80"], [])}, f"run {run} gate")
+            stubs, lines = stub_calls(calls)
+            seen.append(len(stubs) - before)
+            if run == 1:
+                s.check(stubs and all("--threads 0" in ln for ln in stubs), stubs)
+                others = [ln for ln in lines if ln not in stubs]
+                s.check(any("-shared" in ln for ln in others) and
+                        any("--version" in ln for ln in others), f"the build's calls: {others}")
+                s.check(not any("--threads" in ln for ln in others),
+                        f"--threads on a call of the build's own: {others}")
+        s.check_eq(seen, [1, 0, 1], "stub compiles per run (kept, then another toolkit's)")
+        s.check(os.listdir(os.path.join(t.path("cache"), "plan")), "the kept stubs")
+
+
+@ft.case("plan.stub.short_header_same_device_code")
+def case_stub_header(t):
+    """The stub compile's short cuda_runtime.h changes nothing the gate reads: the plan's -rdc
+    object lists exactly as the same stub built with the toolkit's own header."""
+    root, calls = logging_toolkit(t)
+    src = ft.write(t.path("k.cu"), "#error the stand-in never compiles the TU\n")
+    env = base_env(t, NVCC_FORGE_CACHE_DIR=t.path("cache"))
+    env["PATH"] = os.path.join(root, "bin") + os.pathsep + env["PATH"]
+    flags = ["-dc", "-gencode", "arch=compute_80,code=sm_80", "-gencode",
+             "arch=compute_90,code=compute_90"]
+    r = plan(t, "8.0 9.0+PTX", [], ["nvcc", *flags, src, "-o", t.path("plan.o")], env=env)
+    r.expect_rc(0)
+    stubs, _ = stub_calls(calls)
+    stub = ft.only(stubs, what="stub compile")
+    ft.check("/include" in stub and "-I" in stub, f"the short header is on the path: {stub}")
+    kept = t.path("tk.stub")
+    ft.check(os.path.isfile(os.path.join(kept, "include", "cuda_runtime.h")), os.listdir(kept))
+    # The same stub compile (the mode's rewrite, the plan id of a -rdc object's own module) with
+    # the toolkit's header: the logged call without the short header's directory.
+    args = shlex.split(stub)
+    args = [a for a in args if not (a.startswith("-I") and a.endswith("/include"))]
+    args = [os.path.join(kept, os.path.basename(a)) if a.endswith("nvcc_forge_plan_stub.cu") else a
+            for a in args]
+    args[args.index("-o") + 1] = t.path("full.o")
+    full = t.run([t.nvcc(), *args], env=base_env(t))
+    ft.check_eq(full.rc, 0, f"the stub with the toolkit's header: {full.err}")
+
+    def listing(path):
+        # A -rdc compile names the static kernel after its own module id (a fresh one each
+        # compile, header or not): the compressed sizes and the offsets after them vary.
+        j = t.forge("list", "--all", "--format", "json", path).expect_rc(0).json()
+        for e in j:
+            e.pop("size")
+            e.pop("offset")
+            e["file"] = "OBJ"
+        return j
+
+    ft.check_eq(listing(t.path("plan.o")), listing(t.path("full.o")), "list --all, plan vs full")
+
+
+@ft.case("plan.stub.one_compile_for_parallel_calls")
+def case_stub_parallel(t):
+    """Calls of one flag set that a parallel build starts together build the stub once: the
+    others wait for it (without the lock each of them misses the cache and compiles)."""
+    root, calls = logging_toolkit(t)
+    env = base_env(t, NVCC_FORGE_CACHE_DIR=t.path("cache"))
+    env["PATH"] = os.path.join(root, "bin") + os.pathsep + env["PATH"]
+    jobs = []
+    for i in range(3):
+        src = ft.write(t.path(f"k{i}.cu"), "#error the stand-in never compiles the TU\n")
+        jobs.append(f"nvcc -c -gencode arch=compute_80,code=sm_80 '{src}' -o k{i}.o &")
+    r = plan(t, "8.0", [], ["sh", "-c", " ".join(jobs) + " wait"], env=env)
+    r.expect_rc(0)
+    with ft.Soft() as s:
+        s.check_eq(len(stub_calls(calls)[0]), 1, "stub compiles for three parallel calls")
+        s.check_eq(sorted(c["output"] for c in r.json()["calls"]),
+                   [f"k{i}.o" for i in range(3)], "the three calls")
+        s.check(all(os.path.getsize(t.path(f"k{i}.o")) > 0 for i in range(3)), "outputs written")
 
 
 if __name__ == "__main__":

@@ -78,6 +78,71 @@ TEST(StandinStub, CacheKeyChangesWithEveryInput) {
     EXPECT_NE(k, stub_cache_key("/cuda/bin/nvcc", f, "", "", "/abs/k.o"));
 }
 
+TEST(StandinStub, ThreadsAndShortHeaderOnTheStubCompileOnly) {
+    const Strings call{"-c", "-O3", "-arch=sm_80", "k.cu", "-o", "k.o"};
+    const StubPlan p = plan_stub(parse(call));
+    EXPECT_FALSE(p.threads_given);
+    // The flags (the cache key) stay the call's; the stub compile adds its own two.
+    EXPECT_EQ(p.flags, (Strings{"-c", "-arch=sm_80"}));
+    const toolkit::CudaVersion cuda{13, 0};
+    EXPECT_EQ(stub_compile_args(p, "/st", cuda, false),
+              (Strings{"-c", "-arch=sm_80", "--threads", "0", "-I/st/include"}));
+    EXPECT_EQ(stub_compile_args(p, "/st", cuda, true),
+              (Strings{"-c", "-arch=sm_80", "--threads", "0"}));
+    // Before CUDA 11.2 nvcc has no --threads.
+    EXPECT_EQ(stub_compile_args(p, "/st", toolkit::CudaVersion{11, 1}, true),
+              (Strings{"-c", "-arch=sm_80"}));
+    EXPECT_EQ(stub_compile_args(p, "/st", toolkit::CudaVersion{11, 2}, true).size(), 4u);
+    // The build's own call is never given them: the rewrite is the stub compile's.
+    EXPECT_EQ(link_args(parse(call), call), call);
+
+    // The call's or the environment's --threads stands (nvcc warns on a second one).
+    for (const Strings& own : {Strings{"-t", "4"}, Strings{"--threads=2"}}) {
+        Strings argv = call;
+        argv.insert(argv.end(), own.begin(), own.end());
+        const StubPlan q = plan_stub(parse(argv));
+        EXPECT_TRUE(q.threads_given) << own.front();
+        EXPECT_EQ(stub_compile_args(q, "/st", cuda, true), (Strings{"-c", "-arch=sm_80"}));
+    }
+    auto env = nvcc::parse_invocation(call, "", "--threads 16", "/tmp", nvcc::testing::caps13());
+    ASSERT_TRUE(env.ok());
+    EXPECT_TRUE(plan_stub(*env).threads_given);
+}
+
+TEST(StandinStub, ShortHeaderIsTheToolkitsOnTheHostPass) {
+    const std::string h = stub_header();
+    const auto arch = h.find("#if defined(__CUDA_ARCH__)");
+    const auto next = h.find("#include_next <cuda_runtime.h>");
+    ASSERT_NE(arch, std::string::npos);
+    ASSERT_NE(next, std::string::npos);
+    EXPECT_LT(h.find("#else"), next);
+    EXPECT_GT(h.find("#else"), arch);
+}
+
+TEST(StandinStub, ToolkitIdentityFollowsTheToolkitsFiles) {
+    const fs::path dir =
+        fs::path(FORGE_TEST_BINARY_DIR) / "frontend_tmp" / ("tk." + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    for (const char* root : {"a", "b"}) {
+        fs::create_directories(dir / root / "bin");
+        fs::create_directories(dir / root / "nvvm" / "bin");
+        std::ofstream(dir / root / "bin" / "nvcc") << "nvcc";
+        std::ofstream(dir / root / "nvvm" / "bin" / "cicc") << "cicc";
+    }
+    const std::string a = toolkit_identity(dir / "a" / "bin" / "nvcc");
+    EXPECT_EQ(a, toolkit_identity(dir / "a" / "bin" / "nvcc"));
+    EXPECT_NE(a, toolkit_identity(dir / "b" / "bin" / "nvcc")); // another toolkit
+    const Strings f{"-c", "-arch=sm_80"};
+    EXPECT_NE(stub_cache_key(a, f, "", "", ""),
+              stub_cache_key(toolkit_identity(dir / "b" / "bin" / "nvcc"), f, "", "", ""));
+    std::ofstream(dir / "a" / "nvvm" / "bin" / "cicc", std::ios::app) << " patched";
+    EXPECT_NE(a, toolkit_identity(dir / "a" / "bin" / "nvcc")); // a component changed in place
+    const std::string a2 = toolkit_identity(dir / "a" / "bin" / "nvcc");
+    std::ofstream(dir / "a" / "bin" / "nvcc", std::ios::app) << " 13.1";
+    EXPECT_NE(a2, toolkit_identity(dir / "a" / "bin" / "nvcc")); // nvcc upgraded in place
+    fs::remove_all(dir);
+}
+
 TEST(StandinStub, ExecutableLinksForgiveUnresolvedSymbols) {
     const Strings exe{"a.o", "b.o", "-o", "app"};
     EXPECT_EQ(link_args(parse(exe), exe).back(), "--unresolved-symbols=ignore-all");
@@ -105,12 +170,15 @@ TEST(StandinConfig, RoundTripAndApply) {
     c.package = "sageattention";
     c.log = (dir / "calls.jsonl").string();
     c.state_dir = dir;
+    c.stub_cache = dir / "kept";
     ASSERT_TRUE(write_plan_files(dir / "cuda", c).ok());
     EXPECT_TRUE(fs::is_regular_file(stub_source_path(dir)));
+    EXPECT_TRUE(fs::is_regular_file(stub_include_dir(dir) / "cuda_runtime.h"));
     auto back = read_plan_config(dir / "cuda" / "bin" / kPlanConfigFile);
     ASSERT_TRUE(back.ok()) << back.error().to_string();
     EXPECT_EQ(back->arch_list, c.arch_list);
     EXPECT_EQ(back->state_dir, dir);
+    EXPECT_EQ(back->stub_cache, dir / "kept");
     FrontendEnv env;
     env.arch_list = "7.5";
     env.mode = "observe";

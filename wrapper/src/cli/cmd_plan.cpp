@@ -153,6 +153,13 @@ int run_plan(int argc, char** argv) {
         config.packages_dir = fs::absolute(vm["packages-dir"].as<std::string>(), ec).string();
     config.log = (*state / "calls.jsonl").string();
     config.state_dir = *state;
+    // Stubs outlive the run (keyed by the toolkit's identity and the flags): the next plan of the
+    // same build compiles nothing. Where no cache directory can be made, this run's alone.
+    if (const fs::path dir = frontend::cache_dir(frontend::FrontendEnv::from_environ());
+        !dir.empty()) {
+        fs::create_directories(dir / "plan", ec);
+        if (!ec) config.stub_cache = dir / "plan";
+    }
     auto cleanup = [&] { fs::remove_all(*state, ec); };
     if (auto st = frontend::make_shim(shim); !st) {
         cleanup();

@@ -4,10 +4,14 @@
 #include "nvcc/options.h"
 #include "policy/sha256.h"
 
+#include <cerrno>
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <sys/file.h>
+#include <unistd.h>
 
 namespace forge::frontend {
 
@@ -80,6 +84,7 @@ std::string plan_config_json(const PlanConfig& c) {
     j["mode"] = c.mode;
     j["log"] = c.log;
     j["state_dir"] = c.state_dir.string();
+    j["stub_cache"] = c.stub_cache.string();
     return j.dump(2) + "\n";
 }
 
@@ -100,6 +105,7 @@ Result<PlanConfig> read_plan_config(const fs::path& file) {
         c.mode = j.at("mode").get<std::string>();
         c.log = j.at("log").get<std::string>();
         c.state_dir = j.at("state_dir").get<std::string>();
+        c.stub_cache = j.value("stub_cache", std::string());
     } catch (const nlohmann::json::exception& e) {
         return Error{fmt::format("the plan configuration: {}", e.what()), file.string()};
     }
@@ -134,11 +140,30 @@ std::string stub_source() {
         kPlanMarkerSection);
 }
 
+fs::path stub_include_dir(const fs::path& state_dir) {
+    return state_dir / "include";
+}
+
+std::string stub_header() {
+    return "// nvcc-forge plan: the stub compile's cuda_runtime.h "
+           "(wrapper/src/frontend/standin.h).\n"
+           "#if defined(__CUDA_ARCH__)\n"
+           "#define __CUDA_INCLUDE_COMPILER_INTERNAL_HEADERS__\n"
+           "#include \"crt/host_defines.h\"\n"
+           "#undef __CUDA_INCLUDE_COMPILER_INTERNAL_HEADERS__\n"
+           "#else\n"
+           "#include_next <cuda_runtime.h>\n"
+           "#endif\n";
+}
+
 Status write_plan_files(const fs::path& shim_root, const PlanConfig& config) {
     std::error_code ec;
     fs::create_directories(config.state_dir / "stubs", ec);
+    if (!ec) fs::create_directories(stub_include_dir(config.state_dir), ec);
     if (ec) return Error{fmt::format("cannot create: {}", ec.message()), config.state_dir.string()};
     FORGE_TRY_STATUS(write_file_atomic(stub_source_path(config.state_dir), stub_source()));
+    FORGE_TRY_STATUS(
+        write_file_atomic(stub_include_dir(config.state_dir) / "cuda_runtime.h", stub_header()));
     return write_file_atomic(shim_root / "bin" / kPlanConfigFile, plan_config_json(config));
 }
 
@@ -156,8 +181,12 @@ StubPlan plan_stub(const nvcc::Invocation& inv) {
     for (std::size_t i = 0; i < args.size(); ++i) {
         // The environment's flags reach the stub compile through the environment itself.
         if (args[i].source == nvcc::Arg::Source::PrependEnv ||
-            args[i].source == nvcc::Arg::Source::AppendEnv)
+            args[i].source == nvcc::Arg::Source::AppendEnv) {
+            const nvcc::TokenMatch env_m = nvcc::match_token(args[i].text);
+            if (env_m.spec != nullptr && env_m.spec->long_name == "--threads")
+                plan.threads_given = true;
             continue;
+        }
         const std::string& text = args[i].text;
         const nvcc::TokenMatch m = nvcc::match_token(text);
         if (m.spec == nullptr) continue; // inputs, unknown options (never with a value)
@@ -182,6 +211,7 @@ StubPlan plan_stub(const nvcc::Invocation& inv) {
         if (name == "--dependency-target-name") oo.dep_target = value;
         if (s.phase == nvcc::PhaseFlag::Lib) oo.lib = true;
         if (name == "--shared") oo.shared = true;
+        if (name == "--threads") plan.threads_given = true;
         const bool phase = s.role == nvcc::Role::Phase && s.phase != nvcc::PhaseFlag::Preprocess &&
                            s.phase != nvcc::PhaseFlag::Depend &&
                            s.phase != nvcc::PhaseFlag::DependNonSys &&
@@ -262,10 +292,50 @@ std::string depfile_text(const std::string& target, const std::vector<std::strin
     return text + "\n";
 }
 
-std::string stub_cache_key(const std::string& nvcc, const std::vector<std::string>& flags,
+std::vector<std::string> stub_compile_args(const StubPlan& plan, const fs::path& state_dir,
+                                           const toolkit::CudaVersion& cuda, bool full_header) {
+    std::vector<std::string> args = plan.flags;
+    if (!plan.threads_given && cuda >= toolkit::CudaVersion{11, 2}) {
+        args.emplace_back("--threads");
+        args.emplace_back("0");
+    }
+    if (!full_header) args.push_back("-I" + stub_include_dir(state_dir).string());
+    return args;
+}
+
+StubLock::StubLock(const fs::path& file)
+    : fd_(::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY, 0644)) {
+    if (fd_ < 0) return;
+    int rc = 0;
+    do {
+        rc = ::flock(fd_, LOCK_EX);
+    } while (rc != 0 && errno == EINTR);
+    if (rc != 0) {
+        ::close(fd_);
+        fd_ = -1;
+    }
+}
+
+StubLock::~StubLock() {
+    if (fd_ >= 0) ::close(fd_);
+}
+
+std::string toolkit_identity(const fs::path& nvcc) {
+    const fs::path root = nvcc.parent_path().parent_path();
+    std::string id = file_stamp(nvcc);
+    // The compile's own programs and the files that say the toolkit's release: an in-place
+    // upgrade or a patched component changes at least one of them.
+    for (const char* part : {"bin/nvcc.profile", "bin/cudafe++", "bin/ptxas", "bin/fatbinary",
+                             "bin/nvlink", "nvvm/bin/cicc", "version.json", "version.txt"})
+        id += "\n" + file_stamp(root / part);
+    return id;
+}
+
+std::string stub_cache_key(const std::string& toolkit, const std::vector<std::string>& flags,
                            const std::string& prepend, const std::string& append,
                            const std::string& unique) {
-    std::string key = "stub-v1\n" + nvcc + "\n" + policy::sha256_hex(stub_source());
+    std::string key = "stub-v2\n" + toolkit + "\n" + policy::sha256_hex(stub_source()) + "\n" +
+                      policy::sha256_hex(stub_header());
     for (const auto& f : flags)
         key += "\n" + f;
     key += "\nprepend=" + prepend + "\nappend=" + append + "\nunique=" + unique;

@@ -10,6 +10,7 @@
 #include "core/result.h"
 #include "frontend/config.h"
 #include "nvcc/cmdline.h"
+#include "toolkit/caps.h"
 
 #include <filesystem>
 #include <optional>
@@ -32,7 +33,9 @@ struct PlanConfig {
     std::string packages_dir;
     std::string mode;                // "observe" | "inject" | "strict"
     std::string log;                 // the compile log (one record per call)
-    std::filesystem::path state_dir; // the stub source and the stub cache
+    std::filesystem::path state_dir; // the stub source and this run's stub cache
+    // Stubs kept across plan runs (cache_dir(env)/plan); empty: this run's state_dir/stubs only.
+    std::filesystem::path stub_cache;
 };
 
 std::string plan_config_json(const PlanConfig& config);
@@ -47,6 +50,15 @@ Status write_plan_files(const std::filesystem::path& shim_root, const PlanConfig
 // the plan mark (core/plan_marker.h) and a weak main (an executable links with or without one).
 std::string stub_source();
 std::filesystem::path stub_source_path(const std::filesystem::path& state_dir);
+
+// nvcc has the host compiler preprocess every device pass with `-include cuda_runtime.h`, and
+// cicc then parses all of it once per virtual target: most of a stub compile's time. The stub
+// compile puts this directory first on its include path: its cuda_runtime.h is the toolkit's own
+// (`#include_next`) for the host pass and only the keyword macros for the device passes, which is
+// all the stub's kernel uses. The device code is byte for byte what the full header gives
+// (docs/plan.md, "The stub").
+std::string stub_header();
+std::filesystem::path stub_include_dir(const std::filesystem::path& state_dir);
 
 // CMake's configure probes (compiler ABI, try_compile scratch projects) read what they build:
 // they get the real nvcc.
@@ -65,15 +77,47 @@ struct StubPlan {
     // An -rdc object: nvlink refuses two copies of one module in a link, so each output gets its
     // own stub compile.
     bool per_output = false;
+    // The call (or the environment's flags) sets nvcc's --threads itself: the stub compile keeps
+    // that choice rather than adding its own.
+    bool threads_given = false;
 };
 StubPlan plan_stub(const nvcc::Invocation& inv);
 
 // make's rule for one output: "target: source..." (sources escaped as make reads them).
 std::string depfile_text(const std::string& target, const std::vector<std::string>& sources);
 
-// The stub cache's key for one compile: the real nvcc, the flags, the environment's flags and,
-// for a per-output stub, the output.
-std::string stub_cache_key(const std::string& nvcc, const std::vector<std::string>& flags,
+// The stub compile's own arguments before the source: the plan's flags, `--threads 0` (cicc and
+// ptxas run once per target; in parallel they cost one target's time; nvcc has it from CUDA 11.2;
+// never on the build's own calls) and, unless `full_header`, the stub's include directory.
+std::vector<std::string> stub_compile_args(const StubPlan& plan,
+                                           const std::filesystem::path& state_dir,
+                                           const toolkit::CudaVersion& cuda, bool full_header);
+
+// Held while one stub is looked up and built: the calls of one flag set that a parallel build
+// starts together (ninja -j, MAX_JOBS) compile it once, the others wait for it and copy it. An
+// flock(2) on `file`, released by the destructor (and by the kernel if the process dies); when
+// the file cannot be opened, nothing is held and each call builds its own, as without the lock.
+class StubLock {
+  public:
+    explicit StubLock(const std::filesystem::path& file);
+    ~StubLock();
+    StubLock(const StubLock&) = delete;
+    StubLock& operator=(const StubLock&) = delete;
+    StubLock(StubLock&&) = delete;
+    StubLock& operator=(StubLock&&) = delete;
+
+  private:
+    int fd_ = -1;
+};
+
+// What identifies the toolkit a stub comes from: the real nvcc and the programs and files of its
+// root that take part in a compile (file_stamp of each: path, mtime, size, inode). A stub kept
+// across plan runs is served only to the toolkit that built it.
+std::string toolkit_identity(const std::filesystem::path& nvcc);
+
+// The stub cache's key for one compile: the toolkit's identity, the flags, the environment's
+// flags and, for a per-output stub, the output.
+std::string stub_cache_key(const std::string& toolkit, const std::vector<std::string>& flags,
                            const std::string& prepend, const std::string& append,
                            const std::string& unique);
 

@@ -165,23 +165,35 @@ int plan_answer(const Call& call, const nvcc::Invocation& inv, const std::vector
     Call bare = call; // the stub compile needs no ccache in front of it
     bare.launchers.clear();
     bare.launcher_args.clear();
-    const std::filesystem::path stubs = call.plan->state_dir / "stubs";
-    std::string built; // the cached stub of a flag set shared by every output
+    const std::filesystem::path stubs =
+        call.plan->stub_cache.empty() ? call.plan->state_dir / "stubs" : call.plan->stub_cache;
+    const std::string toolkit = toolkit_identity(call.nvcc.nvcc);
     for (const auto& output : plan.outputs) {
         std::error_code ec;
         const std::string unique =
             plan.per_output ? std::filesystem::absolute(output, ec).string() : std::string();
-        const std::string key = stub_cache_key(call.nvcc.nvcc.string(), plan.flags,
-                                               call.env.prepend, call.env.append, unique);
+        const std::string key =
+            stub_cache_key(toolkit, plan.flags, call.env.prepend, call.env.append, unique);
         const std::filesystem::path cached = stubs / (key + ".out");
+        const StubLock lock(stubs / (key + ".lock"));
         if (!std::filesystem::exists(cached, ec)) {
             const std::string tmp = fmt::format("{}.{}.tmp", cached.string(), ::getpid());
-            std::vector<std::string> stub_args = plan.flags;
-            if (plan.per_output) stub_args.push_back("-DNVCC_FORGE_PLAN_ID=0x" + key.substr(0, 7));
-            stub_args.push_back(stub_source_path(call.plan->state_dir).string());
-            stub_args.push_back("-o");
-            stub_args.push_back(tmp);
-            auto outcome = run_process(make_spec(bare, stub_args, true));
+            auto compile = [&](bool full_header) {
+                std::vector<std::string> stub_args =
+                    stub_compile_args(plan, call.plan->state_dir, caps.version, full_header);
+                if (plan.per_output)
+                    stub_args.push_back("-DNVCC_FORGE_PLAN_ID=0x" + key.substr(0, 7));
+                stub_args.push_back(stub_source_path(call.plan->state_dir).string());
+                stub_args.push_back("-o");
+                stub_args.push_back(tmp);
+                return run_process(make_spec(bare, stub_args, true));
+            };
+            auto outcome = compile(false);
+            // A toolkit whose headers the short cuda_runtime.h does not suit: the stub with the
+            // toolkit's own header, as any TU compiles. Not after a signal: that ends the call.
+            if (outcome && outcome->exit_code != 0 && outcome->signal == 0 &&
+                outcome->forwarded_signal == 0)
+                outcome = compile(true);
             if (!outcome) {
                 say(fmt::format("nvcc-forge: plan: {}\n", outcome.error().to_string()));
                 write_log(call, rec, kExitInput);
