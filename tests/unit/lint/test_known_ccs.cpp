@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -27,7 +28,8 @@ std::vector<Hit> setup_py(std::string_view text, const std::vector<arch::Gpu>& g
 
 const std::vector<arch::Gpu>& shipped(policy::Retired retired) {
     static const auto load = [](policy::Retired r) {
-        auto g = policy::load_gpus(std::string(FORGE_TEST_SOURCE_DIR) + "/../policy/gpus.yml", r);
+        auto g = policy::load_gpus(
+            std::filesystem::path(FORGE_TEST_SOURCE_DIR) / ".." / "policy" / "gpus.yml", r);
         EXPECT_TRUE(g.ok()) << (g.ok() ? "" : g.error().to_string());
         return g.ok() ? *g : std::vector<arch::Gpu>{};
     };
