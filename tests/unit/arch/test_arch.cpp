@@ -142,6 +142,18 @@ TEST(Coverage, TegraNeedsItsOwnCubin) {
     EXPECT_NE(rows[0].why.find("Tegra"), std::string::npos);
 }
 
+TEST(Coverage, SkipsRetiredParts) {
+    // A Kepler entry of the table (gpus.yml's `retired:`) gets no row: no wheel can reach it.
+    Gpu k80 = gpu(37);
+    k80.retired = true;
+    auto rows = coverage(parse_ok("8.0 9.0+PTX").targets(), {k80, gpu(80), gpu(90)});
+    ASSERT_EQ(rows.size(), 2u);
+    EXPECT_EQ(rows[0].gpu.sm, 80);
+    EXPECT_EQ(rows[1].gpu.sm, 90);
+    k80.retired = false;
+    EXPECT_EQ(coverage(parse_ok("8.0").targets(), {k80}).size(), 1u);
+}
+
 TEST(Coverage, TegraCubinsComeFromTheGivenSet) {
     const auto orin = parse_ok("8.7").targets();
     const Gpu ada = gpu(89);

@@ -1,6 +1,7 @@
 // What the lint's rule tests share: inline sources linted against a list and a GPU table read the
-// way `nvcc-forge lint` reads policy/gpus.yml (tests/fixtures/lint/gpus.yml: its Tegra flags, and
-// no 8.8 or 10.1, so the cases read as the Ada and Orin failures they model).
+// way `nvcc-forge lint` reads policy/gpus.yml, retired CCs included (tests/fixtures/lint/gpus.yml:
+// its Tegra flags, Kepler as retired, and no 8.8 or 10.1, so the cases read as the Ada and Orin
+// failures they model).
 #pragma once
 
 #include "lint/lint.h"
@@ -18,8 +19,8 @@ namespace forge::lint::test {
 
 inline const std::vector<arch::Gpu>& test_gpus() {
     static const std::vector<arch::Gpu> gpus = [] {
-        auto g =
-            policy::load_gpus(std::filesystem::path(FORGE_TEST_FIXTURES) / "lint" / "gpus.yml");
+        auto g = policy::load_gpus(std::filesystem::path(FORGE_TEST_FIXTURES) / "lint" / "gpus.yml",
+                                   policy::Retired::Include);
         EXPECT_TRUE(g.ok()) << (g.ok() ? "" : g.error().to_string());
         return g.ok() ? *g : std::vector<arch::Gpu>{};
     }();
@@ -54,7 +55,7 @@ inline std::vector<Hit> cu_hits(std::string_view text, std::string_view list) {
 
 inline std::vector<Hit> build_hits(std::string_view path, std::string_view text,
                                    std::string_view list) {
-    return hits(lint_build_text(path, text, L(list)));
+    return hits(lint_build_text(path, text, L(list), test_gpus()));
 }
 
 constexpr std::string_view kNoAda = "8.0 8.6 9.0+PTX";

@@ -140,8 +140,9 @@ TEST(LintScript, VllmStylePerSourceArchLists) {
 }
 
 TEST(LintScript, FilesThatAreNotBuildFilesOrSources) {
-    EXPECT_TRUE(
-        lint_build_text("README.md", "-gencode arch=compute_90a,code=sm_90a\n", L("8.0")).empty());
+    EXPECT_TRUE(lint_build_text("README.md", "-gencode arch=compute_90a,code=sm_90a\n", L("8.0"),
+                                test_gpus())
+                    .empty());
     EXPECT_TRUE(
         lint_source_text("notes.txt", "__nv_fp8_e4m3 x;\n", L("8.0"), MacroTable{}, test_gpus())
             .empty());
@@ -156,7 +157,7 @@ namespace {
 
 std::vector<LintFinding> split_findings(std::string_view py, std::string_view list,
                                         std::string_view sep) {
-    auto all = lint_build_text("setup.py", py, L(list), sep);
+    auto all = lint_build_text("setup.py", py, L(list), test_gpus(), sep);
     std::erase_if(all, [](const LintFinding& f) { return f.rule != "script-splits-arch-list"; });
     return all;
 }
@@ -202,7 +203,7 @@ TEST(LintBuild, LadderLinesFormOneBlock) {
                            "    cc_flag.append(\"arch=compute_110,code=sm_110\")\n" // 7
                            "\n\n\n\n"                                               // 8-11
                            "x = [\"-gencode=arch=compute_90,code=compute_90\"]\n";  // 12
-    auto found = lint_build_text("setup.py", py, L("8.0 9.0+PTX"));
+    auto found = lint_build_text("setup.py", py, L("8.0 9.0+PTX"), test_gpus());
     for (const auto& f : found) {
         if (f.line <= 7) {
             EXPECT_EQ(std::pair(f.block_first, f.block_last), std::pair(3, 7)) << f.line;

@@ -135,6 +135,6 @@ TEST(LintRobust, RandomInputsNeverCrashOrEscapeTheText) {
         macros.collect(blanked, "r.cu");
         check_findings(lint_source_text("r.cu", text, *list, macros, test_gpus()), text);
         for (std::string_view path : {"setup.py", "CMakeLists.txt", "build.sh"})
-            check_findings(lint_build_text(path, text, *list), text);
+            check_findings(lint_build_text(path, text, *list, test_gpus()), text);
     }
 }

@@ -252,6 +252,53 @@ TEST(Gpus, ShippedTableHasTheCcsAndTegraFlags) {
         std::is_sorted(gpus().begin(), gpus().end(), [](auto& a, auto& b) { return a.sm < b.sm; }));
 }
 
+TEST(Gpus, ShippedRetiredKeplerOnlyWhenAsked) {
+    for (const auto& g : gpus())
+        EXPECT_FALSE(g.retired || g.sm < 50) << g.sm; // what coverage, resolve and verify read
+    auto all = load_gpus(shipped_gpus(), Retired::Include);
+    ASSERT_TRUE(all.ok()) << all.error().to_string();
+    std::set<int> retired;
+    for (const auto& g : *all)
+        if (g.retired) retired.insert(g.sm);
+    EXPECT_EQ(retired, (std::set<int>{35, 37}));
+    EXPECT_EQ(all->size(), gpus().size() + 2);
+    EXPECT_TRUE(
+        std::is_sorted(all->begin(), all->end(), [](auto& a, auto& b) { return a.sm < b.sm; }));
+}
+
+TEST(Gpus, RetiredSection) {
+    const char* yml = "gpus:\n  \"8.0\": {products: [A100]}\n"
+                      "retired:\n  \"3.7\": {products: [K80], note: \"no CUDA 12 nvcc\"}\n";
+    auto skip = parse_gpus(yml, "g.yml");
+    ASSERT_TRUE(skip.ok()) << skip.error().to_string();
+    ASSERT_EQ(skip->size(), 1u);
+    EXPECT_EQ(skip->front().sm, 80);
+    auto all = parse_gpus(yml, "g.yml", Retired::Include);
+    ASSERT_TRUE(all.ok()) << all.error().to_string();
+    ASSERT_EQ(all->size(), 2u);
+    EXPECT_EQ(all->front().sm, 37);
+    EXPECT_TRUE(all->front().retired);
+    EXPECT_EQ(all->front().note, "no CUDA 12 nvcc");
+    EXPECT_FALSE(all->back().retired);
+    // A retired part gets no Tegra reasoning, so the key is unknown there.
+    auto e = parse_gpus("gpus:\n  \"8.0\": {products: []}\n"
+                        "retired:\n  \"3.7\": {products: [], tegra: true}\n",
+                        "g.yml");
+    ASSERT_FALSE(e.ok());
+    EXPECT_EQ(e.error().key, "tegra");
+    EXPECT_EQ(e.error().line, 4);
+    // Checked even when skipped, and a CC lives in one section only.
+    e = parse_gpus("gpus:\n  \"8.0\": {products: []}\nretired:\n  \"37\": {products: []}\n",
+                   "g.yml");
+    ASSERT_FALSE(e.ok());
+    EXPECT_EQ(e.error().line, 4);
+    e = parse_gpus("gpus:\n  \"8.0\": {products: []}\nretired:\n  \"8.0\": {products: []}\n",
+                   "g.yml", Retired::Include);
+    ASSERT_FALSE(e.ok());
+    EXPECT_EQ(e.error().line, 4);
+    EXPECT_NE(e.error().message.find("listed once"), std::string::npos);
+}
+
 TEST(Gpus, StrictParsing) {
     auto ok = parse_gpus(
         "gpus:\n  \"8.7\": {products: [Orin], tegra: true}\n  \"8.0\": {products: []}\n", "g.yml");

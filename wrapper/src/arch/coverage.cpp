@@ -59,6 +59,7 @@ std::vector<CoverageRow> coverage(const std::vector<Target>& targets, const std:
                                   const TegraSet& tegra) {
     std::vector<CoverageRow> rows;
     for (const auto& gpu : gpus) {
+        if (gpu.retired) continue;
         CoverageRow row{gpu, Tier::Dead, {}, {}};
         for (const auto& t : targets)
             if (sass_runs_on(t, gpu, tegra)) row.via.push_back(t.name());

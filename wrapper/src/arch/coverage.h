@@ -24,6 +24,9 @@ struct Gpu {
     std::vector<std::string> products; // "H100", "H200"
     bool tegra = false;                // integrated (Jetson/DRIVE) part: own cubins only
     std::string note;                  // why the entry is special, shown in coverage output
+    // A real part no supported nvcc emits for (Kepler): gpus.yml's `retired:`. Known to the lint
+    // (a build script may still name it); coverage, which reasons about built wheels, skips it.
+    bool retired = false;
 };
 
 // The CCs of integrated (Jetson/DRIVE) parts. arch/ keeps no list of them: the set is read off a
@@ -49,7 +52,8 @@ struct CoverageRow {
     std::string why;              // one sentence: why this tier (always set)
 };
 
-// One row per entry of `gpus`, in order. The Tegra set is `gpus`' own unless given.
+// One row per entry of `gpus` that is not retired, in order. The Tegra set is `gpus`' own unless
+// given.
 std::vector<CoverageRow> coverage(const std::vector<Target>& targets, const std::vector<Gpu>& gpus);
 std::vector<CoverageRow> coverage(const std::vector<Target>& targets, const std::vector<Gpu>& gpus,
                                   const TegraSet& tegra);

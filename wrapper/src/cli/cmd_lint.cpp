@@ -54,9 +54,9 @@ int run_lint(int argc, char** argv) {
 
     lint::LintOptions opts;
     opts.list = resolution->list;
-    // The GPUs a gate is checked against, Tegra flags included: --gpus or the bundled
-    // policy/gpus.yml.
-    auto gpus = gpus_from_options(vm);
+    // The GPUs a gate is checked against, Tegra flags included, and the CCs a build script may
+    // name (retired Kepler ones too): --gpus or the bundled policy/gpus.yml.
+    auto gpus = gpus_from_options(vm, policy::Retired::Include);
     if (!gpus) return report_error("lint", gpus.error());
     opts.gpus = std::move(*gpus);
     // The form `env` exports for this package: script-splits-arch-list judges the script's split.

@@ -40,9 +40,11 @@ std::filesystem::path policy_file_from_options(const po::variables_map& vm) {
                               : default_policy_file();
 }
 
-Result<std::vector<arch::Gpu>> gpus_from_options(const po::variables_map& vm) {
+Result<std::vector<arch::Gpu>> gpus_from_options(const po::variables_map& vm,
+                                                 policy::Retired retired) {
     return policy::load_gpus(vm.count("gpus") ? std::filesystem::path(vm["gpus"].as<std::string>())
-                                              : default_gpus_file());
+                                              : default_gpus_file(),
+                             retired);
 }
 
 namespace {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "core/result.h"
+#include "policy/policy_file.h"
 #include "policy/resolve.h"
 
 #include <boost/program_options.hpp>
@@ -24,8 +25,9 @@ void add_resolve_options(boost::program_options::options_description& desc, bool
 // Without --cuda the real nvcc on this machine gives the CUDA version and what it can emit.
 Result<policy::Resolution> resolve_from_options(const boost::program_options::variables_map& vm);
 
-// --gpus FILE or the bundled policy/gpus.yml.
-Result<std::vector<arch::Gpu>> gpus_from_options(const boost::program_options::variables_map& vm);
+// --gpus FILE or the bundled policy/gpus.yml (its `retired:` entries only when asked: the lint).
+Result<std::vector<arch::Gpu>> gpus_from_options(const boost::program_options::variables_map& vm,
+                                                 policy::Retired retired = policy::Retired::Skip);
 // --policy FILE or the bundled policy/arch_policy.yml.
 std::filesystem::path policy_file_from_options(const boost::program_options::variables_map& vm);
 

@@ -79,7 +79,7 @@ struct ArchPiece {
     bool decorated = false; // has a/f, +PTX, -real or -virtual: unambiguously an arch
     bool torch = false;
 };
-std::optional<ArchPiece> arch_piece(std::string_view p) {
+std::optional<ArchPiece> arch_piece(std::string_view p, const std::vector<arch::Gpu>& gpus) {
     ArchPiece a;
     if (p.ends_with("+PTX")) {
         p.remove_suffix(4);
@@ -109,7 +109,7 @@ std::optional<ArchPiece> arch_piece(std::string_view p) {
             return std::nullopt;
         a.sm = std::stoi(std::string(p));
     }
-    if (!is_known_cc(a.sm)) return std::nullopt;
+    if (!is_known_cc(a.sm, gpus)) return std::nullopt;
     return a;
 }
 
@@ -134,7 +134,7 @@ void scan_arch_strings(Finder& f, std::string_view code, const ScriptText& st,
         std::vector<std::pair<std::size_t, ArchPiece>> parsed;
         bool all = true, any_decorated = false, all_torch = true;
         for (auto& [off, p] : pieces) {
-            auto a = arch_piece(p);
+            auto a = arch_piece(p, f.gpus);
             if (!a) {
                 all = false;
                 break;
@@ -172,7 +172,7 @@ void scan_has_sm(Finder& f, std::string_view code, const arch::ArchList& list) {
             ++k;
         std::string_view ident = code.substr(start, k - start);
         std::optional<int> sm = sm_in(ident, "HAS_SM", "");
-        if (!sm || !is_known_cc(*sm)) continue;
+        if (!sm || !is_known_cc(*sm, f.gpus)) continue;
         // `HAS_SM89 = True` only records the request; the gate is where the flag is tested.
         std::string_view rest = skip_ws(code.substr(k));
         if (rest.starts_with("=") && !rest.starts_with("==")) continue;
@@ -661,7 +661,7 @@ void scan_cmake_architectures(Finder& f, std::string_view code, const arch::Arch
                 literal = true;
                 continue;
             }
-            auto a = arch_piece(tok);
+            auto a = arch_piece(tok, f.gpus);
             if (!a || a->torch) continue;
             literal = true;
             explicit_target_finding(f, pos + b, std::string(tok), a->sm, a->suffix, list);
@@ -798,7 +798,9 @@ bool is_build_file(std::string_view path) {
     return build_kind(path).has_value();
 }
 std::vector<LintFinding> lint_build_text(std::string_view path, std::string_view text,
-                                         const arch::ArchList& list, std::string_view separator) {
+                                         const arch::ArchList& list,
+                                         const std::vector<arch::Gpu>& gpus,
+                                         std::string_view separator) {
     std::vector<LintFinding> out;
     auto kind = build_kind(path);
     if (!kind) return out;
@@ -808,8 +810,7 @@ std::vector<LintFinding> lint_build_text(std::string_view path, std::string_view
     ScriptText st = lex_script(text, dialect);
     std::string_view code = st.code;
     LineIndex lines(code);
-    static const std::vector<arch::Gpu> kNoGpus;
-    Finder f{path, code, lines, out, kNoGpus, {}};
+    Finder f{path, code, lines, out, gpus, {}};
     switch (*kind) {
     case BuildKind::Python:
         scan_python_env(f, code, st, lines);

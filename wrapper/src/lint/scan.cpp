@@ -81,24 +81,32 @@ std::string arch_cc(long value) {
     return arch::cc_string(static_cast<int>((value + 9) / 10));
 }
 
-const std::vector<int>& known_ccs() {
-    // The CCs of shipped parts (the desktop, data-center and Tegra ones alike). Whether a part is
-    // Tegra is not needed here: that is policy/gpus.yml's, through the GPU table check_gate gets.
-    static const std::vector<int> ccs = {35, 37, 50, 52, 53, 60,  61,  62,  70,  72, 75,
-                                         80, 86, 87, 89, 90, 100, 103, 110, 120, 121};
-    return ccs;
+namespace {
+
+// A CC whose every product is listed again under a higher CC is an older name of those parts
+// (Thor: 10.1 in CUDA 12.8/12.9, 11.0 from CUDA 13.0 on); the current name is the one to suggest.
+bool is_current_name(const arch::Gpu& gpu, const std::vector<arch::Gpu>& gpus) {
+    if (gpu.products.empty()) return false;
+    return !std::all_of(gpu.products.begin(), gpu.products.end(), [&](const std::string& p) {
+        return std::any_of(gpus.begin(), gpus.end(), [&](const arch::Gpu& later) {
+            return later.sm > gpu.sm && std::find(later.products.begin(), later.products.end(),
+                                                  p) != later.products.end();
+        });
+    });
 }
 
-std::string lowest_known_cc(long value) {
-    for (int sm : known_ccs())
-        if (sm * 10L >= value) return arch::cc_string(sm);
-    return arch_cc(value);
+} // namespace
+
+std::string lowest_known_cc(long value, const std::vector<arch::Gpu>& gpus) {
+    const arch::Gpu* best = nullptr;
+    for (const auto& g : gpus)
+        if (g.sm * 10L >= value && (!best || g.sm < best->sm) && is_current_name(g, gpus))
+            best = &g;
+    return best ? arch::cc_string(best->sm) : arch_cc(value);
 }
 
-bool is_known_cc(int sm) {
-    if (sm == 88 || sm == 101) return true; // nvcc knows them; no desktop part to reason about
-    const auto& ccs = known_ccs();
-    return std::find(ccs.begin(), ccs.end(), sm) != ccs.end();
+bool is_known_cc(int sm, const std::vector<arch::Gpu>& gpus) {
+    return std::any_of(gpus.begin(), gpus.end(), [&](const arch::Gpu& g) { return g.sm == sm; });
 }
 
 } // namespace forge::lint::scan

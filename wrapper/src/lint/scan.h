@@ -54,12 +54,13 @@ std::string extension(std::string_view path); // lower case, with the dot: ".cu"
 
 // The CC an __CUDA_ARCH__ value names, rounded up: 890 -> "8.9", 1001 -> "10.1".
 std::string arch_cc(long value);
-// The lowest CC of a real part whose __CUDA_ARCH__ is >= value ("10.3" for 1001), else arch_cc.
-std::string lowest_known_cc(long value);
-// A CC that nvcc can target, so a "90a" or HAS_SM89 naming it is an arch, not a stray number.
-bool is_known_cc(int sm);
-// The CCs of real parts, ascending (the list lowest_known_cc searches).
-const std::vector<int>& known_ccs();
+// The lowest CC of a real part in `gpus` whose __CUDA_ARCH__ is >= value, else arch_cc. A real
+// part is one the table names products for under that CC as its current name: 8.8 (no product)
+// and 10.1 (Thor, whose products 11.0 lists again) are skipped, so 1001 -> "10.3".
+std::string lowest_known_cc(long value, const std::vector<arch::Gpu>& gpus);
+// A CC of `gpus` (retired ones included), so a "90a" or HAS_SM89 naming it is an arch, not a
+// stray number.
+bool is_known_cc(int sm, const std::vector<arch::Gpu>& gpus);
 
 struct Finder {
     std::string_view path;

@@ -313,9 +313,9 @@ void specific_macro_finding(Finder& f, const std::vector<Tok>& t, std::size_t i,
         if (op == "==")
             needs = arch_cc(k) + letter;
         else if (op == ">=")
-            needs = lowest_known_cc(k) + letter;
+            needs = lowest_known_cc(k, f.gpus) + letter;
         else if (op == ">")
-            needs = lowest_known_cc(k + 1) + letter;
+            needs = lowest_known_cc(k + 1, f.gpus) + letter;
     } else {
         declared = has_entry(list, [&](const arch::ArchEntry& e) { return allowed(e.suffix); });
     }
@@ -388,6 +388,8 @@ GateCheck check_gate(long arch_value, bool at_least, const arch::ArchList& list,
               [](const auto& a, const auto& b) { return a.sm < b.sm; });
     const arch::TegraSet tegra(gpus);
     for (const auto& gpu : sorted) {
+        // No supported nvcc builds an image for a retired part, so no gate of ours decides it.
+        if (gpu.retired) continue;
         const long device_value = gpu.sm * 10L;
         if (at_least ? device_value < arch_value : device_value != arch_value) continue;
         const auto& known = gpu;

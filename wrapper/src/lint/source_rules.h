@@ -39,7 +39,9 @@ struct GateCheck {
     std::string needs;  // cc of the lowest GPU that loads an image failing the gate ("8.9")
     std::string detail; // "CC 8.9 loads sm_86 (__CUDA_ARCH__ 860 < 890); also CC 12.0 ..."
 };
-// `gpus`: the GPUs to reason about, Tegra flags included (policy/gpus.yml via policy::load_gpus).
+// `gpus`: the GPUs to reason about, Tegra flags included (policy/gpus.yml via policy::load_gpus);
+// retired ones are skipped (no supported nvcc builds an image for them). The lint also reads its
+// known CCs off the same table (lint/scan.h).
 GateCheck check_gate(long arch_value, bool at_least, const arch::ArchList& list,
                      const std::vector<arch::Gpu>& gpus);
 

@@ -67,7 +67,7 @@ Result<LintReport> lint_tree(const fs::path& root, const LintOptions& options) {
     }
     std::vector<arch::Gpu> bundled;
     if (options.gpus.empty()) {
-        auto gpus = policy::load_gpus(default_gpus_file());
+        auto gpus = policy::load_gpus(default_gpus_file(), policy::Retired::Include);
         if (!gpus) return std::move(gpus).error();
         bundled = std::move(*gpus);
     }
@@ -145,9 +145,9 @@ Result<LintReport> lint_tree(const fs::path& root, const LintOptions& options) {
     }
     // Pass 2: the rules.
     for (const auto& l : loaded) {
-        auto found =
-            l.c_source ? lint_blanked_source(l.rel, l.text, options.list, macros, gpus)
-                       : lint_build_text(l.rel, l.text, options.list, options.arch_list_separator);
+        auto found = l.c_source ? lint_blanked_source(l.rel, l.text, options.list, macros, gpus)
+                                : lint_build_text(l.rel, l.text, options.list, gpus,
+                                                  options.arch_list_separator);
         for (auto& f : found)
             report.findings.push_back(std::move(f));
     }

@@ -16,7 +16,7 @@ namespace forge::lint {
 
 struct LintOptions {
     arch::ArchList list;
-    std::vector<arch::Gpu> gpus;               // empty: the bundled policy/gpus.yml
+    std::vector<arch::Gpu> gpus;               // empty: bundled policy/gpus.yml, retired too
     std::vector<std::string> ignore;           // lint_ignore entries
     std::string arch_list_separator = " ";     // how TORCH_CUDA_ARCH_LIST is exported
     std::string ignore_origin = "lint_ignore"; // where they came from, for errors

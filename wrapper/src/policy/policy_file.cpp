@@ -327,23 +327,31 @@ Result<PolicyData> load_policy(const std::filesystem::path& file) {
     return parse_policy(*text, file.string());
 }
 
-Result<std::vector<arch::Gpu>> parse_gpus(std::string_view text, const std::string& file) {
-    auto root = yamlx::load_text(text, file);
-    if (!root) return std::move(root).error();
-    FORGE_TRY_STATUS(yamlx::check_map(file, *root, "the gpus file", {"gpus"}));
-    const YAML::Node table = (*root)["gpus"];
-    FORGE_TRY_STATUS(yamlx::check_any_map(file, table, "gpus"));
-    std::vector<arch::Gpu> out;
+namespace {
+
+// The rows of one CC map of the gpus file: `gpus:` (products, tegra, note) or `retired:` (products,
+// note; a retired part gets no Tegra reasoning, coverage skips it).
+Status parse_gpu_rows(const std::string& file, const YAML::Node& table, bool retired,
+                      std::vector<arch::Gpu>& out) {
+    const std::string section = retired ? "retired" : "gpus";
+    FORGE_TRY_STATUS(yamlx::check_any_map(file, table, section));
     for (auto it = table.begin(); it != table.end(); ++it) {
         std::string key = it->first.Scalar();
-        std::string where = fmt::format("gpus[{}]", key);
+        std::string where = fmt::format("{}[{}]", section, key);
         auto cc = parse_cc(key, file);
         if (!cc)
             return error_at(file, it->first, where, "keys are compute capabilities such as 8.6");
+        if (std::any_of(out.begin(), out.end(), [&](const arch::Gpu& g) { return g.sm == *cc; }))
+            return error_at(file, it->first, where,
+                            "a CC is listed once, under either 'gpus:' or 'retired:'");
         const YAML::Node row = it->second; // a copy: it-> is a temporary proxy
-        FORGE_TRY_STATUS(yamlx::check_map(file, row, where, {"products", "tegra", "note"}));
+        if (retired)
+            FORGE_TRY_STATUS(yamlx::check_map(file, row, where, {"products", "note"}));
+        else
+            FORGE_TRY_STATUS(yamlx::check_map(file, row, where, {"products", "tegra", "note"}));
         arch::Gpu g;
         g.sm = *cc;
+        g.retired = retired;
         if (!row["products"] || !row["products"].IsSequence())
             return error_at(file, row, where, "'products:' must be a list (empty when unknown)");
         for (const auto& p : row["products"]) {
@@ -363,14 +371,29 @@ Result<std::vector<arch::Gpu>> parse_gpus(std::string_view text, const std::stri
         }
         out.push_back(std::move(g));
     }
+    return ok_status();
+}
+
+} // namespace
+
+Result<std::vector<arch::Gpu>> parse_gpus(std::string_view text, const std::string& file,
+                                          Retired retired) {
+    auto root = yamlx::load_text(text, file);
+    if (!root) return std::move(root).error();
+    FORGE_TRY_STATUS(yamlx::check_map(file, *root, "the gpus file", {"gpus", "retired"}));
+    std::vector<arch::Gpu> out;
+    FORGE_TRY_STATUS(parse_gpu_rows(file, (*root)["gpus"], false, out));
+    if ((*root)["retired"]) FORGE_TRY_STATUS(parse_gpu_rows(file, (*root)["retired"], true, out));
+    // Read and checked either way, so a broken `retired:` fails every command alike.
+    if (retired == Retired::Skip) std::erase_if(out, [](const arch::Gpu& g) { return g.retired; });
     std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.sm < b.sm; });
     return out;
 }
 
-Result<std::vector<arch::Gpu>> load_gpus(const std::filesystem::path& file) {
+Result<std::vector<arch::Gpu>> load_gpus(const std::filesystem::path& file, Retired retired) {
     auto text = read_file(file);
     if (!text) return std::move(text).error();
-    return parse_gpus(*text, file.string());
+    return parse_gpus(*text, file.string(), retired);
 }
 
 } // namespace forge::policy

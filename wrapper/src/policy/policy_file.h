@@ -61,9 +61,15 @@ struct PolicyData {
 Result<PolicyData> load_policy(const std::filesystem::path& file);
 Result<PolicyData> parse_policy(std::string_view text, const std::string& file);
 
+// Whether the table holds gpus.yml's `retired:` entries too (flagged Gpu::retired): the lint asks
+// for them (a build script may name a Kepler CC); what reasons about a built wheel does not.
+enum class Retired : std::uint8_t { Skip, Include };
+
 // policy/gpus.yml: every CC with its products, sorted by CC.
-Result<std::vector<arch::Gpu>> load_gpus(const std::filesystem::path& file);
-Result<std::vector<arch::Gpu>> parse_gpus(std::string_view text, const std::string& file);
+Result<std::vector<arch::Gpu>> load_gpus(const std::filesystem::path& file,
+                                         Retired retired = Retired::Skip);
+Result<std::vector<arch::Gpu>> parse_gpus(std::string_view text, const std::string& file,
+                                          Retired retired = Retired::Skip);
 
 // Parses a CC key "8.7" -> 87.
 Result<int> parse_cc(std::string_view text, std::string_view origin);
