@@ -11,7 +11,8 @@
 #   4. (overhead) the wrapper-overhead benchmark (bench/wrapper) on this idle 16-core machine;
 #      (overhead-wheel, not part of all) the same benchmark with the wheel's bin/nvcc-forge (the
 #      x86_64 wheel carried in .whl/, pip-installed into a venv here) and the carried build's
-#      nvcc-forge side by side, interleaved in one run.
+#      nvcc-forge side by side, interleaved in one run (WHEEL_VERSION_ROUNDS=500,
+#      WHEEL_COMPILE_ROUNDS=21).
 # Expects the carried install prefix in .devcarry/ (bin/nvcc-forge, libexec/nvcc-forge-tools,
 # share/nvcc-forge, lib/*.so* the tools need, bundles/*/bundle_fatbin.h).
 set -uo pipefail
@@ -102,7 +103,8 @@ overhead_wheel() {
   echo "wheel: $(basename "$whl"): $("$venv/bin/nvcc-forge" --version); $(file -b "$venv/bin/nvcc-forge" 2>/dev/null | cut -d, -f1-4)"
   echo "build: $F: $("$F" --version)"
   python3 "$repo/bench/wrapper/bench_wrapper.py" --forge "$venv/bin/nvcc-forge" --label wheel \
-    --forge "$F" --label build --version-rounds 500 --compile-rounds 21 2>&1 | tee "$OUT/overhead-wheel.log"
+    --forge "$F" --label build --version-rounds "${WHEEL_VERSION_ROUNDS:-500}" \
+    --compile-rounds "${WHEEL_COMPILE_ROUNDS:-21}" 2>&1 | tee "$OUT/overhead-wheel.log"
 }
 if [ "$step" = overhead-wheel ]; then
   overhead_wheel
