@@ -8,7 +8,11 @@
 #      mode with TORCH_CUDA_ARCH_LIST narrowed to 9.0, its kernel run on the GPU, its .so gated;
 #   3. multi-toolkit bundles (built on the CPU machine with CUDA 13.0 + 13.1, carried as headers)
 #      loaded with nvcc_forge/load_fatbin.h on the GPU's driver;
-#   4. (overhead) the wrapper-overhead benchmark (bench/wrapper) on this idle 16-core machine.
+#   4. (overhead) the wrapper-overhead benchmark (bench/wrapper) on this idle 16-core machine;
+#      (overhead-wheel, not part of all) the same benchmark with the wheel's bin/nvcc-forge (the
+#      x86_64 wheel carried in .whl/, pip-installed into a venv here) and the carried build's
+#      nvcc-forge side by side, interleaved in one run (WHEEL_VERSION_ROUNDS=500,
+#      WHEEL_COMPILE_ROUNDS=21).
 # Expects the carried install prefix in .devcarry/ (bin/nvcc-forge, libexec/nvcc-forge-tools,
 # share/nvcc-forge, lib/*.so* the tools need, bundles/*/bundle_fatbin.h).
 set -uo pipefail
@@ -74,4 +78,28 @@ if [ "$step" = all ] || [ "$step" = overhead ]; then
   echo "== 4. wrapper overhead (bench/wrapper/bench_wrapper.py)"
   python3 "$repo/bench/wrapper/bench_wrapper.py" --forge "$F" --version-rounds 500 \
     --compile-rounds 21 2>&1 | tee "$OUT/overhead.log"
+fi
+
+overhead_wheel() {
+  echo "== 4b. wrapper overhead: the wheel's bin/nvcc-forge next to the build's (bench_wrapper.py)"
+  local whl venv
+  whl=$(ls "$repo"/.whl/nvcc_forge-*-py3-none-linux_x86_64.whl 2>/dev/null | head -1)
+  [ -n "$whl" ] || { echo "overhead-wheel: no nvcc_forge-*-py3-none-linux_x86_64.whl in .whl/"; return 2; }
+  venv=/tmp/forge-wheel-venv
+  rm -rf "$venv"
+  # Offline: the wheel has no dependencies. Without ensurepip, the same layout by pip --prefix.
+  if python3 -m venv "$venv" 2>/dev/null; then
+    "$venv/bin/pip" install -q --disable-pip-version-check --no-index --no-deps "$whl" || return 2
+  else
+    echo "overhead-wheel: no venv module here: pip install --prefix $venv"
+    python3 -m pip install -q --disable-pip-version-check --no-index --no-deps --prefix "$venv" "$whl" || return 2
+  fi
+  echo "wheel: $(basename "$whl"): $("$venv/bin/nvcc-forge" --version); $(file -b "$venv/bin/nvcc-forge" 2>/dev/null | cut -d, -f1-4)"
+  echo "build: $F: $("$F" --version)"
+  python3 "$repo/bench/wrapper/bench_wrapper.py" --forge "$venv/bin/nvcc-forge" --label wheel \
+    --forge "$F" --label build --version-rounds "${WHEEL_VERSION_ROUNDS:-500}" \
+    --compile-rounds "${WHEEL_COMPILE_ROUNDS:-21}" 2>&1 | tee "$OUT/overhead-wheel.log"
+}
+if [ "$step" = overhead-wheel ]; then
+  overhead_wheel
 fi

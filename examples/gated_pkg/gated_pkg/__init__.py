@@ -1,0 +1,1 @@
+"""The gated example's Python side: its extension is _C (kernels.cu)."""
