@@ -109,9 +109,10 @@ class MemoryGrant {
 // keeps what it was granted for the next cubin, so that the pages it decodes into are already
 // faulted in, and grows it while the total stays under the limit. A worker that cannot grow gives
 // back all it holds and queues; while the first in the queue does not fit, each worker that
-// finishes a cubin gives back all it holds. The queue is served in turn, and a grant larger than
-// the limit waits until nobody holds anything: the total never passes the limit (or the one larger
-// grant), nobody starves. (Giving back is not free: the next cubin faults its pages in again.)
+// finishes a cubin gives back what it holds (Worker::after_cubin). The queue is served in turn,
+// and a grant larger than the limit waits until nobody holds anything: the total never passes the
+// limit (or the one larger grant), nobody starves. (Giving back is not free: the next cubin
+// faults its pages in again.)
 class ResidentBudget {
   public:
     explicit ResidentBudget(std::uint64_t limit) : limit_(limit) {}
@@ -141,11 +142,9 @@ class ResidentBudget {
         }
         turn_.notify_all();
     }
-    // Whether a worker should give back what it holds: someone queues and the first in the
-    // queue does not fit yet. Only as many workers give back as the first one needs, so the
-    // others keep their pages faulted in.
-    // What the first in the queue waits for, when it does not fit yet; 0 when nobody waits or
-    // it fits.
+    // What the first in the queue waits for while it does not fit yet (then a worker gives back
+    // after its cubin); 0 when nobody waits or it fits. Only as many workers give back as the
+    // first one needs, so the others keep their pages faulted in.
     [[nodiscard]] std::uint64_t short_for_queue() {
         std::lock_guard lock(mutex_);
         return next_ != serving_ && in_use_ != 0 && !fits(head_need_)
