@@ -210,6 +210,9 @@ MUTANTS = [
     ("stream.no_second_pass", "wrapper/src/binary/cubin.cpp",
      "const bool second = stream_pass(s, stream, uncompressed_size, fresh, stop_at);",
      "const bool second = false;", ["test_binary"], r"^BinaryStream\."),
+    ("stream.never_one_call", "wrapper/src/binary/cubin.cpp",
+     "plan.one_call = uncompressed_size <= prefix_bytes || uncompressed_size <= buffers;",
+     "plan.one_call = uncompressed_size <= prefix_bytes;", ["test_binary"], r"^BinaryStream\."),
     # ---- the wrapper (frontend/): last, its integration tests build with the real nvcc ----
     ("frontend.observe_injects", "wrapper/src/frontend/wrapper.cpp",
      "if (mode == Mode::Observe) {", "if (false) {", TOOLS, r"^(frontend\.(flash_ladder_observe|launcher_and_ccache|arch_specific_sm90a)|cmake\.observe\.Ninja)"),

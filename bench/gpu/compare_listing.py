@@ -15,6 +15,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "list"))
+from measure import measure  # noqa: E402  (bench/list/measure.py: the one process timer)
+
 FORGE, OUT = sys.argv[1], sys.argv[2]
 CUOBJDUMP = os.environ.get("CUOBJDUMP", "cuobjdump")
 PACKAGES = ("torch", "cupy", "cupy_backends", "jax", "jaxlib", "jax_plugins", "nvidia")
@@ -29,19 +32,6 @@ def run(cmd, timeout=600):
     # Popen.wait already reaped it; re-run through wait4 is impossible, so use resource of the
     # child via /usr/bin/time-free method below for the memory figures.
     return p.returncode, out.decode(errors="replace"), err.decode(errors="replace"), wall
-
-
-def run_rss(cmd):
-    """Wall seconds and peak RSS (MiB) of one child, via os.wait4."""
-    t0 = time.perf_counter()
-    pid = os.fork()
-    if pid == 0:
-        fd = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(fd, 1)
-        os.dup2(fd, 2)
-        os.execvp(cmd[0], cmd)
-    _, status, ru = os.wait4(pid, 0)
-    return time.perf_counter() - t0, ru.ru_maxrss / 1024.0, os.waitstatus_to_exitcode(status)
 
 
 def roots():
@@ -150,43 +140,50 @@ def main():
     if torch_so:
         size_mb = os.path.getsize(torch_so) / 1e6
         # Interleaved rounds (text list, JSON list, --toolkit), each process timed from fork to
-        # reap (spawn included); medians of the wall times, the largest peak RSS of each.
+        # reap (spawn included) by bench/list/measure.py; medians of the wall and CPU times, the
+        # largest peak RSS of each. `--version` is the process alone (binary, start-up), the
+        # launcher running /bin/true the floor of the RSS figure itself.
         rounds, tk_rounds = int(os.environ.get("LIST_ROUNDS", 21)), int(os.environ.get("TOOLKIT_ROUNDS", 11))
-        native_text, native, native_tk = [], [], []
+        cmds = {"list_text": [FORGE, "list", torch_so],
+                "list": [FORGE, "list", "--format", "json", torch_so],
+                "toolkit": [FORGE, "list", "--toolkit", "--format", "json", torch_so],
+                "version": [FORGE, "--version"], "true": ["/bin/true"]}
+        samples = {k: [] for k in cmds}
         for i in range(max(rounds, tk_rounds)):
-            if i < rounds:
-                native_text.append(run_rss([FORGE, "list", torch_so]))
-                native.append(run_rss([FORGE, "list", "--format", "json", torch_so]))
-            if i < tk_rounds:
-                native_tk.append(run_rss([FORGE, "list", "--toolkit", "--format", "json", torch_so]))
-        elf = run_rss([CUOBJDUMP, "--list-elf", torch_so])
-        ptx = run_rss([CUOBJDUMP, "--list-ptx", torch_so])
-        med_text = statistics.median(w for w, _, _ in native_text)
-        med = statistics.median(w for w, _, _ in native)
-        med_tk = statistics.median(w for w, _, _ in native_tk)
+            for k, cmd in cmds.items():
+                if i < (tk_rounds if k == "toolkit" else rounds):
+                    samples[k].append(measure(cmd))
+        elf = measure([CUOBJDUMP, "--list-elf", torch_so])
+        ptx = measure([CUOBJDUMP, "--list-ptx", torch_so])
         both = elf[0] + ptx[0]
-        perf = {
-            "file": torch_so, "size_mb": round(size_mb, 1), "list_rounds": rounds,
-            "toolkit_rounds": tk_rounds,
-            "native_list_text_median_s": med_text,
-            "native_list_text_max_rss_mib": max(m for _, m, _ in native_text),
-            "native_list_median_s": med, "native_list_max_rss_mib": max(m for _, m, _ in native),
-            "native_toolkit_median_s": med_tk, "native_toolkit_max_rss_mib": max(m for _, m, _ in native_tk),
-            "native_toolkit_min_s": min(w for w, _, _ in native_tk),
-            "cuobjdump_list_elf_s": elf[0], "cuobjdump_list_elf_rss_mib": elf[1],
-            "cuobjdump_list_ptx_s": ptx[0], "cuobjdump_list_ptx_rss_mib": ptx[1],
-            "ratio_list_text_vs_both_cuobjdump": both / med_text,
-            "ratio_list_vs_both_cuobjdump": both / med,
-            "ratio_toolkit_vs_both_cuobjdump": both / med_tk,
-            "ratio_toolkit_vs_list_elf": elf[0] / med_tk,
-        }
+        perf = {"file": torch_so, "size_mb": round(size_mb, 1), "list_rounds": rounds,
+                "toolkit_rounds": tk_rounds, "cores": os.cpu_count(),
+                "cuobjdump_list_elf_s": elf[0], "cuobjdump_list_elf_rss_mib": elf[2],
+                "cuobjdump_list_ptx_s": ptx[0], "cuobjdump_list_ptx_rss_mib": ptx[2]}
+        for k, xs in samples.items():
+            perf[f"{k}_median_s"] = statistics.median(x[0] for x in xs)
+            perf[f"{k}_min_s"] = min(x[0] for x in xs)
+            perf[f"{k}_cpu_median_s"] = statistics.median(x[1] for x in xs)
+            perf[f"{k}_max_rss_mib"] = max(x[2] for x in xs)
+            perf[f"{k}_exit_codes"] = sorted({x[3] for x in xs})
+            if k not in ("version", "true"):
+                perf[f"ratio_{k}_vs_both_cuobjdump"] = both / perf[f"{k}_median_s"]
         print(json.dumps(perf, indent=1), flush=True)
         # The targets of issue 16 ("Speed of the readers").
-        print(f"target list >= 1000x at <= 16 MiB: {perf['ratio_list_text_vs_both_cuobjdump']:.0f}x "
-              f"at {perf['native_list_text_max_rss_mib']:.1f} MiB (text), "
-              f"{perf['ratio_list_vs_both_cuobjdump']:.0f}x at {perf['native_list_max_rss_mib']:.1f} MiB (json)", flush=True)
-        print(f"target list --toolkit >= 100x at <= 64 MiB: {perf['ratio_toolkit_vs_both_cuobjdump']:.0f}x "
-              f"at {perf['native_toolkit_max_rss_mib']:.1f} MiB", flush=True)
+        print(f"list (text): {perf['list_text_median_s'] * 1e3:.2f} ms median = "
+              f"{perf['ratio_list_text_vs_both_cuobjdump']:.0f}x cuobjdump --list-elf + --list-ptx "
+              f"({elf[0]:.2f} + {ptx[0]:.2f} s), peak {perf['list_text_max_rss_mib']:.1f} MiB "
+              f"(target >= 1000x at <= 16 MiB)", flush=True)
+        print(f"list --format json: {perf['list_median_s'] * 1e3:.2f} ms = "
+              f"{perf['ratio_list_vs_both_cuobjdump']:.0f}x, peak {perf['list_max_rss_mib']:.1f} MiB", flush=True)
+        print(f"list --toolkit --format json: {perf['toolkit_median_s'] * 1e3:.1f} ms = "
+              f"{perf['ratio_toolkit_vs_both_cuobjdump']:.1f}x, peak {perf['toolkit_max_rss_mib']:.1f} MiB, "
+              f"CPU {perf['toolkit_cpu_median_s']:.2f} s on {perf['cores']} cores "
+              f"(CPU / cores = {perf['toolkit_cpu_median_s'] / perf['cores'] * 1e3:.0f} ms) "
+              f"(target >= 100x at <= 64 MiB)", flush=True)
+        print(f"process alone (--version): {perf['version_median_s'] * 1e3:.2f} ms, "
+              f"{perf['version_max_rss_mib']:.1f} MiB; launcher floor (/bin/true): "
+              f"{perf['true_median_s'] * 1e3:.2f} ms, {perf['true_max_rss_mib']:.1f} MiB", flush=True)
 
     with open(os.path.join(OUT, "listing.json"), "w") as f:
         json.dump({"files": results, "libtorch_cuda": perf}, f, indent=1)

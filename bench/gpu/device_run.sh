@@ -27,7 +27,7 @@ python3 -c 'import torch; print("torch", torch.__version__)'
 
 if [ "$step" = all ] || [ "$step" = list ]; then
   echo "== 1. list vs cuobjdump"
-  python3 "$repo/bench/gpu/compare_listing.py" "$F" "$OUT" 2>&1 | tee "$OUT/listing.log" | tail -40
+  python3 "$repo/bench/gpu/compare_listing.py" "$F" "$OUT" 2>&1 | tee "$OUT/listing.log" | tail -90
 fi
 
 if [ "$step" = all ] || [ "$step" = torch ]; then

@@ -5,8 +5,8 @@ usage: speed.py [--rounds N] [--toolkit-rounds N] TOOLS_BEFORE TOOLS_AFTER FILE.
 
 TOOLS_* are nvcc-forge-tools binaries (or `nvcc-forge`). For each file and each command (`list`,
 `list --format json`, `list --toolkit --format json`) the two binaries run alternately; every run
-is timed from fork to reap (spawn included) with os.wait4, which also gives its peak RSS and CPU
-time. Prints medians (wall, CPU) and the largest peak RSS, and checks that both binaries print
+is timed from fork to reap (spawn included) by bench/list/measure.py, which also gives its peak
+RSS and CPU time. Prints medians (wall, CPU) and the largest peak RSS, and checks that both binaries print
 byte-identical output. No assertions on time: numbers only.
 """
 import argparse
@@ -14,21 +14,8 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 
-
-def run(cmd):
-    """(wall s, user+sys s, peak RSS MiB, exit code) of one child, stdout to /dev/null."""
-    t0 = time.perf_counter()
-    pid = os.fork()
-    if pid == 0:
-        fd = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(fd, 1)
-        os.dup2(fd, 2)
-        os.execv(cmd[0], cmd)
-    _, status, ru = os.wait4(pid, 0)
-    wall = time.perf_counter() - t0
-    return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024.0, os.waitstatus_to_exitcode(status)
+from measure import measure
 
 
 def main():
@@ -52,7 +39,7 @@ def main():
             samples = {k: [] for k in tools}
             for _ in range(rounds):
                 for k, t in tools.items():
-                    samples[k].append(run([t] + args + [f]))
+                    samples[k].append(measure([t] + args + [f]))
             r = {"file": os.path.basename(f), "mib": size, "cmd": " ".join(args), "same": same}
             for k, s in samples.items():
                 r[k] = (statistics.median(x[0] for x in s) * 1e3,

@@ -87,6 +87,23 @@ def case_toolkit(t):
             check(r["toolkit"] is None, r)
 
 
+@ft.case("binary.list.threads_env")
+def case_threads_env(t):
+    """NVCC_FORGE_LIST_THREADS sets --toolkit's workers: the same rows for any count; a value
+    that is not a count from 1 to 16 is a usage error (exit 2) naming the variable."""
+    d = fixtures(t)
+    files = (f"{d}/cm_size.o", f"{d}/cm_all.o", f"{d}/size.so")
+    want = listing(t, *files, extra=("--toolkit",))
+    for n in ("1", "3", "16"):
+        rc, out, err = run(t, "--toolkit", "--format", "json", *files,
+                           env=dict(os.environ, NVCC_FORGE_LIST_THREADS=n))
+        check(rc == 0 and json.loads(out) == want, f"{n} workers: exit {rc} {err}")
+    for bad in ("0", "17", "two", "4x", ""):
+        rc, out, err = run(t, "--toolkit", f"{d}/cm_size.o",
+                           env=dict(os.environ, NVCC_FORGE_LIST_THREADS=bad))
+        check(rc == 2 and "NVCC_FORGE_LIST_THREADS" in err and out == "", f"{bad!r}: {rc} {out} {err}")
+
+
 @ft.case("binary.list.exit_codes")
 def case_exit_codes(t):
     d = fixtures(t)

@@ -68,19 +68,23 @@ std::vector<std::uint8_t> layered_cubin(std::size_t gap, std::uint32_t seed, std
     return b.b;
 }
 
-// A checksummed frame, so that a flipped byte inside a stored block is an error too.
-std::vector<std::uint8_t> zstd(const std::vector<std::uint8_t>& in) {
+// A checksummed frame, so that a flipped byte inside a stored block is an error too. Level 1
+// gives an image of more than 512 KiB a 512 KiB window (then it is streamed); `window_log` set
+// large gives a frame whose window is the whole image, as nvcc writes all but its largest cubins
+// (then it is decoded in one call).
+std::vector<std::uint8_t> zstd(const std::vector<std::uint8_t>& in, int window_log = 0) {
     std::vector<std::uint8_t> z(ZSTD_compressBound(in.size()));
     ZSTD_CCtx* c = ZSTD_createCCtx();
     ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, 1);
     ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 1);
+    if (window_log != 0) ZSTD_CCtx_setParameter(c, ZSTD_c_windowLog, window_log);
     z.resize(ZSTD_compress2(c, z.data(), z.size(), in.data(), in.size()));
     ZSTD_freeCCtx(c);
     return z;
 }
 
-EntrySpec zstd_entry(const std::vector<std::uint8_t>& cubin) {
-    auto z = zstd(cubin);
+EntrySpec zstd_entry(const std::vector<std::uint8_t>& cubin, int window_log = 0) {
+    auto z = zstd(cubin, window_log);
     return EntrySpec{.kind = 2,
                      .arch = 100,
                      .flags = 0x108011, // ZSTD, arch-specific
@@ -129,6 +133,54 @@ TEST(BinaryStream, StreamedCubinAnswersWhatTheWholeImageAnswers) {
     expect_same(*s, *w);
 }
 
+TEST(BinaryStream, FrameWhoseWindowIsTheImageIsDecodedInOneCall) {
+    // The streaming decoder would buffer this whole 2 MiB image anyway (its window is the image):
+    // decoded in one call into the worker's pages instead, with no second pass however far the
+    // parts read lie. The same image with a 128 KiB window is streamed.
+    const auto cubin = layered_cubin(2u << 20, forge::test::test_seed(23));
+    for (int window_log : {23, 17}) {
+        SCOPED_TRACE("window log " + std::to_string(window_log));
+        const auto fb = fatbin_bytes({zstd_entry(cubin, window_log)});
+        ReadStats stats, whole;
+        auto r = read_memory(fb, inspecting(&stats, 64));
+        auto w = read_memory(fb, inspecting(&whole, 0));
+        ASSERT_TRUE(r.ok()) << r.error().to_string();
+        ASSERT_TRUE(w.ok()) << w.error().to_string();
+        EXPECT_EQ(stats.streamed, 1u);
+        EXPECT_EQ(stats.one_call, window_log == 23 ? 1u : 0u);
+        EXPECT_EQ(stats.second_pass, window_log == 23 ? 0u : 1u);
+        EXPECT_EQ(stats.decompressed, 0u);
+        expect_same(*r, *w);
+        EXPECT_EQ((*r)[0].toolkit, "13.0");
+        EXPECT_EQ((*r)[0].kernels, 2);
+    }
+}
+
+TEST(BinaryStream, WorkersQueueForABudgetThatHoldsOneOrTwoCubins) {
+    // Eight workers, cubins in one call and streamed, and a budget that lets one or two hold
+    // their pages at a time: each worker gives back what it holds for the next in the queue, and
+    // every answer is the whole image's.
+    std::vector<EntrySpec> specs;
+    const std::uint32_t seed = forge::test::test_seed(24);
+    for (std::uint32_t i = 0; i < 32; ++i)
+        specs.push_back(
+            zstd_entry(layered_cubin((i % 2 == 0 ? 300u << 10 : 1100u << 10) + 512 * i, seed + i),
+                       i % 2 == 0 ? 23 : 17));
+    const auto fb = fatbin_bytes(specs);
+    ReadStats stats, whole;
+    auto opts = inspecting(&stats);
+    opts.threads = 8;
+    opts.max_stream_bytes = 4u << 20; // a streamed one holds ~3 MiB, one in one call ~0.7
+    auto r = read_memory(fb, opts);
+    auto w = read_memory(fb, inspecting(&whole, 0));
+    ASSERT_TRUE(r.ok()) << r.error().to_string();
+    ASSERT_TRUE(w.ok()) << w.error().to_string();
+    EXPECT_EQ(stats.streamed, 32u);
+    EXPECT_EQ(stats.one_call, 16u);
+    EXPECT_EQ(stats.decompressed, 0u);
+    expect_same(*r, *w);
+}
+
 TEST(BinaryStream, PartsBeyondThePrefixAreKeptByASecondPass) {
     // elf_with() puts the name table after the sections: with a 64-byte prefix the first pass
     // keeps only the header and the table, and a second pass keeps what the table locates.
@@ -147,20 +199,33 @@ TEST(BinaryStream, PartsBeyondThePrefixAreKeptByASecondPass) {
     EXPECT_EQ((*r)[0].kernels, 2);
 }
 
-TEST(BinaryStream, PartsTooLargeForTheSecondPassFallBackToTheWholeImage) {
-    // 4 KiB of .nv.info is more than the second pass may keep for a 64-byte prefix (4 x 64).
-    const auto cubin = layered_cubin(4096, forge::test::test_seed(21), 4096);
-    const auto fb = fatbin_bytes({zstd_entry(cubin)});
-    ReadStats small, normal;
-    auto r = read_memory(fb, inspecting(&small, 64));
-    auto n = read_memory(fb, inspecting(&normal));
+TEST(BinaryStream, PartsTooLargeForTheSecondPassAreReadAgainWithRoomOrWhole) {
+    // 64 KiB of .nv.info is more than the second pass may keep for a 64-byte prefix (4 x 64):
+    // the frame is read again under a plan with room for it, and decompressed whole when that
+    // plan is over the budget. A 1 KiB window: the frame is streamed, not decoded in one call.
+    const auto cubin = layered_cubin(4096, forge::test::test_seed(21), 65536);
+    const EntrySpec entry = zstd_entry(cubin, 10);
+    const auto fb = fatbin_bytes({entry});
+    const Bytes stream{entry.payload.data(), entry.compressed_size, 0};
+    const auto plan = zstd_read_plan(stream, cubin.size(), 64, 1u << 30);
+    ASSERT_TRUE(plan);
+    EXPECT_FALSE(plan->one_call);
+    ReadStats again, whole, normal;
+    auto r = read_memory(fb, inspecting(&again, 64));
+    auto opts = inspecting(&whole, 64);
+    opts.max_stream_bytes = plan->footprint; // the first plan fits, the one with room does not
+    auto w = read_memory(fb, opts);
+    auto n = read_memory(fb, inspecting(&normal, 0));
     ASSERT_TRUE(r.ok()) << r.error().to_string();
+    ASSERT_TRUE(w.ok()) << w.error().to_string();
     ASSERT_TRUE(n.ok()) << n.error().to_string();
-    EXPECT_EQ(small.streamed, 0u);
-    EXPECT_EQ(small.decompressed, 1u);
-    EXPECT_EQ(normal.streamed, 1u);
-    EXPECT_EQ(normal.second_pass, 0u);
+    EXPECT_EQ(again.streamed, 1u);
+    EXPECT_EQ(again.second_pass, 1u);
+    EXPECT_EQ(again.decompressed, 0u);
+    EXPECT_EQ(whole.streamed, 0u);
+    EXPECT_EQ(whole.decompressed, 1u);
     expect_same(*r, *n);
+    expect_same(*w, *n);
     EXPECT_EQ((*r)[0].toolkit, "13.0");
 }
 
@@ -235,6 +300,17 @@ TEST(BinaryStream, HostileStreamsFailWithTheEntryOffsetLikeTheWholeImage) {
         e = must_fail(fatbin_bytes({small}), opts);
         EXPECT_EQ(e.offset, payload_at) << e.to_string();
         EXPECT_TRUE(mentions(e, "corrupt zstd payload")) << e.to_string();
+        // The same for a large frame whose window is the image (decoded in one call).
+        EntrySpec one_call = zstd_entry(cubin, 23);
+        one_call.compressed_size = one_call.compressed_size / 2;
+        e = must_fail(fatbin_bytes({one_call}), opts);
+        EXPECT_EQ(e.offset, payload_at) << e.to_string();
+        EXPECT_TRUE(mentions(e, "corrupt zstd payload")) << e.to_string();
+        one_call = zstd_entry(cubin, 23);
+        for (std::size_t i = 1200000; i < 1200064; ++i)
+            one_call.payload[i] ^= 0x5a;
+        e = must_fail(fatbin_bytes({one_call}), opts);
+        EXPECT_EQ(e.offset, payload_at) << e.to_string();
         // A frame whose image is not a cubin.
         std::vector<std::uint8_t> junk(300000, 0x41);
         EXPECT_TRUE(

@@ -3,7 +3,7 @@
 #include "binary/mapped_file.h"
 
 #include <algorithm>
-#include <atomic>
+#include <array>
 #include <charconv>
 #include <fmt/format.h>
 #include <lz4.h>
@@ -294,49 +294,54 @@ Result<std::vector<std::uint8_t>> decompress_payload(const Bytes& stream, Compre
     return out;
 }
 
-namespace {
-// A decoder with buffers past kKeepDecoderBytes (a window of a few MiB) is kept for the next
-// frame by at most kKeptLargeDecoders workers of the process; the others free theirs after the
-// frame. Keeping spares the page faults of a fresh window per large frame (585 windows of 2-8
-// MiB in libcublasLt.so.13: 350,000 faults); the cap keeps idle workers from holding 16 windows.
-constexpr std::uint64_t kKeepDecoderBytes = std::uint64_t{1} << 20;
-constexpr int kKeptLargeDecoders = 3;
-std::atomic<int> kept_large_decoders{0};
-} // namespace
-
 struct StreamScratch::Impl {
     ZSTD_DCtx* dctx = nullptr;
-    bool holds_large = false; // counted in kept_large_decoders
     std::vector<std::uint8_t> chunk;
     SparseImage image;
-    ~Impl() {
-        ZSTD_freeDCtx(dctx);
-        if (holds_large) --kept_large_decoders;
-    }
-    void after_frame() {
-        const bool large = dctx != nullptr && ZSTD_sizeof_DCtx(dctx) > kKeepDecoderBytes;
-        if (large && !holds_large) {
-            if (++kept_large_decoders <= kKeptLargeDecoders) {
-                holds_large = true;
-                return;
-            }
-            --kept_large_decoders;
-            ZSTD_freeDCtx(dctx);
-            dctx = nullptr;
-        } else if (!large && holds_large) { // zstd shrank it
-            holds_large = false;
-            --kept_large_decoders;
+    std::uint64_t written = 0; // the image's bytes from 0 that may be resident
+    // Compressed bytes are copied here (pread from a mapped file) rather than read through the
+    // mapping: a page fault maps up to 15 neighbouring pages of other entries with each page
+    // read, which then stay in the resident set (16 workers: 15 MiB of such pages measured).
+    std::unique_ptr<std::uint8_t[]> in;
+    std::uint64_t in_size = 0;
+    std::uint8_t* input(std::uint64_t n) {
+        if (n > in_size) {
+            in.reset(new (std::nothrow) std::uint8_t[n]); // no zero fill: copied over at once
+            in_size = in ? n : 0;
         }
+        return in.get();
     }
+    ~Impl() { ZSTD_freeDCtx(dctx); }
 };
 
 StreamScratch::StreamScratch() : impl_(std::make_unique<Impl>()) {}
 StreamScratch::~StreamScratch() = default;
 
+std::uint64_t StreamScratch::release(std::uint64_t keep) {
+    Impl& s = *impl_;
+    std::uint64_t held = 0;
+    if (s.dctx != nullptr && keep != 0 && ZSTD_sizeof_DCtx(s.dctx) <= keep / 2) {
+        held += ZSTD_sizeof_DCtx(s.dctx); // no window and stream buffers in it
+    } else {
+        ZSTD_freeDCtx(s.dctx);
+        s.dctx = nullptr;
+    }
+    if (s.in_size != 0 && s.in_size <= keep / 4) {
+        held += s.in_size;
+    } else {
+        s.in.reset();
+        s.in_size = 0;
+    }
+    const std::uint64_t image = std::min(s.written, keep);
+    s.image.forget(image, s.written - image);
+    s.written = image;
+    return held + image;
+}
+
 namespace {
 
-// Compressed input is handed to the decoder in slices; each slice's file pages leave the
-// resident set once consumed (a 5 MB payload would otherwise stay mapped until its end).
+// Compressed input is handed to the decoder in slices, each copied into the worker's buffer (a
+// 5 MB payload would otherwise stay resident until its end).
 constexpr std::uint64_t kInputSlice = std::uint64_t{1} << 20;
 // The second pass keeps the sections the first one located, up to this many times the prefix.
 constexpr std::uint64_t kSecondPassFactor = 4;
@@ -381,16 +386,17 @@ bool stream_pass(StreamScratch::Impl& s, const Bytes& stream, std::uint64_t size
     ZSTD_DCtx_reset(s.dctx, ZSTD_reset_session_only);
     std::uint8_t* img = s.image.data();
     bool header_known = stop_at != 0;
-    std::uint64_t produced = 0, released = 0;
-    ZSTD_inBuffer in{stream.data(), 0, 0};
+    std::uint64_t produced = 0, fed = 0; // fed: compressed bytes handed to the decoder
+    std::uint8_t* slice = s.input(std::min(stream.size(), kInputSlice));
+    if (slice == nullptr) return false;
+    ZSTD_inBuffer in{slice, 0, 0};
     bool ok = false;
     while (true) {
-        if (in.pos == in.size && in.size < stream.size()) { // the next slice of input
-            if (in.pos - released >= kInputSlice) {
-                release_pages(stream.data() + released, in.pos - released);
-                released = in.pos;
-            }
-            in.size = std::min<std::uint64_t>(stream.size(), in.size + kInputSlice);
+        if (in.pos == in.size && fed < stream.size()) { // the next slice of input
+            const std::uint64_t n = std::min(stream.size() - fed, kInputSlice);
+            copy_bytes(stream.data() + fed, n, slice);
+            fed += n;
+            in = ZSTD_inBuffer{slice, static_cast<std::size_t>(n), 0};
         }
         ZSTD_outBuffer out{s.chunk.data(), s.chunk.size(), 0};
         const std::size_t ret = ZSTD_decompressStream(s.dctx, &out, &in);
@@ -416,12 +422,27 @@ bool stream_pass(StreamScratch::Impl& s, const Bytes& stream, std::uint64_t size
             break;
         }
         if (ret == 0) { // the frame is complete
-            ok = stop_at == 0 && in.pos == stream.size() && produced == size;
+            ok = stop_at == 0 && fed == stream.size() && in.pos == in.size && produced == size;
             break;
         }
-        if (out.pos == 0 && in.pos == in.size && in.size == stream.size()) break; // truncated
+        if (out.pos == 0 && in.pos == in.size && fed == stream.size()) break; // truncated
     }
     return ok;
+}
+
+// A frame's header copied out (copy_bytes: pread from a mapped file). Read through the mapping,
+// it would fault in its page and up to 15 neighbours, which are other entries' bytes and stay in
+// the resident set after this entry's pages are released.
+struct FrameHead {
+    std::array<std::uint8_t, ZSTD_FRAMEHEADERSIZE_MAX> bytes{};
+    std::size_t size = 0;
+};
+
+FrameHead frame_head(const Bytes& stream) {
+    FrameHead h;
+    h.size = static_cast<std::size_t>(std::min<std::uint64_t>(stream.size(), h.bytes.size()));
+    copy_bytes(stream.data(), h.size, h.bytes.data());
+    return h;
 }
 
 std::uint32_t name_table_index(const Elf& elf, const Bytes& image) {
@@ -453,54 +474,74 @@ bool kept_covers_reads(const Elf& elf, const Bytes& image, const Kept& kept) {
 
 } // namespace
 
-std::optional<std::uint64_t> zstd_stream_footprint(const Bytes& stream,
-                                                   std::uint64_t uncompressed_size,
-                                                   std::uint64_t prefix_bytes,
-                                                   std::uint64_t limit) {
+std::optional<ZstdPlan> zstd_read_plan(const Bytes& stream, std::uint64_t uncompressed_size,
+                                       std::uint64_t prefix_bytes, std::uint64_t limit,
+                                       std::uint64_t second_pass_bytes) {
     ZSTD_frameHeader fh{};
-    if (ZSTD_getFrameHeader(&fh, stream.data(), stream.size()) != 0) return std::nullopt;
+    const FrameHead head = frame_head(stream);
+    if (ZSTD_getFrameHeader(&fh, head.bytes.data(), head.size) != 0) return std::nullopt;
     if (fh.frameType != ZSTD_frame) return std::nullopt;
     const std::size_t buffers = ZSTD_decodingBufferSize_min(fh.windowSize, fh.frameContentSize);
     if (ZSTD_isError(buffers)) return std::nullopt;
-    std::uint64_t kept = std::min(prefix_bytes, uncompressed_size);
-    if (uncompressed_size > prefix_bytes) kept += kSecondPassFactor * prefix_bytes;
-    const std::uint64_t total = buffers + ZSTD_DStreamInSize() + ZSTD_DStreamOutSize() + kept;
-    if (total > limit) return std::nullopt;
-    return total;
+    ZstdPlan plan;
+    plan.one_call = uncompressed_size <= prefix_bytes || uncompressed_size <= buffers;
+    // The compressed bytes count too: they are copied to the worker (all of them for one call, a
+    // slice at a time when streamed).
+    if (plan.one_call) {
+        plan.footprint = uncompressed_size + ZSTD_estimateDCtxSize() + stream.size();
+    } else {
+        plan.second_pass =
+            second_pass_bytes != 0 ? second_pass_bytes : kSecondPassFactor * prefix_bytes;
+        const std::uint64_t kept = prefix_bytes + plan.second_pass;
+        plan.footprint = buffers + ZSTD_DStreamInSize() + ZSTD_DStreamOutSize() + kept +
+                         ZSTD_estimateDCtxSize() + std::min(stream.size(), kInputSlice);
+    }
+    if (plan.footprint > limit) return std::nullopt;
+    return plan;
 }
 
 std::optional<CubinInfo> inspect_zstd_cubin(const Bytes& stream, std::uint64_t uncompressed_size,
                                             std::uint64_t limit, std::uint64_t prefix_bytes,
-                                            const Where& where, StreamScratch& scratch,
-                                            ReadStats* stats) {
+                                            ZstdPlan& plan, const Where& where,
+                                            StreamScratch& scratch, ReadStats* stats) {
     if (declared_size_error(stream, Compression::Zstd, uncompressed_size, limit, where))
         return std::nullopt;
     if (uncompressed_size < elf64::kEhdrSize) return std::nullopt;
-    const unsigned long long declared = ZSTD_getFrameContentSize(stream.data(), stream.size());
+    const FrameHead head = frame_head(stream);
+    const unsigned long long declared = ZSTD_getFrameContentSize(head.bytes.data(), head.size);
     if (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared != uncompressed_size) return std::nullopt;
     StreamScratch::Impl& s = scratch.impl();
     if (!s.image.reserve(uncompressed_size)) return std::nullopt;
-    if (s.chunk.empty()) s.chunk.resize(ZSTD_DStreamOutSize());
     const Bytes image{s.image.data(), uncompressed_size, 0};
-    if (uncompressed_size <= prefix_bytes) {
-        // The whole image is the prefix (most cubins: the median in libcublasLt.so.13 is 5 KB):
-        // one call decodes it straight into the worker's reused pages, with the semantics of
+    if (plan.one_call) {
+        // One call decodes the image straight into the worker's pages (reused from cubin to
+        // cubin: no fresh page is faulted in for most), with the semantics of
         // decompress_payload's ZSTD_decompress, and inspect_cubin reads it as a whole.
         if (s.dctx == nullptr) s.dctx = ZSTD_createDCtx();
-        if (s.dctx == nullptr) return std::nullopt;
+        std::uint8_t* src = s.input(stream.size());
+        if (s.dctx == nullptr || src == nullptr) return std::nullopt;
+        copy_bytes(stream.data(), stream.size(), src);
+        s.written = std::max(s.written, uncompressed_size);
         const std::size_t n =
             ZSTD_decompressDCtx(s.dctx, s.image.data(), static_cast<std::size_t>(uncompressed_size),
-                                stream.data(), static_cast<std::size_t>(stream.size()));
-        std::optional<CubinInfo> whole;
-        if (!ZSTD_isError(n) && n == uncompressed_size)
-            if (auto info = inspect_cubin(image, where)) whole = std::move(*info);
-        s.after_frame();
-        return whole;
+                                src, static_cast<std::size_t>(stream.size()));
+        if (ZSTD_isError(n) || n != uncompressed_size) return std::nullopt;
+        if (stats) ++stats->one_call;
+        auto info = inspect_cubin(image, where);
+        if (!info) return std::nullopt;
+        return std::move(*info);
     }
 
+    if (s.chunk.empty()) s.chunk.resize(ZSTD_DStreamOutSize());
     Kept kept;
     kept.ranges.emplace_back(0,
                              std::max(std::min(prefix_bytes, uncompressed_size), elf64::kEhdrSize));
+    // Past the prefix the image must read as zeros where nothing was kept, not as what an image
+    // decoded in one call left there: the first parse reads names before the name table is kept.
+    if (s.written > kept.ranges.front().second) {
+        s.image.forget(kept.ranges.front().second, s.written - kept.ranges.front().second);
+        s.written = kept.ranges.front().second;
+    }
     std::optional<CubinInfo> result;
     if (stream_pass(s, stream, uncompressed_size, kept, 0)) {
         auto elf = parse_elf(image, where);
@@ -522,7 +563,8 @@ std::optional<CubinInfo> inspect_zstd_cubin(const Bytes& stream, std::uint64_t u
             std::uint64_t stop_at = 0;
             for (const auto& r : fresh.ranges)
                 stop_at = std::max(stop_at, r.second);
-            if (stop_at != 0 && fresh.bytes() <= kSecondPassFactor * prefix_bytes) {
+            if (stop_at != 0 && fresh.bytes() > plan.second_pass) plan.wanted = fresh.bytes();
+            if (stop_at != 0 && fresh.bytes() <= plan.second_pass) {
                 const bool second = stream_pass(s, stream, uncompressed_size, fresh, stop_at);
                 kept.ranges.insert(kept.ranges.end(), fresh.ranges.begin(), fresh.ranges.end());
                 usable = second;
@@ -550,7 +592,7 @@ std::optional<CubinInfo> inspect_zstd_cubin(const Bytes& stream, std::uint64_t u
     const std::size_t table_end = std::min<std::size_t>(kept.ranges.size(), 2);
     forget_span(1, table_end);
     forget_span(table_end, kept.ranges.size());
-    s.after_frame();
+    s.written = std::max(s.written, prefix_end);
     return result;
 }
 

@@ -44,13 +44,17 @@ std::optional<Error> declared_size_error(const Bytes& stream, Compression c,
                                          const Where& where);
 
 // What one worker keeps from one ZSTD cubin to the next (never shared between threads): the
-// decoder, its output chunk and the sparse image.
+// decoder, its output chunk and the image pages. They stay resident between cubins, so that the
+// next one is decoded into pages already faulted in. release() gives them back to the system
+// but for the first `keep` bytes of the image and a decoder and input buffer small against it,
+// and returns the most that stays resident.
 class StreamScratch {
   public:
     StreamScratch();
     StreamScratch(const StreamScratch&) = delete;
     StreamScratch& operator=(const StreamScratch&) = delete;
     ~StreamScratch();
+    std::uint64_t release(std::uint64_t keep = 0);
     struct Impl;
     [[nodiscard]] Impl& impl() const { return *impl_; }
 
@@ -58,27 +62,41 @@ class StreamScratch {
     std::unique_ptr<Impl> impl_;
 };
 
-// Bytes the streaming read of this ZSTD frame holds while it runs (the decoder's window and
-// buffers, the kept prefix, the section table), or nullopt when the frame header cannot be read
-// or the decoder would need more than `limit`: then only the full decompression can decide.
-std::optional<std::uint64_t> zstd_stream_footprint(const Bytes& stream,
-                                                   std::uint64_t uncompressed_size,
-                                                   std::uint64_t prefix_bytes, std::uint64_t limit);
+// How inspect_zstd_cubin reads one ZSTD frame, and the most it holds resident meanwhile.
+// `one_call`: the whole image is decoded in one call into the worker's pages, when that holds no
+// more than streaming would (an image no larger than the prefix, or a frame whose window is the
+// whole image: a single-segment frame, most of nvcc's, makes the streaming decoder buffer the
+// whole image anyway). Otherwise it is streamed: the decoder's window, its buffers, the prefix
+// and the section table. nullopt when the frame header cannot be read or the footprint is over
+// `limit`: then only the full decompression can decide.
+// A streamed frame's second pass may keep `second_pass` bytes (`second_pass_bytes`, else four
+// times the prefix); one that needs more (a name table of megabytes: thousands of sections) sets
+// `wanted`, and a plan made with that much more room decides it.
+struct ZstdPlan {
+    bool one_call = false;
+    std::uint64_t footprint = 0;
+    std::uint64_t second_pass = 0;
+    std::uint64_t wanted = 0; // set by inspect_zstd_cubin
+};
+std::optional<ZstdPlan> zstd_read_plan(const Bytes& stream, std::uint64_t uncompressed_size,
+                                       std::uint64_t prefix_bytes, std::uint64_t limit,
+                                       std::uint64_t second_pass_bytes = 0);
 
-// inspect_cubin() of a ZSTD-compressed cubin in one streaming pass, without holding the image:
-// the decompressed bytes flow through a small chunk and only the first `prefix_bytes` and the
-// section header table (its place is in the ELF header) are kept, at their own offsets of a
-// sparse image. When the parts read lie past the prefix, a second pass keeps just them (the
-// table says where) and stops after the last one. An nvcc cubin keeps what inspect_cubin reads
-// (.shstrtab, the notes, .nv.info, .nv.compat) at its start and the section table at its end, past
-// the kernels' code (docs/fatbin-format.md, "Where a cubin keeps what --toolkit reads"). Exact or
-// nothing: nullopt when the kept bytes do not hold every part inspect_cubin reads, or when the
-// payload is anything but one well-formed frame of exactly `uncompressed_size` bytes (the
-// declared-size checks included); the caller then decompresses the whole image with
-// decompress_payload, whose answer (or error, with its offset) stands.
+// inspect_cubin() of a ZSTD-compressed cubin, as `plan` says: decoded in one call into the
+// worker's reused pages, or in one streaming pass without holding the image: the decompressed
+// bytes flow through a small chunk and only the first `prefix_bytes` and the section header table
+// (its place is in the ELF header) are kept, at their own offsets of a sparse image. When the
+// parts read lie past the prefix, a second pass keeps just them (the table says where) and stops
+// after the last one. An nvcc cubin keeps what inspect_cubin reads (.shstrtab, the notes,
+// .nv.info, .nv.compat) at its start and the section table at its end, past the kernels' code
+// (docs/fatbin-format.md, "Where a cubin keeps what --toolkit reads"). Exact or nothing: nullopt
+// when the kept bytes do not hold every part inspect_cubin reads, or when the payload is anything
+// but one well-formed frame of exactly `uncompressed_size` bytes (the declared-size checks
+// included); the caller then decompresses the whole image with decompress_payload, whose answer
+// (or error, with its offset) stands.
 std::optional<CubinInfo> inspect_zstd_cubin(const Bytes& stream, std::uint64_t uncompressed_size,
                                             std::uint64_t limit, std::uint64_t prefix_bytes,
-                                            const Where& where, StreamScratch& scratch,
-                                            ReadStats* stats = nullptr);
+                                            ZstdPlan& plan, const Where& where,
+                                            StreamScratch& scratch, ReadStats* stats = nullptr);
 
 } // namespace forge::binary

@@ -31,8 +31,11 @@ class HeaderWindow {
     Bytes at(std::uint64_t off, std::uint64_t n) {
         if (!r_.has(off, n) || n > kBlock) return r_.sub(off, n);
         if (len_ == 0 || off < lo_ || off - lo_ > len_ || n > len_ - (off - lo_)) {
+            // After a jump past a block (the payload between two headers was larger), the next
+            // header is likely alone in its block too: read a short window, not a page.
+            const bool far = len_ != 0 && off > lo_ && off - lo_ >= kBlock;
+            len_ = std::min<std::uint64_t>(far ? std::max(kShort, n) : kBlock, r_.size() - off);
             lo_ = off;
-            len_ = std::min<std::uint64_t>(kBlock, r_.size() - off);
             copy_bytes(r_.data() + off, len_, buf_.data());
         }
         return Bytes{buf_.data() + (off - lo_), n, r_.abs(off)};
@@ -42,6 +45,10 @@ class HeaderWindow {
     // A page: the headers of entries with payloads up to a few KiB (most cubins of a large
     // library, compressed) come with the read of the one before.
     static constexpr std::uint64_t kBlock = 4096;
+    // An entry header and its extension area (0x40-0x48 bytes as nvcc writes them) with room to
+    // spare; a copy of a page per header was most of listing's kernel time on libtorch_cuda.so
+    // (2,789 entries, most with payloads of tens of KiB).
+    static constexpr std::uint64_t kShort = 256;
     Bytes r_;
     std::array<std::uint8_t, kBlock> buf_{};
     std::uint64_t lo_ = 0;

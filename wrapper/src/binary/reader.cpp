@@ -105,6 +105,111 @@ class MemoryGrant {
     std::uint64_t n_;
 };
 
+// What the payload workers keep resident between cubins and in one (decoders, images): a worker
+// keeps what it was granted for the next cubin, so that the pages it decodes into are already
+// faulted in, and grows it while the total stays under the limit. A worker that cannot grow gives
+// back all it holds and queues; while the first in the queue does not fit, each worker that
+// finishes a cubin gives back what it holds (Worker::after_cubin). The queue is served in turn,
+// and a grant larger than the limit waits until nobody holds anything: the total never passes the
+// limit (or the one larger grant), nobody starves. (Giving back is not free: the next cubin
+// faults its pages in again.)
+class ResidentBudget {
+  public:
+    explicit ResidentBudget(std::uint64_t limit) : limit_(limit) {}
+    bool try_grow(std::uint64_t n) {
+        std::lock_guard lock(mutex_);
+        if (next_ != serving_ || !fits(n)) return false;
+        in_use_ += n;
+        return true;
+    }
+    void acquire(std::uint64_t n) {
+        std::unique_lock lock(mutex_);
+        const std::uint64_t ticket = next_++;
+        turn_.wait(lock, [&] {
+            if (ticket != serving_) return false;
+            head_need_ = n;
+            return in_use_ == 0 || fits(n);
+        });
+        ++serving_;
+        in_use_ += n;
+        lock.unlock();
+        turn_.notify_all();
+    }
+    void release(std::uint64_t n) {
+        {
+            std::lock_guard lock(mutex_);
+            in_use_ -= n;
+        }
+        turn_.notify_all();
+    }
+    // What the first in the queue waits for while it does not fit yet (then a worker gives back
+    // after its cubin); 0 when nobody waits or it fits. Only as many workers give back as the
+    // first one needs, so the others keep their pages faulted in.
+    [[nodiscard]] std::uint64_t short_for_queue() {
+        std::lock_guard lock(mutex_);
+        return next_ != serving_ && in_use_ != 0 && !fits(head_need_)
+                   ? std::max<std::uint64_t>(head_need_, 1)
+                   : 0;
+    }
+    [[nodiscard]] std::uint64_t limit() const { return limit_; }
+
+  private:
+    [[nodiscard]] bool fits(std::uint64_t n) const {
+        return n <= limit_ - std::min(limit_, in_use_);
+    }
+    std::mutex mutex_;
+    std::condition_variable turn_;
+    std::uint64_t limit_;
+    std::uint64_t in_use_ = 0;
+    std::uint64_t next_ = 0;      // tickets handed out
+    std::uint64_t serving_ = 0;   // the ticket whose turn it is
+    std::uint64_t head_need_ = 0; // what that ticket waits for
+};
+
+// One payload worker: its scratch and what the budget granted it.
+class Worker {
+  public:
+    explicit Worker(ResidentBudget& budget) : budget_(budget) {}
+    Worker(const Worker&) = delete;
+    Worker& operator=(const Worker&) = delete;
+    ~Worker() { give_back(); }
+    // At least `n` bytes granted before the scratch is used for a cubin that holds that much.
+    void hold(std::uint64_t n) {
+        if (n <= held_) return;
+        if (budget_.try_grow(n - held_)) {
+            held_ = n;
+            return;
+        }
+        give_back();
+        budget_.acquire(n);
+        held_ = n;
+    }
+    // Gives back what the first in the queue needs, keeping the first MiB of pages (enough for
+    // most cubins: the median in libtorch_cuda.so is 0.4 MB) unless that one is large.
+    void after_cubin() {
+        if (held_ == 0) return;
+        const std::uint64_t head = budget_.short_for_queue();
+        if (head == 0) return;
+        const std::uint64_t kept = scratch_.release(head <= budget_.limit() / 2 ? kRetain : 0);
+        if (kept >= held_) return;
+        budget_.release(held_ - kept);
+        held_ = kept;
+    }
+    StreamScratch& scratch() { return scratch_; }
+
+  private:
+    void give_back() {
+        if (held_ == 0) return;
+        scratch_.release();
+        budget_.release(held_);
+        held_ = 0;
+    }
+    static constexpr std::uint64_t kRetain = std::uint64_t{1} << 20;
+    ResidentBudget& budget_;
+    StreamScratch scratch_;
+    std::uint64_t held_ = 0;
+};
+
 Error out_of_memory(const Where& where, std::uint64_t offset, std::string_view what) {
     return where.error(offset, fmt::format("out of memory while reading {}", what));
 }
@@ -434,11 +539,11 @@ class Reader {
         // each one, which is worth spreading over the cores (2,789 ZSTD cubins in
         // libtorch_cuda.so). `entries` is complete, so the workers only write their own Entry.
         std::vector<std::optional<Error>> errors(cubins.size());
-        auto describe = [&](std::size_t k, StreamScratch& scratch) {
+        auto describe = [&](std::size_t k, Worker& worker) {
             const CubinTask& t = cubins[k];
             try {
                 auto st = describe_cubin(*t.fatbin_entry, where, t.device_link_stub,
-                                         entries[t.entry], scratch);
+                                         entries[t.entry], worker);
                 if (!st.ok()) errors[k] = std::move(st).error();
             } catch (const std::bad_alloc&) { // a worker must not take the process down
                 errors[k] = out_of_memory(where, t.fatbin_entry->offset, "a cubin");
@@ -450,12 +555,13 @@ class Reader {
         };
         unsigned threads = 1;
         if (opts_.inspect_payloads && cubins.size() >= 16)
-            threads = std::clamp(std::thread::hardware_concurrency(), 1u,
-                                 std::max(opts_.max_threads, 1u));
+            threads =
+                std::clamp(opts_.threads != 0 ? opts_.threads : std::thread::hardware_concurrency(),
+                           1u, std::max(opts_.max_threads, 1u));
         if (threads <= 1) {
-            StreamScratch scratch;
+            Worker worker(stream_memory_);
             for (std::size_t k = 0; k < cubins.size(); ++k) {
-                describe(k, scratch);
+                describe(k, worker);
                 if (errors[k]) return std::move(*errors[k]);
             }
             return ok_status();
@@ -464,9 +570,9 @@ class Reader {
         std::vector<std::thread> pool;
         for (unsigned w = 0; w < threads; ++w)
             pool.emplace_back([&] {
-                StreamScratch scratch;
+                Worker worker(stream_memory_);
                 for (std::size_t k = next++; k < cubins.size(); k = next++)
-                    describe(k, scratch);
+                    describe(k, worker);
             });
         for (auto& th : pool)
             th.join();
@@ -479,21 +585,29 @@ class Reader {
     // uncompressed (cheap), from the decompressed image when payloads are inspected, else from
     // the device-link wrapper hint.
     Status describe_cubin(const FatbinEntry& x, const Where& where, bool device_link_stub, Entry& e,
-                          StreamScratch& scratch) {
+                          Worker& worker) {
         e.stub = device_link_stub;
         if (x.compression != Compression::None && !opts_.inspect_payloads) return ok_status();
         if (x.compression == Compression::Zstd && opts_.stream_prefix_bytes > 0) {
             const Bytes stream = x.payload.sub(0, x.compressed_size);
-            if (auto need =
-                    zstd_stream_footprint(stream, x.uncompressed_size, opts_.stream_prefix_bytes,
-                                          opts_.max_stream_bytes)) {
-                std::optional<CubinInfo> info;
-                {
-                    MemoryGrant grant(stream_memory_, *need);
-                    info =
-                        inspect_zstd_cubin(stream, x.uncompressed_size, opts_.max_member_bytes,
-                                           opts_.stream_prefix_bytes, where, scratch, opts_.stats);
+            if (auto plan = zstd_read_plan(stream, x.uncompressed_size, opts_.stream_prefix_bytes,
+                                           opts_.max_stream_bytes)) {
+                auto inspect = [&](ZstdPlan& p) {
+                    worker.hold(p.footprint);
+                    return inspect_zstd_cubin(stream, x.uncompressed_size, opts_.max_member_bytes,
+                                              opts_.stream_prefix_bytes, p, where, worker.scratch(),
+                                              opts_.stats);
+                };
+                std::optional<CubinInfo> info = inspect(*plan);
+                if (!info && plan->wanted != 0) {
+                    // The second pass needs more room than planned: the frame again, with room
+                    // for it (the grant grows between two reads, never inside one).
+                    if (auto again =
+                            zstd_read_plan(stream, x.uncompressed_size, opts_.stream_prefix_bytes,
+                                           opts_.max_stream_bytes, plan->wanted))
+                        info = inspect(*again);
                 }
+                worker.after_cubin();
                 if (info) {
                     if (opts_.stats) ++opts_.stats->streamed;
                     apply(*info, e);
@@ -565,12 +679,17 @@ class Reader {
     std::uint64_t inflated_total_ = 0;
     EntryBudget budget_;
     MemoryBudget memory_;
-    MemoryBudget stream_memory_;
+    ResidentBudget stream_memory_;
     std::vector<Extension> out_;
 };
 
 std::vector<Entry> flatten(std::vector<Extension>&& exts) {
+    if (exts.size() == 1) return std::move(exts.front().entries); // a plain file: no copy
     std::vector<Entry> out;
+    std::size_t n = 0;
+    for (const auto& x : exts)
+        n += x.entries.size();
+    out.reserve(n);
     for (auto& x : exts)
         for (auto& e : x.entries)
             out.push_back(std::move(e));

@@ -56,7 +56,8 @@ std::optional<bool> stub_known(const Entry& e);
 
 // How the payloads of one read were inspected (tests and benchmarks look; listing does not).
 struct ReadStats {
-    std::atomic<std::uint64_t> streamed{0};     // ZSTD cubins read by the streaming pass
+    std::atomic<std::uint64_t> streamed{0};     // ZSTD cubins read by inspect_zstd_cubin
+    std::atomic<std::uint64_t> one_call{0};     // ... of which decoded in one call (ZstdPlan)
     std::atomic<std::uint64_t> second_pass{0};  // ... of which needed the second, shorter pass
     std::atomic<std::uint64_t> decompressed{0}; // payloads decompressed whole
 };
@@ -78,9 +79,14 @@ struct ReadOptions {
     // section table (inspect_zstd_cubin in cubin.h); 0 turns the streaming off. An image whose
     // read parts lie further in is decompressed whole, which stays exact.
     std::uint64_t stream_prefix_bytes = 256u << 10;
-    // What the streaming workers may hold at once (their decoders' windows and kept bytes).
-    std::uint64_t max_stream_bytes = 32u << 20;
-    // Payload workers at most (hardware_concurrency below that).
+    // What the payload workers may keep resident at once (their decoders, windows and images;
+    // ZstdPlan::footprint each): with the process itself, `list --toolkit` stays under 64 MiB.
+    // A ZSTD decoder needs its frame's whole window resident (8 MiB for nvcc's large cubins, the
+    // whole image for the rest), so this, not the core count, bounds how many large cubins are
+    // decoded at once (bench/RESULTS.md, "Speed of the readers").
+    std::uint64_t max_stream_bytes = 52u << 20;
+    // Payload workers: `threads`, or hardware_concurrency when 0; at most `max_threads`.
+    unsigned threads = 0;
     unsigned max_threads = 16;
     ReadStats* stats = nullptr; // counts how each inspected cubin was read, when set
 };

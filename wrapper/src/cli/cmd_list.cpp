@@ -2,6 +2,7 @@
 //   [--all] [--cuobjdump PATH]
 // One row per fatbin entry (every section, every fatbin). Exit 0, or 2 when any file is
 // unreadable (the others are still listed) or when `both` finds a difference.
+// NVCC_FORGE_LIST_THREADS=N: --toolkit's payload workers (default: the core count, at most 16).
 #include "binary/cuobjdump.h"
 #include "binary/entry_json.h"
 #include "binary/reader.h"
@@ -11,6 +12,8 @@
 
 #include <algorithm>
 #include <boost/program_options.hpp>
+#include <charconv>
+#include <cstdlib>
 #include <fmt/format.h>
 #include <iostream>
 #ifdef __GLIBC__
@@ -48,14 +51,20 @@ void append_table(std::string& text, const std::vector<binary::Entry>& rows, boo
                                        : "unknown",
                                    e.kernels ? std::to_string(*e.kernels) : "-"};
         if (toolkit) r.push_back(e.toolkit.value_or("-"));
-        for (auto& cell : r)
-            cell = escape_control(cell);
+        // Only the names come from the user or the file; the other cells are numbers and
+        // names this program formats.
+        for (std::size_t i = 0; i < 3; ++i)
+            r[i] = escape_control(r[i]);
         cells.push_back(std::move(r));
     }
     std::vector<std::size_t> width(head.size(), 0);
+    std::size_t line = 0;
     for (const auto& r : cells)
         for (std::size_t i = 0; i < r.size(); ++i)
             width[i] = std::max(width[i], r[i].size());
+    for (std::size_t w : width)
+        line += w + 2;
+    text.reserve(text.size() + line * cells.size());
     for (const auto& r : cells) {
         for (std::size_t i = 0; i < r.size(); ++i) {
             text += r[i];
@@ -117,6 +126,16 @@ int run_list(int argc, char** argv) {
 #endif
     binary::ReadOptions opts;
     opts.inspect_payloads = toolkit;
+    if (const char* v = std::getenv("NVCC_FORGE_LIST_THREADS"); v != nullptr) {
+        const std::string_view s(v);
+        unsigned n = 0;
+        auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+        if (ec != std::errc() || end != s.data() + s.size() || n == 0 || n > opts.max_threads)
+            return report_error("list", Error(fmt::format("NVCC_FORGE_LIST_THREADS must be a "
+                                                          "number from 1 to {}, not '{}'",
+                                                          opts.max_threads, escape_control(s))));
+        opts.threads = n;
+    }
     int rc = kExitOk;
     std::vector<binary::Entry> rows;
     std::vector<std::string> no_code;
@@ -150,6 +169,11 @@ int run_list(int argc, char** argv) {
             }
         }
         if (entries.empty()) no_code.push_back(f);
+        if (rows.empty()) {
+            rows = std::move(entries);
+            continue;
+        }
+        rows.reserve(rows.size() + entries.size());
         for (auto& e : entries)
             rows.push_back(std::move(e));
     }
