@@ -328,7 +328,28 @@ def main():
         return 2
     results = []
     baseline = {}
+    # Targets still built from the last mutant's source (restored since): rebuilt before the
+    # next mutant's tests unless its own build covers them, which saves a compile and a link
+    # per mutant when consecutive mutants edit the same file. Always rebuilt before exiting,
+    # so the scratch build never keeps a mutated binary behind a restored source.
+    pending = set()
+    try:
+        run_mutants(mutants, src, build, log, args, results, baseline, pending)
+    finally:
+        if pending:
+            build_targets(build, sorted(pending), args.jobs, src, log)
+    table = write_table(results, len(mutants), args.markdown)
+    print(table)
+    killed = sum(1 for r in results if r[2] == "killed")
+    return 0 if killed == len(results) else 1
+
+
+def run_mutants(mutants, src, build, log, args, results, baseline, pending):
     for name, rel, pattern, repl, targets, regex in mutants:
+        if not pending.issubset(targets):
+            if build_targets(build, sorted(pending), args.jobs, src, log) != 0:
+                raise RuntimeError(f"the restored tree does not build: {log}")
+            pending.clear()
         path = os.path.join(src, rel)
         t0 = time.time()
         with open(path) as f:
@@ -343,6 +364,10 @@ def main():
             # The unmutated tree is built (above, and restored after each mutant): one baseline
             # run per distinct regex.
             if regex not in baseline:
+                if pending:
+                    # The baseline runs on the unmutated build.
+                    build_targets(build, sorted(pending), args.jobs, src, log)
+                    pending.clear()
                 baseline[regex] = ctest(build, regex, args.jobs, log)
             rc, n = baseline[regex]
             if n == 0:
@@ -364,23 +389,19 @@ def main():
             finally:
                 with open(path, "w") as f:
                     f.write(orig)
-                build_targets(build, targets, args.jobs, src, log)
+                pending.update(targets)
         dt = time.time() - t0
         results.append((name, rel, status, note, dt))
         print(f"{name}: {status} ({note}, {dt:.0f} s)", flush=True)
         write_table(results, len(mutants), args.markdown)
-    table = write_table(results, len(mutants), args.markdown)
-    print(table)
-    killed = sum(1 for r in results if r[2] == "killed")
-    return 0 if killed == len(results) else 1
 
 
 def write_table(results, total, markdown):
     """The results so far as a Markdown table (rewritten after each mutant, so an interrupted run
     keeps what it measured)."""
-    lines = ["| mutant | file | result | note |", "|---|---|---|---|"]
-    for name, rel, status, note, _ in results:
-        lines.append(f"| `{name}` | `{rel}` | {status} | {note} |")
+    lines = ["| mutant | file | result | note | s |", "|---|---|---|---|---|"]
+    for name, rel, status, note, dt in results:
+        lines.append(f"| `{name}` | `{rel}` | {status} | {note} | {dt:.0f} |")
     killed = sum(1 for r in results if r[2] == "killed")
     lines.append("")
     lines.append(f"{killed} of {len(results)} run killed ({total} mutants listed).")
