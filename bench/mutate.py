@@ -25,6 +25,7 @@ table is in bench/RESULTS.md ("Mutation check").
 """
 import argparse
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -266,7 +267,8 @@ def ctest(build, regex, jobs, log):
     """(rc, number of tests selected)."""
     listed = subprocess.run(["ctest", "--test-dir", build, "-N", "-R", regex],
                             capture_output=True, text=True).stdout
-    n = sum(1 for line in listed.splitlines() if line.strip().startswith("Test "))
+    # "Test  #12: name" lines (not the "Test project DIR" header).
+    n = sum(1 for line in listed.splitlines() if re.match(r"\s*Test\s+#\d+:", line))
     if n == 0:
         return 0, 0
     rc = sh(["ctest", "--test-dir", build, "-j", str(jobs), "-R", regex, "--output-on-failure",
