@@ -7,7 +7,8 @@ the PTX tail, kernel-less cubins, waivers, the extra check, the resolver's prior
 script copies the tree (without build/ and .git) to a scratch directory, builds it once, checks
 that every mutant's tests pass unmutated ("baseline"), then applies one mutant at a time, rebuilds
 only the targets it names (incrementally, through ccache), runs its narrow `ctest -R`, and
-restores the file. A mutant is
+restores the file (whose targets are rebuilt before any test needs them, or by the next mutant's
+own build when that covers them). A mutant is
 
   killed     a test failed (what we want)
   surviving  every selected test still passed: the suite does not notice the broken decision
