@@ -240,22 +240,41 @@ MUTANTS = [
 ]
 
 
-def build_targets(build, targets, jobs, src, log):
-    """Builds `targets` (none: a header-only mutant, which its test compiles itself)."""
+def build_targets(build, targets, jobs, src, log, mutated=False):
+    """Builds `targets` (none: a header-only mutant, which its test compiles itself). A mutated
+    source is compiled for real (CCACHE_RECACHE): a cache entry stored under the mutated text by
+    an interrupted run may hold what the compiler read after the restore, the unmutated code,
+    which would make a mutant survive that the suite kills."""
     if not targets:
         return 0
-    return sh(["ninja", "-C", build, f"-j{jobs}", *targets], src, log)
+    env = dict(os.environ, CCACHE_RECACHE="1") if mutated else None
+    return sh(["ninja", "-C", build, f"-j{jobs}", *targets], src, log, env=env)
 
 
-def sh(cmd, cwd, log, timeout=3600):
+def sh(cmd, cwd, log, timeout=3600, env=None):
     with open(log, "ab") as f:
         f.write(f"\n$ {' '.join(cmd)}\n".encode())
         f.flush()
+        # Its own process group: an interrupt or a timeout ends the compilers too, so none of
+        # them writes an object after the file is restored.
+        p = subprocess.Popen(cmd, cwd=cwd, stdout=f, stderr=subprocess.STDOUT, env=env,
+                             start_new_session=True)
         try:
-            return subprocess.run(cmd, cwd=cwd, stdout=f, stderr=subprocess.STDOUT,
-                                  timeout=timeout).returncode
+            return p.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
+            end_group(p)
             return 124
+        except BaseException:
+            end_group(p)
+            raise
+
+
+def end_group(p):
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    p.wait()
 
 
 def copy_tree(dst):
@@ -383,7 +402,7 @@ def run_mutants(mutants, src, build, log, args, results, baseline, pending):
                     f.write(orig.replace(pattern, repl))
                 with open(log, "ab") as f:
                     f.write(f"\n==== mutant {name}\n".encode())
-                if build_targets(build, targets, args.jobs, src, log) != 0:
+                if build_targets(build, targets, args.jobs, src, log, mutated=True) != 0:
                     status, note = "no-build", ""
                 else:
                     rc, n = ctest(build, regex, args.jobs, log)
