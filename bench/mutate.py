@@ -242,9 +242,8 @@ MUTANTS = [
 
 def build_targets(build, targets, jobs, src, log, mutated=False):
     """Builds `targets` (none: a header-only mutant, which its test compiles itself). A mutated
-    source is compiled for real (CCACHE_RECACHE): a cache entry stored under the mutated text by
-    an interrupted run may hold what the compiler read after the restore, the unmutated code,
-    which would make a mutant survive that the suite kills."""
+    source is compiled for real (CCACHE_RECACHE), whatever an interrupted run (whose compiler may
+    have read the file after its restore) left in the cache under the mutated text."""
     if not targets:
         return 0
     env = dict(os.environ, CCACHE_RECACHE="1") if mutated else None
