@@ -7,7 +7,8 @@ the PTX tail, kernel-less cubins, waivers, the extra check, the resolver's prior
 script copies the tree (without build/ and .git) to a scratch directory, builds it once, checks
 that every mutant's tests pass unmutated ("baseline"), then applies one mutant at a time, rebuilds
 only the targets it names (incrementally, through ccache), runs its narrow `ctest -R`, and
-restores the file. A mutant is
+restores the file (whose targets are rebuilt before any test needs them, or by the next mutant's
+own build when that covers them). A mutant is
 
   killed     a test failed (what we want)
   surviving  every selected test still passed: the suite does not notice the broken decision
@@ -25,6 +26,7 @@ table is in bench/RESULTS.md ("Mutation check").
 """
 import argparse
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -87,19 +89,19 @@ MUTANTS = [
      "c.ok = r.toolkit_violations.empty();", "c.ok = true;",
      ["test_verify"] + TOOLS, r"^(Gate\.|verify\.)"),
     # ---- verify's command line and report ----
-    ("verify.unreadable_exits_1", "wrapper/src/cli/cmd_verify.cpp",
-     "if (!unreadable.empty()) return kExitInput;", "if (!unreadable.empty()) return kExitPolicy;",
+    ("verify.unreadable_exits_1", "wrapper/src/cli/verify_gate.cpp",
+     "if (unreadable) return kExitInput;", "if (unreadable) return kExitPolicy;",
      TOOLS, r"^verify\."),
     ("verify.no_extension_passes", "wrapper/src/verify/gate.cpp",
      'return {false, fmt::format("{}: nothing carries GPU code; a package without any is "',
      'return {true, fmt::format("{}: nothing carries GPU code; a package without any is "',
      ["test_verify"] + TOOLS, r"^(Gate\.|verify\.)"),
-    ("verify.package_waivers_dropped", "wrapper/src/cli/cmd_verify.cpp",
-     "for (const auto& t : resolution->allow_missing)",
+    ("verify.package_waivers_dropped", "wrapper/src/cli/verify_gate.cpp",
+     "for (const auto& t : resolution.allow_missing)",
      "for (const auto& t : std::vector<arch::Target>{})", TOOLS, r"^verify\."),
-    ("verify.package_pure_python_dropped", "wrapper/src/cli/cmd_verify.cpp",
-     'opts.allow_pure_python = vm["allow-pure-python"].as<bool>() || resolution->allow_pure_python;',
-     'opts.allow_pure_python = vm["allow-pure-python"].as<bool>();', TOOLS, r"^verify\."),
+    ("verify.package_pure_python_dropped", "wrapper/src/cli/verify_gate.cpp",
+     "opts.allow_pure_python = args.allow_pure_python || resolution.allow_pure_python;",
+     "opts.allow_pure_python = args.allow_pure_python;", TOOLS, r"^verify\."),
     ("verify.json_verdict_always_pass", "wrapper/src/verify/report.cpp",
      'nlohmann::json out = {{"verdict", run.verdict.pass ? "pass" : "fail"},',
      'nlohmann::json out = {{"verdict", "pass"},',
@@ -194,13 +196,13 @@ MUTANTS = [
      "if (!b.has(data_off, *size))", "if (!b.has(data_off, 0))",
      ["test_binary"] + TOOLS, r"^(Binary|binary\.list\.(wheel|both_backend))"),
     ("zip.members_skipped", "wrapper/src/binary/zip.cpp",
-     "if (!wanted(Bytes{head, static_cast<std::uint64_t>(got_head)})) continue;", "continue;",
+     "if (!wanted(Bytes{head, *got_head})) continue;", "continue;",
      ["test_binary"] + TOOLS, r"^(Binary|binary\.list\.wheel|verify\.wheel)"),
     ("zip.member_limit_off", "wrapper/src/binary/zip.cpp",
      "if (st.size > limits.max_member_bytes)", "if (false)",
      ["test_binary"] + TOOLS, r"^Binary"),
     ("zip.inflates_more_accepted", "wrapper/src/binary/zip.cpp",
-     "if (more > 0)", "if (false)", ["test_binary"] + TOOLS, r"^Binary"),
+     "if (*more > 0)", "if (false)", ["test_binary"] + TOOLS, r"^Binary"),
     ("cubin.kernels_uncounted", "wrapper/src/binary/cubin.cpp",
      'if (s.name.starts_with(".text.")) ++info.kernels;', "(void)s;",
      ["test_binary"] + TOOLS, r"^(Binary|binary\.list\.toolkit|verify\.)"),
@@ -241,22 +243,40 @@ MUTANTS = [
 ]
 
 
-def build_targets(build, targets, jobs, src, log):
-    """Builds `targets` (none: a header-only mutant, which its test compiles itself)."""
+def build_targets(build, targets, jobs, src, log, mutated=False):
+    """Builds `targets` (none: a header-only mutant, which its test compiles itself). A mutated
+    source is compiled for real (CCACHE_RECACHE), whatever an interrupted run (whose compiler may
+    have read the file after its restore) left in the cache under the mutated text."""
     if not targets:
         return 0
-    return sh(["ninja", "-C", build, f"-j{jobs}", *targets], src, log)
+    env = dict(os.environ, CCACHE_RECACHE="1") if mutated else None
+    return sh(["ninja", "-C", build, f"-j{jobs}", *targets], src, log, env=env)
 
 
-def sh(cmd, cwd, log, timeout=3600):
+def sh(cmd, cwd, log, timeout=3600, env=None):
     with open(log, "ab") as f:
         f.write(f"\n$ {' '.join(cmd)}\n".encode())
         f.flush()
+        # Its own process group: an interrupt or a timeout ends the compilers too, so none of
+        # them writes an object after the file is restored.
+        p = subprocess.Popen(cmd, cwd=cwd, stdout=f, stderr=subprocess.STDOUT, env=env,
+                             start_new_session=True)
         try:
-            return subprocess.run(cmd, cwd=cwd, stdout=f, stderr=subprocess.STDOUT,
-                                  timeout=timeout).returncode
+            return p.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
+            end_group(p)
             return 124
+        except BaseException:
+            end_group(p)
+            raise
+
+
+def end_group(p):
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    p.wait()
 
 
 def copy_tree(dst):
@@ -269,7 +289,8 @@ def ctest(build, regex, jobs, log):
     """(rc, number of tests selected)."""
     listed = subprocess.run(["ctest", "--test-dir", build, "-N", "-R", regex],
                             capture_output=True, text=True).stdout
-    n = sum(1 for line in listed.splitlines() if line.strip().startswith("Test "))
+    # "Test  #12: name" lines (not the "Test project DIR" header).
+    n = sum(1 for line in listed.splitlines() if re.match(r"\s*Test\s+#\d+:", line))
     if n == 0:
         return 0, 0
     rc = sh(["ctest", "--test-dir", build, "-j", str(jobs), "-R", regex, "--output-on-failure",
@@ -331,7 +352,28 @@ def main():
         return 2
     results = []
     baseline = {}
+    # Targets still built from the last mutant's source (restored since): rebuilt before the
+    # next mutant's tests unless its own build covers them, which saves a compile and a link
+    # per mutant when consecutive mutants edit the same file. Always rebuilt before exiting,
+    # so the scratch build never keeps a mutated binary behind a restored source.
+    pending = set()
+    try:
+        run_mutants(mutants, src, build, log, args, results, baseline, pending)
+    finally:
+        if pending:
+            build_targets(build, sorted(pending), args.jobs, src, log)
+    table = write_table(results, len(mutants), args.markdown)
+    print(table)
+    killed = sum(1 for r in results if r[2] == "killed")
+    return 0 if killed == len(results) else 1
+
+
+def run_mutants(mutants, src, build, log, args, results, baseline, pending):
     for name, rel, pattern, repl, targets, regex in mutants:
+        if not pending.issubset(targets):
+            if build_targets(build, sorted(pending), args.jobs, src, log) != 0:
+                raise RuntimeError(f"the restored tree does not build: {log}")
+            pending.clear()
         path = os.path.join(src, rel)
         t0 = time.time()
         with open(path) as f:
@@ -346,6 +388,10 @@ def main():
             # The unmutated tree is built (above, and restored after each mutant): one baseline
             # run per distinct regex.
             if regex not in baseline:
+                if pending:
+                    # The baseline runs on the unmutated build.
+                    build_targets(build, sorted(pending), args.jobs, src, log)
+                    pending.clear()
                 baseline[regex] = ctest(build, regex, args.jobs, log)
             rc, n = baseline[regex]
             if n == 0:
@@ -358,7 +404,7 @@ def main():
                     f.write(orig.replace(pattern, repl))
                 with open(log, "ab") as f:
                     f.write(f"\n==== mutant {name}\n".encode())
-                if build_targets(build, targets, args.jobs, src, log) != 0:
+                if build_targets(build, targets, args.jobs, src, log, mutated=True) != 0:
                     status, note = "no-build", ""
                 else:
                     rc, n = ctest(build, regex, args.jobs, log)
@@ -367,23 +413,19 @@ def main():
             finally:
                 with open(path, "w") as f:
                     f.write(orig)
-                build_targets(build, targets, args.jobs, src, log)
+                pending.update(targets)
         dt = time.time() - t0
         results.append((name, rel, status, note, dt))
         print(f"{name}: {status} ({note}, {dt:.0f} s)", flush=True)
         write_table(results, len(mutants), args.markdown)
-    table = write_table(results, len(mutants), args.markdown)
-    print(table)
-    killed = sum(1 for r in results if r[2] == "killed")
-    return 0 if killed == len(results) else 1
 
 
 def write_table(results, total, markdown):
     """The results so far as a Markdown table (rewritten after each mutant, so an interrupted run
     keeps what it measured)."""
-    lines = ["| mutant | file | result | note |", "|---|---|---|---|"]
-    for name, rel, status, note, _ in results:
-        lines.append(f"| `{name}` | `{rel}` | {status} | {note} |")
+    lines = ["| mutant | file | result | note | s |", "|---|---|---|---|---|"]
+    for name, rel, status, note, dt in results:
+        lines.append(f"| `{name}` | `{rel}` | {status} | {note} | {dt:.0f} |")
     killed = sum(1 for r in results if r[2] == "killed")
     lines.append("")
     lines.append(f"{killed} of {len(results)} run killed ({total} mutants listed).")
