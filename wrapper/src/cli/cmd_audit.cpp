@@ -17,7 +17,7 @@
 namespace forge::cli {
 namespace {
 
-constexpr std::string_view kUsage =
+constexpr std::string_view kAuditUsage =
     "nvcc-forge audit PATH... [--ledger FILE] (--arch-list LIST | resolve options) [--jobs N] "
     "[--format text|json]";
 
@@ -55,18 +55,18 @@ int run_audit(int argc, char** argv) {
     po::positional_options_description pos;
     pos.add("path", -1);
     po::variables_map vm;
-    if (!store_command_line(argc, argv, desc, &pos, vm, "audit", kUsage)) return kExitInput;
+    if (!store_command_line(argc, argv, desc, &pos, vm, "audit", kAuditUsage)) return kExitInput;
     if (vm.count("help")) {
         std::ostringstream os;
         os << desc;
         fmt::print("usage: {}\n\n{}\nstatuses: ok, wheel-wrong, extension-lost, config-moved, "
                    "stale-epoch, no-provenance, unreadable\nexit codes: 0 all ok, 1 any not ok, 2 "
                    "unusable input (any file unreadable) or usage\n",
-                   kUsage, os.str());
+                   kAuditUsage, os.str());
         return kExitOk;
     }
     if (paths.empty())
-        return report_error("audit", Error(fmt::format("no PATH given\nusage: {}", kUsage)));
+        return report_error("audit", Error(fmt::format("no PATH given\nusage: {}", kAuditUsage)));
     if (format != "text" && format != "json")
         return report_error("audit",
                             Error(fmt::format("--format must be text or json, not '{}'", format)));

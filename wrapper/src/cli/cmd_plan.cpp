@@ -27,8 +27,8 @@ namespace fs = std::filesystem;
 namespace forge::cli {
 namespace {
 
-constexpr const char* kUsage = "nvcc-forge plan [resolve options | --arch-list LIST] "
-                               "[--gate GLOB]... [--format text|json|github] -- CMD ARG...";
+constexpr const char* kPlanUsage = "nvcc-forge plan [resolve options | --arch-list LIST] "
+                                   "[--gate GLOB]... [--format text|json|github] -- CMD ARG...";
 
 std::string getenv_str(const char* name) {
     const char* v = std::getenv(name);
@@ -112,7 +112,7 @@ int run_plan(int argc, char** argv) {
         }
     std::vector<std::string> cmd(argv + std::min(dashdash + 1, argc), argv + argc);
 
-    po::options_description desc(kUsage);
+    po::options_description desc(kPlanUsage);
     std::vector<std::string> gates;
     std::string format = "text";
     desc.add_options()("help,h", "show this help")(
@@ -121,7 +121,8 @@ int run_plan(int argc, char** argv) {
         "format", po::value(&format), plan::format_names().c_str());
     add_resolve_options(desc, /*with_arch_list=*/true);
     po::variables_map vm;
-    if (!store_command_line(dashdash, argv, desc, nullptr, vm, "plan", kUsage)) return kExitInput;
+    if (!store_command_line(dashdash, argv, desc, nullptr, vm, "plan", kPlanUsage))
+        return kExitInput;
     if (vm.count("help")) {
         std::cout << desc
                   << "\nExit: 0 pass, 1 the gate fails or a TU misses targets the mode does not "

@@ -15,7 +15,7 @@
 namespace forge::cli {
 namespace {
 
-constexpr std::string_view kUsage =
+constexpr std::string_view kStampUsage =
     "nvcc-forge stamp WHEEL (--arch-list LIST | resolve options) [--ledger FILE] [--format "
     "text|json]";
 
@@ -31,9 +31,9 @@ int run_stamp(int argc, char** argv) {
     po::positional_options_description pos;
     pos.add("wheel", -1);
     po::variables_map vm;
-    if (!store_command_line(argc, argv, desc, &pos, vm, "stamp", kUsage)) return kExitInput;
+    if (!store_command_line(argc, argv, desc, &pos, vm, "stamp", kStampUsage)) return kExitInput;
     if (vm.count("help")) {
-        fmt::print("usage: {}\n\n", kUsage);
+        fmt::print("usage: {}\n\n", kStampUsage);
         std::ostringstream os;
         os << desc;
         fmt::print("{}\nexit codes: 0 stamped, 2 unusable input or usage\n", os.str());
@@ -42,7 +42,7 @@ int run_stamp(int argc, char** argv) {
     if (wheels.size() != 1)
         return report_error("stamp",
                             Error(fmt::format("give exactly one WHEEL ({} given)\nusage: {}",
-                                              wheels.size(), kUsage)));
+                                              wheels.size(), kStampUsage)));
     if (format != "text" && format != "json")
         return report_error("stamp",
                             Error(fmt::format("--format must be text or json, not '{}'", format)));

@@ -80,6 +80,9 @@ struct Finder {
                        std::move(pattern),
                        std::move(needs),
                        std::move(why),
+                       {},
+                       0,
+                       0,
                        {}});
     }
 };
