@@ -217,7 +217,7 @@ MUTANTS = [
      "plan.one_call = uncompressed_size <= prefix_bytes;", ["test_binary"], r"^BinaryStream\."),
     # ---- the wrapper (frontend/): last, its integration tests build with the real nvcc ----
     ("frontend.observe_injects", "wrapper/src/frontend/wrapper.cpp",
-     "if (mode == Mode::Observe) {", "if (false) {", TOOLS, r"^(frontend\.(flash_ladder_observe|launcher_and_ccache|arch_specific_sm90a)|cmake\.observe\.Ninja)"),
+     "if (mode == Mode::Observe) return run_as_given();", "if (false) return run_as_given();", TOOLS, r"^(frontend\.(flash_ladder_observe|launcher_and_ccache|arch_specific_sm90a)|cmake\.observe\.Ninja)"),
     ("frontend.default_observe", "wrapper/src/frontend/wrapper.cpp",
      "Mode mode = Mode::Inject;", "Mode mode = Mode::Observe;", TOOLS,
      r"^(frontend\.(flash_ladder_inject|launcher_and_ccache|pointnet2_clamp)|cmake\.inject\.Ninja)"),

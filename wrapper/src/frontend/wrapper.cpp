@@ -347,7 +347,9 @@ int run_call(const Call& call) {
     const std::string arch_specific_why =
         arch_specific && !may_inject ? "arch-specific TU, nothing injected" : "";
 
-    if (mode == Mode::Observe) {
+    // Observe, strict with nothing refused, inject with nothing to add: nvcc runs the call as
+    // given, and the drops are printed once it has run (not after a signal).
+    const auto run_as_given = [&]() -> int {
         if (call.plan) {
             print_drops(call, inv, *policy, cmp.missing, arch_specific_why);
             return plan_answer(call, inv, call.args, rec, *caps);
@@ -359,7 +361,9 @@ int run_call(const Call& call) {
         }
         if (outcome->signal == 0) print_drops(call, inv, *policy, cmp.missing, arch_specific_why);
         return finish(call, rec, *outcome);
-    }
+    };
+
+    if (mode == Mode::Observe) return run_as_given();
 
     if (mode == Mode::Strict) {
         if (!cmp.missing.empty() && may_inject) {
@@ -373,17 +377,7 @@ int run_call(const Call& call) {
             write_log(call, rec, kExitPolicy);
             return kExitPolicy;
         }
-        if (call.plan) {
-            print_drops(call, inv, *policy, cmp.missing, arch_specific_why);
-            return plan_answer(call, inv, call.args, rec, *caps);
-        }
-        auto outcome = run_process(make_spec(call, call.args, false));
-        if (!outcome) {
-            say(fmt::format("nvcc-forge: {}\n", outcome.error().to_string()));
-            return kExitInput;
-        }
-        if (outcome->signal == 0) print_drops(call, inv, *policy, cmp.missing, arch_specific_why);
-        return finish(call, rec, *outcome);
+        return run_as_given();
     }
 
     // inject
@@ -397,19 +391,7 @@ int run_call(const Call& call) {
     if (!to_inject.empty() || needs_clamp) rw = nvcc::inject(inv, to_inject, true, *caps);
     for (const auto& n : rw.notes)
         say(fmt::format("nvcc-forge: note: {}\n", n));
-    if (rw.argv.empty() || rw.argv == inv.argv) {
-        if (call.plan) {
-            print_drops(call, inv, *policy, cmp.missing, arch_specific_why);
-            return plan_answer(call, inv, call.args, rec, *caps);
-        }
-        auto outcome = run_process(make_spec(call, call.args, false));
-        if (!outcome) {
-            say(fmt::format("nvcc-forge: {}\n", outcome.error().to_string()));
-            return kExitInput;
-        }
-        if (outcome->signal == 0) print_drops(call, inv, *policy, cmp.missing, arch_specific_why);
-        return finish(call, rec, *outcome);
-    }
+    if (rw.argv.empty() || rw.argv == inv.argv) return run_as_given();
     rec.injected = target_names(rw.injected);
     // The images that could not be built, as the log names targets (the tokens may name more, e.g.
     // the compute_50 of an arch=compute_50,code=sm_50 that embeds no PTX).
