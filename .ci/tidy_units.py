@@ -14,7 +14,7 @@ functions of the main file (clang's AnalysisConsumer::getModeForDecl), and a fin
 bugprone-* check in an #included .cpp would be a finding in a header. NOLINT comments keep
 working: they are on the same line of the pasted text. clang-tidy names a finding by its place in
 the pasted file (it ignores #line there): --locate turns each such FILE:LINE back into the
-source's, with the line map written beside each pasted file (OUT_DIR/<file>.lines).
+source's, reading the pasted file's own #line lines.
 
 Writes OUT_DIR/compile_commands.json (the batch's own compile command, pointed at the pasted file;
 sources outside any batch keep their own entry) and prints the files to check, the largest first
@@ -27,6 +27,7 @@ import re
 import sys
 
 INCLUDE = re.compile(r'^#include "([^"]+)"\s*$')
+PASTED = re.compile(r'^#line 1 "([^"]+)"$')  # what main() writes before each source it pastes
 
 
 def locate(out, lines):
@@ -42,9 +43,9 @@ def locate(out, lines):
         pasted, line = m.group(1), int(m.group(2))
         if pasted not in maps:
             try:
-                with open(pasted + ".lines", encoding="utf-8") as f:
-                    maps[pasted] = json.load(f)
-            except (OSError, ValueError):
+                with open(pasted, encoding="utf-8") as f:
+                    maps[pasted] = [(n + 1, m.group(1)) for n, m in enumerate(map(PASTED.match, f), 1) if m]
+            except OSError:
                 maps[pasted] = []
         starts = [(s, src) for s, src in maps[pasted] if s <= line]
         if not starts:
@@ -84,14 +85,17 @@ def main(argv):
     for n, entry in enumerate(db):
         main_file = os.path.realpath(os.path.join(entry["directory"], entry["file"]))
         if re.search(r"/Unity/unity_\d+_cxx\.cxx$", main_file):
-            with open(main_file, encoding="utf-8") as f:
-                members = [os.path.realpath(m.group(1)) for m in map(INCLUDE.match, f) if m]
+            try:
+                with open(main_file, encoding="utf-8") as f:
+                    members = [os.path.realpath(m.group(1)) for m in map(INCLUDE.match, f) if m]
+            except OSError as e:
+                sys.stderr.write(f"tidy_units: {main_file}: {e}\n")
+                return 2
             members = [m for m in members if m in sources]
             if not members:
                 continue
             target = os.path.basename(os.path.dirname(os.path.dirname(main_file)))
             pasted = os.path.join(os.path.realpath(out), f"{target.removesuffix('.dir')}_{os.path.basename(main_file)[:-4]}.cpp")
-            line_map, line = [], 1
             with open(pasted, "w", encoding="utf-8") as dst:
                 for m in members:
                     with open(m, encoding="utf-8") as src:
@@ -99,10 +103,6 @@ def main(argv):
                     if not text.endswith("\n"):
                         text += "\n"
                     dst.write(f'#line 1 "{m}"\n{text}')
-                    line_map.append([line + 1, m])
-                    line += 1 + text.count("\n")
-            with open(pasted + ".lines", "w", encoding="utf-8") as f:
-                json.dump(line_map, f)
             unit = dict(entry, file=pasted)
             if "command" in unit:
                 unit["command"] = unit["command"].replace(entry["file"], pasted)

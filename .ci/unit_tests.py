@@ -28,8 +28,11 @@ FILTER = "--gtest_filter="
 
 def listed(build, exclude):
     """{(command prefix, cwd, env): [test names]} of what ctest -L unit -E exclude would run."""
-    out = subprocess.run(["ctest", "--test-dir", build, "-N", "-L", "unit", "--show-only=json-v1"],
-                         check=True, capture_output=True, text=True).stdout
+    r = subprocess.run(["ctest", "--test-dir", build, "-N", "-L", "unit", "--show-only=json-v1"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"unit_tests: ctest --test-dir {build} -N exited {r.returncode}: {r.stderr.strip()}")
+    out = r.stdout
     groups = {}
     for test in json.loads(out).get("tests", []):
         name, command = test["name"], test.get("command") or []
