@@ -19,7 +19,7 @@ apt_pkgs=(build-essential cmake ninja-build pkg-config ccache git python3 python
 apt_pkgs+=(crossbuild-essential-arm64 qemu-user-static)
 missing=()
 for p in "${apt_pkgs[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  grep -q 'install ok installed' <<<"$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
   echo "install-deps: apt-get install ${missing[*]}"
@@ -46,7 +46,7 @@ sysroot="$tools_dir/aarch64-sysroot"
 want="${arm64_debs[*]} nlohmann-json3-dev"
 if [ "$(cat "$sysroot/.packages" 2>/dev/null)" != "$want" ]; then
   echo "install-deps: arm64 sysroot -> $sysroot"
-  if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  if ! grep -qx arm64 <<<"$(dpkg --print-foreign-architectures)"; then
     dpkg --add-architecture arm64 # package lists only: nothing of arm64 is installed
     apt-get update -qq
   fi

@@ -47,7 +47,7 @@ if [ "$step" = all ] || [ "$step" = torch ]; then
     t0=$(date +%s)
     python3 setup.py build_ext --inplace > "$OUT/torch_ext_build.log" 2>&1
     echo "build exit $? in $(( $(date +%s) - t0 )) s (log: torch_ext_build.log)"
-    grep -E 'nvcc-forge|/bin/nvcc' "$OUT/torch_ext_build.log" | head -5
+    grep -m5 -E 'nvcc-forge|/bin/nvcc' "$OUT/torch_ext_build.log" || true
     python3 run_check.py
     echo "run exit $?"
     "$F" log summarize "$NVCC_FORGE_LOG"
@@ -83,7 +83,8 @@ fi
 overhead_wheel() {
   echo "== 4b. wrapper overhead: the wheel's bin/nvcc-forge next to the build's (bench_wrapper.py)"
   local whl venv
-  whl=$(ls "$repo"/.whl/nvcc_forge-*-py3-none-linux_x86_64.whl 2>/dev/null | head -1)
+  whl=$(compgen -G "$repo/.whl/nvcc_forge-*-py3-none-linux_x86_64.whl" || true)
+  whl="${whl%%$'\n'*}"
   [ -n "$whl" ] || { echo "overhead-wheel: no nvcc_forge-*-py3-none-linux_x86_64.whl in .whl/"; return 2; }
   venv=/tmp/forge-wheel-venv
   rm -rf "$venv"

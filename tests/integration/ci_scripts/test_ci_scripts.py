@@ -4,6 +4,7 @@
 to the sources) and .ci/unit_tests.py (CTest's unit tests, one process per executable)."""
 import json
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
@@ -150,6 +151,46 @@ def failures_fail(t):
     # Exit 0 with fewer tests passed than it was given is a failure too.
     r = unit_tests(t, dict(env, FEWER="1")).expect_rc(1)
     r.expect_out("unit: test_x: FAILED (exit 0").expect_out("2 executables failed")
+
+
+# A reader that stops early (`grep -q`, `grep -m`, `head`) closes the pipe while the writer may
+# still be writing: the writer dies of SIGPIPE (141), and under `pipefail` the whole check fails
+# though the line was found. unzip -Z1 writes a line per write(2): `unzip -Z1 W | grep -q X` failed
+# 29 times in 200 here, and failed CI once. The scripts read a captured output (`<<<"$out"`).
+EARLY_READER = re.compile(r"\|\s*(grep\s+(-\w*[qm]|--quiet|--max-count)|head\b)")
+
+
+def early_readers(text):
+    """(line number, line) of each pipe into an early-exit reader outside `|| true`, in a script
+    that sets pipefail; nothing for one that does not."""
+    if not re.search(r"^\s*set\s+-\w*o\s+pipefail|^\s*set\s+-o\s+pipefail", text, re.M):
+        return []
+    return [(n, line.strip()) for n, line in enumerate(text.splitlines(), 1)
+            if not line.lstrip().startswith("#") and EARLY_READER.search(line)
+            and not re.search(r"\|\|\s*true\b", line)]
+
+
+@ft.case("ci_scripts.shell.no_early_readers_under_pipefail")
+def no_early_readers_under_pipefail(t):
+    # The detector itself, on the line that failed CI, and on its fix.
+    bad = "set -euo pipefail\nunzip -Z1 \"$whl\" | grep -q 'Config.cmake$' || fail x\n"
+    ft.check_eq(early_readers(bad), [(2, "unzip -Z1 \"$whl\" | grep -q 'Config.cmake$' || fail x")], "detector")
+    ft.check_eq(early_readers(bad.replace("pipefail", "errexit")), [], "no pipefail, no hazard")
+    ft.check_eq(early_readers("set -euo pipefail\ngrep -q X <<<\"$(unzip -Z1 w)\" || fail x\n"), [], "fixed form")
+    found = []
+    for top in (".ci", "bench", "tests", "cmake", "examples", "packages"):
+        for d, _, files in os.walk(t.src(top)):
+            for f in files:
+                path = os.path.join(d, f)
+                try:
+                    with open(path, encoding="utf-8") as fh:
+                        text = fh.read()
+                except (UnicodeDecodeError, OSError):
+                    continue
+                if not (f.endswith(".sh") or text.startswith(("#!/usr/bin/env bash", "#!/bin/bash", "#!/bin/sh"))):
+                    continue
+                found += [f"{os.path.relpath(path, t.source)}:{n}: {line}" for n, line in early_readers(text)]
+    ft.check(not found, "pipes into an early-exit reader under pipefail:\n" + "\n".join(found))
 
 
 if __name__ == "__main__":

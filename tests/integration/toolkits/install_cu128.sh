@@ -28,7 +28,7 @@ if [[ ! -f $stamp ]]; then
   printf '%s\n' "${pkgs[@]}" > "$stamp"
 fi
 for nvcc in "$dir/nvidia/cuda_nvcc/bin/nvcc" "$dir/nvidia/cu12/bin/nvcc"; do
-  if [[ -x $nvcc ]] && "$nvcc" --version 2>/dev/null | grep -q 'release 12\.8'; then
+  if [[ -x $nvcc ]] && grep -q 'release 12\.8' <<<"$("$nvcc" --version 2>/dev/null)"; then
     echo "$nvcc"
     exit 0
   fi
