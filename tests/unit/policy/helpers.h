@@ -7,23 +7,32 @@
 
 #include <gtest/gtest.h>
 #include <string>
+#include <string_view>
 
 namespace forge::policy::test {
 
+// Built in place: GCC 12 reports a false -Wstringop-overflow/-overread for the moved temporary of
+// `std::string(literal) + literal` once inlined.
+inline std::string joined(std::string_view head, std::string_view tail) {
+    std::string path;
+    path.reserve(head.size() + tail.size());
+    path.append(head).append(tail);
+    return path;
+}
 inline std::string fixtures() {
-    return std::string(FORGE_TEST_FIXTURES) + "/policy";
+    return joined(FORGE_TEST_FIXTURES, "/policy");
 }
 inline std::string repo_root() {
-    return std::string(FORGE_TEST_SOURCE_DIR) + "/..";
+    return joined(FORGE_TEST_SOURCE_DIR, "/..");
 }
 inline std::string shipped_policy() {
-    return repo_root() + "/policy/arch_policy.yml";
+    return joined(repo_root(), "/policy/arch_policy.yml");
 }
 inline std::string shipped_gpus() {
-    return repo_root() + "/policy/gpus.yml";
+    return joined(repo_root(), "/policy/gpus.yml");
 }
 inline std::string shipped_packages() {
-    return repo_root() + "/packages";
+    return joined(repo_root(), "/packages");
 }
 
 inline const PolicyData& shipped() {
@@ -45,12 +54,11 @@ inline const std::vector<arch::Gpu>& gpus() {
 }
 
 // Resolves through the file-loading entry point (packages from `packages_dir`).
-inline Result<Resolution> resolve_with(const std::string& policy_file, const std::string& cuda,
-                                       const std::string& torch = "",
-                                       const std::string& platform = "linux_x86_64",
-                                       const std::string& package = "",
-                                       const std::string& python = "",
-                                       const std::string& packages_dir = fixtures() + "/packages") {
+inline Result<Resolution>
+resolve_with(const std::string& policy_file, const std::string& cuda, const std::string& torch = "",
+             const std::string& platform = "linux_x86_64", const std::string& package = "",
+             const std::string& python = "",
+             const std::string& packages_dir = joined(fixtures(), "/packages")) {
     ResolveRequest r;
     r.cuda = cuda;
     r.torch = torch;
@@ -64,7 +72,7 @@ inline Result<Resolution> resolve_with(const std::string& policy_file, const std
 }
 
 inline std::string mini() {
-    return fixtures() + "/mini_policy.yml";
+    return joined(fixtures(), "/mini_policy.yml");
 }
 
 } // namespace forge::policy::test

@@ -9,6 +9,14 @@
 
 namespace forge::binary::zipio {
 
+// minizip reads through the callbacks below: a zip held in memory is never written to disk.
+// Outside the anonymous namespace: Archive::State (declared in the header) holds one.
+struct MemStream {
+    const std::uint8_t* data = nullptr;
+    std::uint64_t size = 0;
+    std::uint64_t pos = 0;
+};
+
 namespace {
 
 constexpr std::uint64_t kInChunk = 64u << 10;
@@ -37,13 +45,6 @@ std::string without_zip64(const std::string& extra) {
     }
     return at == extra.size() ? out : extra;
 }
-
-// minizip reads through these callbacks: a zip held in memory is never written to disk.
-struct MemStream {
-    const std::uint8_t* data = nullptr;
-    std::uint64_t size = 0;
-    std::uint64_t pos = 0;
-};
 
 voidpf ZCALLBACK mem_open(voidpf opaque, const void* /*name*/, int /*mode*/) {
     auto* s = static_cast<MemStream*>(opaque);
