@@ -2,6 +2,8 @@
 #include "bundle/pin.h"
 #include "toolkit/probe.h"
 
+#include "../fake_toolkit.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -10,24 +12,13 @@
 
 namespace fs = std::filesystem;
 using namespace forge;
+using forge::test::fake_toolkit;
+using forge::test::sass;
 using namespace forge::bundle;
 using forge::toolkit::parse_version_text;
 using forge::toolkit::Toolkit;
 
 namespace {
-
-arch::Target sass(int sm, arch::Suffix s = arch::Suffix::None) {
-    return {arch::Kind::Sass, sm, s};
-}
-
-Toolkit fake_toolkit(const std::string& version, std::vector<int> sms, const std::string& path) {
-    Toolkit tk;
-    tk.version = parse_version_text(version).value();
-    tk.nvcc = path;
-    for (int sm : sms)
-        tk.emittable.insert(sass(sm));
-    return tk;
-}
 
 SmToolkitPolicy policy_of(const std::string& yaml) {
     auto p = parse_sm_toolkit(yaml, "sm_toolkit.yml");

@@ -2,6 +2,8 @@
 #include "toolkit/discover.h"
 #include "toolkit/probe.h"
 
+#include "../fake_toolkit.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -10,6 +12,8 @@
 
 namespace fs = std::filesystem;
 using namespace forge;
+using forge::test::fake_toolkit;
+using forge::test::sass;
 using namespace forge::toolkit;
 
 namespace {
@@ -19,19 +23,6 @@ const char* kNvcc130Version = "nvcc: NVIDIA (R) Cuda compiler driver\n"
                               "Built on Wed_Aug_20_01:58:59_PM_PDT_2025\n"
                               "Cuda compilation tools, release 13.0, V13.0.88\n"
                               "Build cuda_13.0.r13.0/compiler.36424714_0\n";
-
-arch::Target sass(int sm, arch::Suffix s = arch::Suffix::None) {
-    return {arch::Kind::Sass, sm, s};
-}
-
-Toolkit fake_toolkit(const std::string& version, std::vector<int> sms, const std::string& path) {
-    Toolkit tk;
-    tk.version = parse_version_text(version).value();
-    tk.nvcc = path;
-    for (int sm : sms)
-        tk.emittable.insert(sass(sm));
-    return tk;
-}
 
 } // namespace
 
