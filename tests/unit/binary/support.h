@@ -3,6 +3,7 @@
 #pragma once
 
 #include "binary/reader.h"
+#include "core/process.h"
 
 #include <cstdint>
 #include <cstdio>
@@ -14,7 +15,6 @@
 #include <iterator>
 #include <optional>
 #include <string>
-#include <sys/wait.h>
 #include <vector>
 
 namespace forge::binary::test {
@@ -40,16 +40,22 @@ inline const FixtureDir& fixture_dir() {
         // command) reuse the first one's fixtures instead of running nvcc ~25 times again: the
         // script's stamp (its own hash and the sources') says whether they are current.
         const char* shared = std::getenv("FORGE_TEST_BINARY_FIXTURES");
-        const std::string out = shared && *shared
-                                    ? std::string(shared)
-                                    : std::string(FORGE_TEST_BINARY_DIR) + "/binary-fixtures";
+        std::string out = shared && *shared ? shared : FORGE_TEST_BINARY_DIR;
+        if (!(shared && *shared)) out.append("/binary-fixtures");
         const std::string log = out + ".log";
-        const std::string cmd = std::string("bash '") + FORGE_TEST_SOURCE_DIR +
-                                "/fixtures/binary/make_fixtures.sh' '" + out + "' >'" + log +
-                                "' 2>&1";
         std::filesystem::create_directories(out);
-        const int status = std::system(cmd.c_str());
-        const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        // The one process runner, no shell: a path with a quote in it stays one argument.
+        ProcessSpec spec;
+        spec.path = "/bin/bash";
+        spec.argv = {"bash",
+                     std::string(FORGE_TEST_SOURCE_DIR).append("/fixtures/binary/make_fixtures.sh"),
+                     out};
+        spec.output = ProcessSpec::Output::Merged;
+        spec.null_stdin = true;
+        auto ran = run_process(spec);
+        std::ofstream(log, std::ios::binary)
+            << (ran.ok() ? ran.value().out : ran.error().to_string());
+        const int rc = ran.ok() ? ran.value().status_code() : -1;
         if (rc == 0) {
             f.dir = out;
         } else if (rc == 77) {
@@ -135,6 +141,27 @@ struct Buf {
 };
 
 // A minimal ELF64 LE host object whose only named section is `name` holding `data`.
+// The 64 bytes of an ELF64 little-endian header (e_ident to e_shstrndx): no program headers,
+// 64-byte section headers at `shoff`.
+struct Elf64HeaderSpec {
+    std::uint16_t type = 1; // ET_REL; 3 is ET_DYN
+    std::uint16_t machine = 62;
+    std::uint64_t shoff = 0;
+    std::uint16_t shnum = 0;
+    std::uint16_t shstrndx = 0;
+};
+inline void elf64_header(Buf& f, const Elf64HeaderSpec& h) {
+    f.str("\x7f"
+          "ELF")
+        .u8(2) // ELFCLASS64
+        .u8(1) // ELFDATA2LSB
+        .u8(1) // EV_CURRENT
+        .u8(0)
+        .zeros(8);
+    f.u16(h.type).u16(h.machine).u32(1).u64(0).u64(0).u64(h.shoff);
+    f.u32(0).u16(64).u16(0).u16(0).u16(64).u16(h.shnum).u16(h.shstrndx);
+}
+
 struct SectionSpec {
     std::string name;
     std::uint32_t type = 1; // SHT_PROGBITS
@@ -161,15 +188,10 @@ inline std::vector<std::uint8_t> elf_with(const std::vector<SectionSpec>& sectio
     const std::uint64_t str_off = off, sh_off = (str_off + shstr.size() + 7) & ~7ull;
     const auto shnum = static_cast<std::uint16_t>(sections.size() + 2);
     Buf f;
-    f.str("\x7f"
-          "ELF")
-        .u8(2)
-        .u8(1)
-        .u8(1)
-        .u8(0)
-        .zeros(8);
-    f.u16(1).u16(machine).u32(1).u64(0).u64(0);
-    f.u64(sh_off).u32(0).u16(64).u16(0).u16(0).u16(64).u16(shnum).u16(shnum - 1);
+    elf64_header(f, {.machine = machine,
+                     .shoff = sh_off,
+                     .shnum = shnum,
+                     .shstrndx = static_cast<std::uint16_t>(shnum - 1)});
     for (const auto& s : sections) {
         f.bytes(s.data);
         f.zeros(((s.data.size() + 7) & ~std::size_t{7}) - s.data.size());

@@ -89,15 +89,7 @@ TEST(BinaryLimits, SectionCountIsBoundedBeforeTheTableIsDecoded) {
     // the limit, with a table that really is that large (zeros, as a sparse file would hold).
     const std::uint64_t n = kMaxSections + 1;
     Buf f;
-    f.str("\x7f"
-          "ELF")
-        .u8(2)
-        .u8(1)
-        .u8(1)
-        .u8(0)
-        .zeros(8);
-    f.u16(1).u16(62).u32(1).u64(0).u64(0).u64(64).u32(0).u16(64).u16(0).u16(0).u16(64).u16(0).u16(
-        0);
+    elf64_header(f, {.shoff = 64}); // e_shnum 0: the count is section 0's sh_size
     f.b.resize(64 + n * 64, 0);
     f.put64(64 + 32, n);
     auto r = read_memory(f.b);
@@ -113,14 +105,7 @@ TEST(BinaryLimits, SectionCountIsBoundedBeforeTheTableIsDecoded) {
 std::vector<std::uint8_t> stripped_chain(std::size_t n) {
     constexpr std::size_t kStart = 64;
     Buf b;
-    b.str("\x7f"
-          "ELF")
-        .u8(2)
-        .u8(1)
-        .u8(1)
-        .u8(0)
-        .zeros(8);
-    b.u16(3).u16(62).u32(1).u64(0).u64(0).u64(0).u32(0).u16(64).u16(0).u16(0).u16(64).u16(0).u16(0);
+    elf64_header(b, {.type = 3}); // no section table
     const std::size_t end = kStart + n * 0x40;
     for (std::size_t i = 0; i < n; ++i) {
         const std::size_t e = b.b.size();
