@@ -493,14 +493,23 @@ void note_arch_list_use(Finder& f, std::size_t start, std::string_view line, boo
         f.add(start, "script-reads-arch-list", squeeze(line), "", std::string(kWhyReads));
 }
 
-void scan_cmake_env(Finder& f, std::string_view code, const LineIndex& lines) {
+// Each place where `name` stands in `code` as a whole identifier, not inside a longer one: the
+// offset of its first character and of the character after it.
+template <class Visit>
+void for_each_whole_name(std::string_view code, std::string_view name, Visit&& visit) {
     std::size_t pos = 0;
-    while ((pos = code.find(kArchListVar, pos)) != std::string_view::npos) {
-        std::size_t start = pos;
-        pos += kArchListVar.size();
+    while ((pos = code.find(name, pos)) != std::string_view::npos) {
+        const std::size_t start = pos;
+        pos += name.size();
         if ((start > 0 && is_ident_char(code[start - 1])) ||
             (pos < code.size() && is_ident_char(code[pos])))
             continue;
+        visit(start, pos);
+    }
+}
+
+void scan_cmake_env(Finder& f, std::string_view code, const LineIndex& lines) {
+    for_each_whole_name(code, kArchListVar, [&](std::size_t start, std::size_t /*end*/) {
         std::string_view before = code.substr(0, start);
         std::string_view line = line_text(code, lines, lines.line(start));
         bool env = before.ends_with("ENV{");
@@ -512,9 +521,9 @@ void scan_cmake_env(Finder& f, std::string_view code, const LineIndex& lines) {
                         : before.ends_with("${") || cmd.ends_with("DEFINED") ||
                               lcmd.ends_with("if(") || lcmd.ends_with("list(");
         note_arch_list_use(f, start, line, write, read);
-    }
+    });
     // $ENV{FLASH_ATTN_CUDA_ARCHS}
-    pos = 0;
+    std::size_t pos = 0;
     while ((pos = code.find("ENV{", pos)) != std::string_view::npos) {
         std::size_t b = pos + 4;
         pos = b;
@@ -526,15 +535,9 @@ void scan_cmake_env(Finder& f, std::string_view code, const LineIndex& lines) {
 }
 
 void scan_shell_env(Finder& f, std::string_view code, const LineIndex& lines) {
-    std::size_t pos = 0;
-    while ((pos = code.find(kArchListVar, pos)) != std::string_view::npos) {
-        std::size_t start = pos;
-        pos += kArchListVar.size();
-        if ((start > 0 && is_ident_char(code[start - 1])) ||
-            (pos < code.size() && is_ident_char(code[pos])))
-            continue;
+    for_each_whole_name(code, kArchListVar, [&](std::size_t start, std::size_t end) {
         std::string_view before = code.substr(0, start);
-        std::string_view after = code.substr(pos);
+        std::string_view after = code.substr(end);
         std::string_view line = line_text(code, lines, lines.line(start));
         bool read = before.ends_with("$") || before.ends_with("${") || before.ends_with("$(");
         std::string_view a = skip_ws(after);
@@ -542,8 +545,8 @@ void scan_shell_env(Finder& f, std::string_view code, const LineIndex& lines) {
             a.starts_with("=") || a.starts_with(":=") || a.starts_with("?=") || a.starts_with("+=");
         bool write = !read && (assign || skip_ws_back(before).ends_with("unset"));
         note_arch_list_use(f, start, line, write, read);
-    }
-    pos = 0;
+    });
+    std::size_t pos = 0;
     while ((pos = code.find('$', pos)) != std::string_view::npos) {
         std::size_t b = pos + 1;
         pos = b;
