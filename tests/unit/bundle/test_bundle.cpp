@@ -4,6 +4,8 @@
 #include "bundle/verify.h"
 #include "toolkit/probe.h"
 
+#include "../replace_once.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -16,6 +18,8 @@ using namespace forge;
 using namespace forge::bundle;
 using forge::toolkit::parse_version_text;
 using forge::toolkit::Toolkit;
+
+using forge::test::replace_once;
 
 namespace {
 
@@ -50,13 +54,6 @@ Error parse_error_of(const std::string& text) {
     auto b = parse_bundle_header(text, "h.h");
     EXPECT_FALSE(b.ok()) << "parsed:\n" << text;
     return b.ok() ? Error() : b.error();
-}
-
-std::string replace(std::string s, const std::string& from, const std::string& to) {
-    auto pos = s.find(from);
-    EXPECT_NE(pos, std::string::npos) << from;
-    if (pos != std::string::npos) s.replace(pos, from.size(), to);
-    return s;
 }
 
 } // namespace
@@ -116,30 +113,30 @@ TEST(BundleHeaderTest, StructuralLiesAreErrorsWithLines) {
     const std::string good = render(sample_bundle());
     // the table says 3 SMs, the array holds 2
     Error e = parse_error_of(
-        replace(good, "_blob0_sms[3] = {90, 100, 120}", "_blob0_sms[2] = {90, 100}"));
+        replace_once(good, "_blob0_sms[3] = {90, 100, 120}", "_blob0_sms[2] = {90, 100}"));
     EXPECT_TRUE(e.line.has_value());
     EXPECT_NE(e.message.find("3 SMs"), std::string::npos) << e.to_string();
     // declared size disagrees with the bytes listed
-    e = parse_error_of(replace(good, "cond_kernel_blob1[3]", "cond_kernel_blob1[4]"));
+    e = parse_error_of(replace_once(good, "cond_kernel_blob1[3]", "cond_kernel_blob1[4]"));
     EXPECT_NE(e.message.find("declares 4"), std::string::npos) << e.to_string();
     // not a byte
-    e = parse_error_of(replace(good, "0xff,", "0x1ff,"));
+    e = parse_error_of(replace_once(good, "0xff,", "0x1ff,"));
     EXPECT_NE(e.message.find("not a byte"), std::string::npos) << e.to_string();
     // the table points at one array and takes the size of another
-    e = parse_error_of(replace(good, "cond_kernel_blob1, sizeof(cond_kernel_blob1)",
-                               "cond_kernel_blob1, sizeof(cond_kernel_blob0)"));
+    e = parse_error_of(replace_once(good, "cond_kernel_blob1, sizeof(cond_kernel_blob1)",
+                                    "cond_kernel_blob1, sizeof(cond_kernel_blob0)"));
     EXPECT_NE(e.message.find("sizeof"), std::string::npos) << e.to_string();
     // an array the table does not use
-    e = parse_error_of(
-        replace(good, "static const nvcc_forge_fatbin_blob",
-                "static const unsigned char stray[1] = {1};\nstatic const nvcc_forge_fatbin_blob"));
+    e = parse_error_of(replace_once(
+        good, "static const nvcc_forge_fatbin_blob",
+        "static const unsigned char stray[1] = {1};\nstatic const nvcc_forge_fatbin_blob"));
     EXPECT_NE(e.message.find("stray"), std::string::npos) << e.to_string();
     EXPECT_GT(e.line.value_or(0), 10);
     // no table at all; a foreign declaration; a C string with escapes
     parse_error_of("static const unsigned char x[] = {1};\n");
     parse_error_of(good + "static const float f = 1;\n");
-    parse_error_of(replace(good, "\"13.0.88\"", "\"13.0\\n\""));
-    parse_error_of(replace(good, "};\nstatic const size_t", "\nstatic const size_t"));
+    parse_error_of(replace_once(good, "\"13.0.88\"", "\"13.0\\n\""));
+    parse_error_of(replace_once(good, "};\nstatic const size_t", "\nstatic const size_t"));
 }
 
 TEST(BundleStepsTest, WholeProgramIsOneFatbinCompileWithOneGencodePerSm) {

@@ -2,6 +2,8 @@
 
 #include "toolkit/probe.h"
 
+#include "../replace_once.h"
+
 #include <algorithm>
 #include <filesystem>
 #include <set>
@@ -9,6 +11,7 @@
 using namespace forge;
 using namespace forge::policy;
 using namespace forge::policy::test;
+using forge::test::replace_once;
 
 namespace {
 
@@ -27,13 +30,6 @@ Error parse_error(const std::string& text) {
     auto r = parse_policy(text, "p.yml");
     EXPECT_FALSE(r.ok()) << "expected an error for:\n" << text;
     return r.ok() ? Error{} : r.error();
-}
-
-std::string replace(std::string s, const std::string& from, const std::string& to) {
-    auto pos = s.find(from);
-    EXPECT_NE(pos, std::string::npos) << from;
-    if (pos != std::string::npos) s.replace(pos, from.size(), to);
-    return s;
 }
 
 } // namespace
@@ -59,12 +55,12 @@ TEST(PolicyFile, UnknownKeysAreErrorsWithFileAndLine) {
     EXPECT_EQ(e.key, "arch_exception");
     EXPECT_NE(e.to_string().find("p.yml:10"), std::string::npos);
     // a row field typo
-    e = parse_error(replace(kMinimal, "reason: \"r\"}\narch_policy_aarch64",
-                            "reasn: \"r\"}\narch_policy_aarch64"));
+    e = parse_error(replace_once(kMinimal, "reason: \"r\"}\narch_policy_aarch64",
+                                 "reasn: \"r\"}\narch_policy_aarch64"));
     EXPECT_EQ(e.line, 3);
     EXPECT_EQ(e.key, "reasn");
     // a nested by_torch typo
-    e = parse_error(replace(
+    e = parse_error(replace_once(
         kMinimal, "sass: \"8.0 9.0\", reason: \"r\"}",
         "sass: \"8.0 9.0\", reason: \"r\", by_torch: {\"2.9\": {sas: \"8.0\", reason: x}}}"));
     EXPECT_EQ(e.key, "sas");
@@ -72,39 +68,39 @@ TEST(PolicyFile, UnknownKeysAreErrorsWithFileAndLine) {
 }
 
 TEST(PolicyFile, EveryRowNeedsAReason) {
-    auto e = parse_error(
-        replace(kMinimal, "{list: \"8.0;9.0+PTX\", reason: \"r\"}", "{list: \"8.0;9.0+PTX\"}"));
+    auto e = parse_error(replace_once(kMinimal, "{list: \"8.0;9.0+PTX\", reason: \"r\"}",
+                                      "{list: \"8.0;9.0+PTX\"}"));
     EXPECT_EQ(e.line, 3);
     EXPECT_NE(e.message.find("reason"), std::string::npos);
-    e = parse_error(
-        replace(kMinimal, "read_from: \"t\", reason: \"r\"", "read_from: \"t\", reason: \" \""));
+    e = parse_error(replace_once(kMinimal, "read_from: \"t\", reason: \"r\"",
+                                 "read_from: \"t\", reason: \" \""));
     EXPECT_NE(e.message.find("empty"), std::string::npos);
-    e = parse_error(replace(kMinimal, "{codes: \"sm_80 sm_90\", read_from: \"t\", ",
-                            "{codes: \"sm_80 sm_90\", "));
+    e = parse_error(replace_once(kMinimal, "{codes: \"sm_80 sm_90\", read_from: \"t\", ",
+                                 "{codes: \"sm_80 sm_90\", "));
     EXPECT_NE(e.message.find("read_from"), std::string::npos);
 }
 
 TEST(PolicyFile, BadTokensAndKeysNameWhere) {
-    auto e = parse_error(replace(kMinimal, "8.0;9.0+PTX", "8.0;9.O+PTX"));
+    auto e = parse_error(replace_once(kMinimal, "8.0;9.0+PTX", "8.0;9.O+PTX"));
     EXPECT_EQ(e.key, "9.O+PTX");
     EXPECT_EQ(e.line, 3);
     EXPECT_NE(e.message.find("arch_policy[12.8]"), std::string::npos);
-    e = parse_error(replace(kMinimal, "\"12.8\": {list: \"8.0;9.0+PTX\"",
-                            "\"12.8.1\": {list: \"8.0;9.0+PTX\""));
+    e = parse_error(replace_once(kMinimal, "\"12.8\": {list: \"8.0;9.0+PTX\"",
+                                 "\"12.8.1\": {list: \"8.0;9.0+PTX\""));
     EXPECT_EQ(e.key, "arch_policy[12.8.1]");
-    e = parse_error(replace(kMinimal, "build_epoch: 3", "build_epoch: three"));
+    e = parse_error(replace_once(kMinimal, "build_epoch: 3", "build_epoch: three"));
     EXPECT_EQ(e.key, "build_epoch");
     EXPECT_EQ(e.line, 1);
-    e = parse_error(replace(kMinimal, "codes: \"sm_80 sm_90\"", "codes: \"sm_80 9.0\""));
+    e = parse_error(replace_once(kMinimal, "codes: \"sm_80 sm_90\"", "codes: \"sm_80 9.0\""));
     EXPECT_NE(e.message.find("'9.0'"), std::string::npos);
-    e = parse_error(replace(kMinimal, "releases: \"2.9\"", "releases: \"2.9.1\""));
+    e = parse_error(replace_once(kMinimal, "releases: \"2.9\"", "releases: \"2.9.1\""));
     EXPECT_NE(e.message.find("2.9.1"), std::string::npos);
 }
 
 TEST(PolicyFile, DuplicateKeysAndSyntaxErrors) {
-    auto e =
-        parse_error(replace(kMinimal, "arch_policy_aarch64:\n",
-                            "arch_policy_aarch64:\n  \"12.8\": {list: \"9.0\", reason: \"r\"}\n"));
+    auto e = parse_error(
+        replace_once(kMinimal, "arch_policy_aarch64:\n",
+                     "arch_policy_aarch64:\n  \"12.8\": {list: \"9.0\", reason: \"r\"}\n"));
     EXPECT_NE(e.message.find("duplicate"), std::string::npos);
     EXPECT_EQ(e.line, 6);
     e = parse_error("arch_policy: {\n  \"12.8\": [unclosed\n");
