@@ -19,43 +19,42 @@ void put32(std::vector<std::uint8_t>& v, std::uint32_t x) {
     put16(v, static_cast<std::uint16_t>(x >> 16));
 }
 
+// The fields a zip's local header and its central directory entry share, from "version needed"
+// on: a stored member, no extra field, time and date 0.
+void put_common_fields(std::vector<std::uint8_t>& z, std::uint32_t crc, std::uint32_t size,
+                       std::uint16_t name_len) {
+    put16(z, 20); // version needed to extract: 2.0
+    put16(z, 0);  // flags
+    put16(z, 0);  // method: stored
+    put16(z, 0);  // time
+    put16(z, 0);  // date
+    put32(z, crc);
+    put32(z, size); // compressed
+    put32(z, size); // uncompressed
+    put16(z, name_len);
+    put16(z, 0); // extra field length
+}
+
 // A one-member stored zip around `data`, with a correct CRC so that libzip hands the member over.
 std::vector<std::uint8_t> wrap(const std::uint8_t* data, std::size_t size) {
     const char name[] = "pkg/_C.so";
     const std::uint16_t n = sizeof(name) - 1;
     std::vector<std::uint8_t> z;
     const auto crc = static_cast<std::uint32_t>(::crc32(0L, data, static_cast<uInt>(size)));
-    put32(z, 0x04034b50);
-    put16(z, 20);
-    put16(z, 0);
-    put16(z, 0);
-    put16(z, 0);
-    put16(z, 0);
-    put32(z, crc);
-    put32(z, static_cast<std::uint32_t>(size));
-    put32(z, static_cast<std::uint32_t>(size));
-    put16(z, n);
-    put16(z, 0);
+    const auto size32 = static_cast<std::uint32_t>(size);
+    put32(z, 0x04034b50); // local file header
+    put_common_fields(z, crc, size32, n);
     z.insert(z.end(), name, name + n);
     z.insert(z.end(), data, data + size);
     const auto cd = static_cast<std::uint32_t>(z.size());
-    put32(z, 0x02014b50);
-    put16(z, 20);
-    put16(z, 20);
-    put16(z, 0);
-    put16(z, 0);
-    put16(z, 0);
-    put16(z, 0);
-    put32(z, crc);
-    put32(z, static_cast<std::uint32_t>(size));
-    put32(z, static_cast<std::uint32_t>(size));
-    put16(z, n);
-    put16(z, 0);
-    put16(z, 0);
-    put16(z, 0);
-    put16(z, 0);
-    put32(z, 0);
-    put32(z, 0);
+    put32(z, 0x02014b50); // central directory entry
+    put16(z, 20);         // version made by
+    put_common_fields(z, crc, size32, n);
+    put16(z, 0); // comment length
+    put16(z, 0); // disk number
+    put16(z, 0); // internal attributes
+    put32(z, 0); // external attributes
+    put32(z, 0); // local header's offset
     z.insert(z.end(), name, name + n);
     const auto cd_size = static_cast<std::uint32_t>(z.size()) - cd;
     put32(z, 0x06054b50);
