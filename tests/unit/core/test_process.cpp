@@ -1,6 +1,8 @@
 // Running a program (core/process.h): exit codes, captured output, signals handed back, no shell.
 #include "core/process.h"
 
+#include "../joined.h"
+
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -161,7 +163,7 @@ template <class F> int in_child(F body) {
 }
 
 std::string ready_file(const std::string& name) {
-    return std::string(FORGE_TEST_BINARY_DIR) + "/" + name + "." + std::to_string(::getpid());
+    return forge::test::joined({FORGE_TEST_BINARY_DIR, "/", name, ".", std::to_string(::getpid())});
 }
 
 void wait_for_file(const std::string& path) {

@@ -1,38 +1,32 @@
 // Shared fixtures paths and small helpers for the policy tests.
 #pragma once
 
+#include "../joined.h"
 #include "policy/package.h"
 #include "policy/policy_file.h"
 #include "policy/resolve.h"
 
 #include <gtest/gtest.h>
 #include <string>
-#include <string_view>
 
 namespace forge::policy::test {
 
-// Built in place: GCC 12 reports a false -Wstringop-overflow/-overread for the moved temporary of
-// `std::string(literal) + literal` once inlined.
-inline std::string joined(std::string_view head, std::string_view tail) {
-    std::string path;
-    path.reserve(head.size() + tail.size());
-    path.append(head).append(tail);
-    return path;
-}
+using forge::test::joined;
+
 inline std::string fixtures() {
-    return joined(FORGE_TEST_FIXTURES, "/policy");
+    return joined({FORGE_TEST_FIXTURES, "/policy"});
 }
 inline std::string repo_root() {
-    return joined(FORGE_TEST_SOURCE_DIR, "/..");
+    return joined({FORGE_TEST_SOURCE_DIR, "/.."});
 }
 inline std::string shipped_policy() {
-    return joined(repo_root(), "/policy/arch_policy.yml");
+    return joined({repo_root(), "/policy/arch_policy.yml"});
 }
 inline std::string shipped_gpus() {
-    return joined(repo_root(), "/policy/gpus.yml");
+    return joined({repo_root(), "/policy/gpus.yml"});
 }
 inline std::string shipped_packages() {
-    return joined(repo_root(), "/packages");
+    return joined({repo_root(), "/packages"});
 }
 
 inline const PolicyData& shipped() {
@@ -58,7 +52,7 @@ inline Result<Resolution>
 resolve_with(const std::string& policy_file, const std::string& cuda, const std::string& torch = "",
              const std::string& platform = "linux_x86_64", const std::string& package = "",
              const std::string& python = "",
-             const std::string& packages_dir = joined(fixtures(), "/packages")) {
+             const std::string& packages_dir = joined({fixtures(), "/packages"})) {
     ResolveRequest r;
     r.cuda = cuda;
     r.torch = torch;
@@ -72,7 +66,7 @@ resolve_with(const std::string& policy_file, const std::string& cuda, const std:
 }
 
 inline std::string mini() {
-    return joined(fixtures(), "/mini_policy.yml");
+    return joined({fixtures(), "/mini_policy.yml"});
 }
 
 } // namespace forge::policy::test

@@ -2,6 +2,7 @@
 // (tests/fixtures/toolkit/nvcc-X.Y/{version,help,list-gpu-code}.txt).
 #pragma once
 
+#include "../joined.h"
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -10,7 +11,7 @@
 namespace forge::toolkit_test {
 
 inline std::string toolkit_fixtures() {
-    return std::string(FORGE_TEST_FIXTURES) + "/toolkit";
+    return forge::test::joined({FORGE_TEST_FIXTURES, "/toolkit"});
 }
 
 // `with_help` false: `--help` prints nothing useful, as an nvcc whose help has no target list.
@@ -20,7 +21,7 @@ inline std::filesystem::path fake_nvcc(const std::string& version_dir, bool with
     std::filesystem::create_directories(dir);
     auto path = dir / "nvcc";
     std::ofstream out(path);
-    std::string fx = toolkit_fixtures() + "/" + version_dir;
+    std::string fx = forge::test::joined({toolkit_fixtures(), "/", version_dir});
     out << "#!/bin/sh\ncase \"$1\" in\n"
         << "  --version) cat '" << fx << "/version.txt' ;;\n"
         << "  --help) " << (with_help ? "cat '" + fx + "/help.txt'" : "echo 'no help here'")
