@@ -82,10 +82,10 @@ fi
 
 overhead_wheel() {
   echo "== 4b. wrapper overhead: the wheel's bin/nvcc-forge next to the build's (bench_wrapper.py)"
-  local whl venv
-  whl=$(compgen -G "$repo/.whl/nvcc_forge-*-py3-none-linux_x86_64.whl" || true)
-  whl="${whl%%$'\n'*}"
-  [ -n "$whl" ] || { echo "overhead-wheel: no nvcc_forge-*-py3-none-linux_x86_64.whl in .whl/"; return 2; }
+  local whls whl venv
+  whls=("$repo"/.whl/nvcc_forge-*-py3-none-linux_x86_64.whl)
+  whl="${whls[0]}"
+  [ -f "$whl" ] || { echo "overhead-wheel: no nvcc_forge-*-py3-none-linux_x86_64.whl in .whl/"; return 2; }
   venv=/tmp/forge-wheel-venv
   rm -rf "$venv"
   # Offline: the wheel has no dependencies. Without ensurepip, the same layout by pip --prefix.

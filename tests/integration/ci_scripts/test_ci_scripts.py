@@ -163,7 +163,7 @@ EARLY_READER = re.compile(r"\|\s*(grep\s+(-\w*[qm]|--quiet|--max-count)|head\b)"
 def early_readers(text):
     """(line number, line) of each pipe into an early-exit reader outside `|| true`, in a script
     that sets pipefail; nothing for one that does not."""
-    if not re.search(r"^\s*set\s+-\w*o\s+pipefail|^\s*set\s+-o\s+pipefail", text, re.M):
+    if not re.search(r"^\s*set\s+-\w*o\s+pipefail", text, re.M):
         return []
     return [(n, line.strip()) for n, line in enumerate(text.splitlines(), 1)
             if not line.lstrip().startswith("#") and EARLY_READER.search(line)

@@ -5,6 +5,8 @@
 #include "binary/reader.h"
 #include "core/process.h"
 
+#include "../joined.h"
+
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +20,8 @@
 #include <vector>
 
 namespace forge::binary::test {
+
+using forge::test::joined;
 
 // Whether the error's message (file, offset and text) contains `text`.
 inline bool mentions(const Error& e, const std::string& text) {
@@ -40,15 +44,15 @@ inline const FixtureDir& fixture_dir() {
         // command) reuse the first one's fixtures instead of running nvcc ~25 times again: the
         // script's stamp (its own hash and the sources') says whether they are current.
         const char* shared = std::getenv("FORGE_TEST_BINARY_FIXTURES");
-        std::string out = shared && *shared ? shared : FORGE_TEST_BINARY_DIR;
-        if (!(shared && *shared)) out.append("/binary-fixtures");
+        const std::string out = shared && *shared
+                                    ? std::string(shared)
+                                    : joined({FORGE_TEST_BINARY_DIR, "/binary-fixtures"});
         const std::string log = out + ".log";
         std::filesystem::create_directories(out);
         // The one process runner, no shell: a path with a quote in it stays one argument.
         ProcessSpec spec;
         spec.path = "/bin/bash";
-        spec.argv = {"bash",
-                     std::string(FORGE_TEST_SOURCE_DIR).append("/fixtures/binary/make_fixtures.sh"),
+        spec.argv = {"bash", joined({FORGE_TEST_SOURCE_DIR, "/fixtures/binary/make_fixtures.sh"}),
                      out};
         spec.output = ProcessSpec::Output::Merged;
         spec.null_stdin = true;
@@ -140,7 +144,6 @@ struct Buf {
     void put16(std::size_t off, std::uint16_t v) { std::memcpy(&b[off], &v, 2); }
 };
 
-// A minimal ELF64 LE host object whose only named section is `name` holding `data`.
 // The 64 bytes of an ELF64 little-endian header (e_ident to e_shstrndx): no program headers,
 // 64-byte section headers at `shoff`.
 struct Elf64HeaderSpec {
@@ -162,6 +165,7 @@ inline void elf64_header(Buf& f, const Elf64HeaderSpec& h) {
     f.u32(0).u16(64).u16(0).u16(0).u16(64).u16(h.shnum).u16(h.shstrndx);
 }
 
+// One section of elf_with's file.
 struct SectionSpec {
     std::string name;
     std::uint32_t type = 1; // SHT_PROGBITS
