@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """The test command's helpers, run as .ci/test runs them, on trees the cases write:
 .ci/tidy_units.py (the unity batches clang-tidy checks, and the places of its findings mapped back
-to the sources) and .ci/unit_tests.py (CTest's unit tests, one process per executable)."""
+to the sources), .ci/tidy_cache.py (clang-tidy's result cache: what its key covers) and
+.ci/unit_tests.py (CTest's unit tests, one process per executable)."""
+import gzip
 import json
 import os
 import re
+import shutil
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
@@ -87,6 +90,171 @@ def unchecked_source_is_an_error(t):
     r.expect_err(f"{os.path.realpath(d)}: in no compile command")
     r = tidy_units(t, t.path("nowhere"), t.path("units"), d).expect_rc(2)
     r.expect_err("compile_commands.json")
+
+
+FAKE_TIDY = r"""#!/usr/bin/env python3
+# A clang-tidy for .ci/tidy_cache.py's cases. --version: "fake clang-tidy $FAKE_TIDY_VERSION";
+# --dump-config: the nearest .clang-tidy above the unit; a check: the unit's name added to $CALLS,
+# each file it #includes "..." (recursively) listed on stderr as clang's -H does (dots, the path),
+# and a finding (exit 1) for each line that holds BAD in any of them.
+import os, re, sys
+args = sys.argv[1:]
+if "--version" in args:
+    print("fake clang-tidy " + os.environ.get("FAKE_TIDY_VERSION", "1"))
+    sys.exit(0)
+unit = args[-1]
+if "--dump-config" in args:
+    d = os.path.dirname(os.path.abspath(unit))
+    while not os.path.exists(os.path.join(d, ".clang-tidy")) and d != "/":
+        d = os.path.dirname(d)
+    if os.path.exists(os.path.join(d, ".clang-tidy")):
+        sys.stdout.write(open(os.path.join(d, ".clang-tidy")).read())
+    sys.exit(0)
+with open(os.environ["CALLS"], "a") as f:
+    f.write(os.path.basename(unit) + "\n")
+bad = []
+def walk(path, depth):
+    for n, line in enumerate(open(path), 1):
+        if "BAD" in line:
+            bad.append(f"{path}:{n}:1: error: bad [fake-check]\n")
+        m = re.match(r'#include "(.+)"', line)
+        if m:
+            inc = os.path.join(os.path.dirname(path), m.group(1))
+            sys.stderr.write("." * depth + " " + inc + "\n")
+            walk(inc, depth + 1)
+walk(unit, 1)
+sys.stdout.write("".join(bad))
+sys.exit(1 if bad else 0)
+"""
+
+
+def tidy_clone(t, name="clone"):
+    """A clone as .ci/tidy sees it: its .clang-tidy, a unit that includes a header, and the units'
+    compile database."""
+    root = t.path(name)
+    ft.write(os.path.join(root, ".clang-tidy"), "Checks: '-*,bugprone-*'\n")
+    ft.write(os.path.join(root, "src", "h.h"), "#pragma once\nint h();\n")
+    unit = ft.write(os.path.join(root, "src", "u.cpp"), '#include "h.h"\nint u() { return h(); }\n')
+    units = os.path.join(root, "build", "units")
+    ft.write(os.path.join(units, "compile_commands.json"), json.dumps(
+        [{"directory": os.path.join(root, "build"), "file": unit, "command": f"/usr/bin/c++ -O2 -c {unit}"}]))
+    return root
+
+
+def tidy_cache(t, root, tidy, env, rc=0):
+    """Runs .ci/tidy_cache.py over the clone's unit; returns its result after checking `rc`."""
+    return t.run([sys.executable, t.src(".ci", "tidy_cache.py"), "--tidy", tidy, "--units",
+                  os.path.join(root, "build", "units"), "--root", root, "-j", "1",
+                  os.path.join(root, "src", "u.cpp")], env=env).expect_rc(rc)
+
+
+def fake_tidy(t):
+    tidy = ft.write(t.path("bin", "clang-tidy"), FAKE_TIDY, 0o755)
+    env = t.env(FORGE_TIDY_CACHE_DIR=t.path("cache"), CALLS=t.path("calls"), FAKE_TIDY_VERSION="1", CPATH=None)
+    return tidy, env
+
+
+def calls(t):
+    return len(ft.read(t.path("calls")).splitlines()) if os.path.exists(t.path("calls")) else 0
+
+
+def edit(path, old, new):
+    text = ft.read(path)
+    ft.check(old in text, f"{path} lacks {old!r}")
+    ft.write(path, text.replace(old, new, 1))
+
+
+@ft.case("ci_scripts.tidy_cache.checks_again_only_what_changed")
+def tidy_cache_keying(t):
+    tidy, env = fake_tidy(t)
+    root = tidy_clone(t)
+    header, db = os.path.join(root, "src", "h.h"), os.path.join(root, "build", "units", "compile_commands.json")
+    r = tidy_cache(t, root, tidy, env)
+    r.expect_out("tidy: src/u.cpp: 0.").expect_out("tidy: 1 units, 0 from the cache")
+    ft.check_eq(calls(t), 1, "clang-tidy runs, first run")
+    tidy_cache(t, root, tidy, env).expect_out("tidy: src/u.cpp: cached").expect_out("1 from the cache")
+    ft.check_eq(calls(t), 1, "clang-tidy runs, nothing changed")
+    # Each input of the key, changed alone, checks the unit again; changed back, it is a hit.
+    steps = [
+        ("a header the unit includes", lambda: edit(header, "int h();", "int h(int = 0);"),
+         lambda: edit(header, "int h(int = 0);", "int h();"), env),
+        ("the unit itself", lambda: edit(os.path.join(root, "src", "u.cpp"), "return h();", "return h() + 1;"),
+         None, env),
+        (".clang-tidy", lambda: edit(os.path.join(root, ".clang-tidy"), "bugprone-*", "bugprone-*,performance-*"),
+         None, env),
+        ("the compile flags", lambda: edit(db, "-O2", "-O2 -DX=1"), None, env),
+        ("clang-tidy's version", lambda: None, None, dict(env, FAKE_TIDY_VERSION="2")),
+        ("clang-tidy's binary", lambda: ft.write(tidy, FAKE_TIDY + "# rebuilt\n", 0o755), None, env),
+        ("the include search path (CPATH)", lambda: None, None, dict(env, CPATH="/nonexistent")),
+    ]
+    for what, change, undo, step_env in steps:
+        before = calls(t)
+        change()
+        tidy_cache(t, root, tidy, step_env).expect_out("0 from the cache")
+        ft.check_eq(calls(t), before + 1, f"clang-tidy runs after a change of {what}")
+        if undo:
+            undo()
+            tidy_cache(t, root, tidy, step_env).expect_out("1 from the cache")
+            ft.check_eq(calls(t), before + 1, f"clang-tidy runs after {what} changed back")
+    env = steps[-1][3]
+    before = calls(t)
+    tidy_cache(t, root, tidy, env).expect_out("1 from the cache")
+    # The same sources in another directory (a second CI clone): the key is relative to the root.
+    other = t.path("elsewhere")
+    shutil.copytree(root, other)
+    other_db = os.path.join(other, "build", "units", "compile_commands.json")
+    ft.write(other_db, ft.read(other_db).replace(root, other))
+    tidy_cache(t, other, tidy, env).expect_out("1 from the cache")
+    ft.check_eq(calls(t), before, "clang-tidy runs for the same sources in another clone")
+    # Off: every run checks.
+    tidy_cache(t, root, tidy, dict(env, FORGE_TIDY_CACHE_DIR="none")).expect_out("(off)")
+    ft.check_eq(calls(t), before + 1, "clang-tidy runs with the cache off")
+
+
+@ft.case("ci_scripts.tidy_cache.findings_are_never_cached")
+def tidy_cache_findings(t):
+    tidy, env = fake_tidy(t)
+    root = tidy_clone(t)
+    header = os.path.join(root, "src", "h.h")
+    edit(header, "int h();", "int h(); // BAD")
+    for n in (1, 2):
+        r = tidy_cache(t, root, tidy, env, rc=1)
+        r.expect_out(f"{header}:2:1: error: bad [fake-check]").expect_out("0 from the cache")
+        ft.check_eq(calls(t), n, "clang-tidy runs while the unit has a finding")
+    # The -H listing is clang-tidy's stderr, not part of what it reports.
+    ft.check("\n. " not in "\n" + r.out, f"the header listing leaked into the output:\n{r.out}")
+    edit(header, " // BAD", "")
+    tidy_cache(t, root, tidy, env)
+    tidy_cache(t, root, tidy, env).expect_out("1 from the cache")
+    ft.check_eq(calls(t), 3, "clang-tidy runs once the finding is fixed")
+
+
+@ft.case("ci_scripts.tidy_cache.real_clang_tidy_lists_what_it_read")
+def tidy_cache_real(t):
+    """The pinned clang-tidy (.ci/env.sh) reports the files it read through -H: the manifest holds
+    the clone's header, a standard library header and one of clang's own resource headers."""
+    version = re.search(r"FORGE_CLANG_TIDY_VERSION=(\S+)", ft.read(t.src(".ci", "env.sh"))).group(1)
+    tidy = os.environ.get("FORGE_CLANG_TIDY") or os.path.join(
+        t.tools_dir, f"clang-tidy-{version}", "clang_tidy", "data", "bin", "clang-tidy")
+    if not os.access(tidy, os.X_OK):
+        ft.skip(f"no clang-tidy at {tidy} (.ci/install-deps.sh installs it)")
+    root = tidy_clone(t)
+    unit = os.path.join(root, "src", "u.cpp")
+    ft.write(unit, '#include "h.h"\n#include <cstddef>\n#include <vector>\n'
+             "int u() { std::vector<int> v; return h() + static_cast<int>(v.size() + sizeof(std::max_align_t)); }\n")
+    edit(os.path.join(root, "build", "units", "compile_commands.json"), "-O2", "-std=c++20 -O2")
+    env = t.env(FORGE_TIDY_CACHE_DIR=t.path("cache"))
+    tidy_cache(t, root, tidy, env).expect_out("0 from the cache")
+    manifests = [os.path.join(d, f) for d, _, fs in os.walk(t.path("cache")) for f in fs]
+    ft.check_eq(len(manifests), 1, "manifests")
+    with gzip.open(manifests[0], "rt") as f:
+        deps = [p for p, _ in json.load(f)[0]["deps"]]
+    ft.check_in("<root>/src/h.h", deps, "files clang-tidy read")
+    ft.check(any(p.endswith("/c++/12/vector") or p.endswith("/vector") for p in deps), f"no <vector> in {deps}")
+    ft.check(any("/lib/clang/" in p and p.endswith("/stddef.h") for p in deps), f"no resource stddef.h in {deps}")
+    tidy_cache(t, root, tidy, env).expect_out("1 from the cache")
+    edit(os.path.join(root, "src", "h.h"), "int h();", "int h(); int h2();")
+    tidy_cache(t, root, tidy, env).expect_out("0 from the cache")
 
 
 FAKE_TEST = r'''#!/usr/bin/env python3
