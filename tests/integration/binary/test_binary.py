@@ -19,8 +19,8 @@ def run(t, *args, env=None):
 
 
 def fixtures(t):
-    """The fixtures, once per work root and shared by every case of this area."""
-    return t.binary_fixtures(os.path.join(t.work_root, "fixtures"))
+    """The fixtures the build tree's tests share (built once: ~25 nvcc calls), read only here."""
+    return t.binary_fixtures()
 
 
 def listing(t, *files, extra=()):
