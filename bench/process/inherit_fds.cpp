@@ -1,0 +1,33 @@
+// Inherited descriptors: a descriptor the build handed us without close-on-exec (a make jobserver,
+// a `3>file` redirect that nvcc writes as /dev/fd/3) reaches the program, as it would through a
+// plain exec. Not in issue 31's list, but part of "never loses a user's output".
+#include "check.h"
+
+#include <fcntl.h>
+
+int main() {
+    const std::string child = bench::child_path();
+    const int inherited = ::open("/dev/null", O_RDONLY); // no O_CLOEXEC
+    if (inherited < 0 || ::dup2(inherited, 7) != 7) return 3;
+    const std::string out = bench::report_file("inherit_fds");
+    const std::vector<std::string> args = {"fds"};
+#if defined(BENCH_BOOST_V1)
+    bp::child c(bp::exe = child, bp::args = args);
+    c.wait();
+#elif defined(BENCH_BOOST_V2)
+    boost::asio::io_context ctx;
+    bp2::process p(ctx, child, args);
+    p.wait();
+#else
+    forge::ProcessSpec s;
+    s.path = child;
+    s.argv = {child, "fds"};
+    if (!forge::run_process(s)) return bench::verdict("inherited fds", "no", "did not start");
+#endif
+    const std::string fds = " " + bench::read_file(out);
+    if (fds.find(" 7 ") != std::string::npos)
+        return bench::verdict("inherited fds", "yes", "descriptor 7 reached the program");
+    return bench::verdict("inherited fds", "no",
+                          "descriptor 7 was closed before exec (open above 2: " +
+                              fds.substr(1, fds.size() - 2) + ")");
+}
