@@ -2,7 +2,7 @@
 // helper's path, its report, and the one verdict line each program prints.
 // Each program is compiled three times by run.sh: with core/process.h (the project's runner,
 // posix_spawn), with BENCH_BOOST_V1 (Boost.Process v1, Debian 12's Boost 1.74) and with
-// BENCH_BOOST_V2 (Boost.Process v2 from Boost 1.85's headers, header-only through its src.hpp).
+// BENCH_BOOST_V2 (Boost.Process v2: Debian 12's Boost 1.81, and Boost 1.85's headers from PyPI).
 #pragma once
 
 #if defined(BENCH_BOOST_V1)
@@ -19,7 +19,10 @@ inline constexpr const char* kRunner = "boost-v1";
 #include <boost/process/v2/src.hpp> // header-only: the library's sources in this one TU
 #include <boost/process/v2/stdio.hpp>
 namespace bp2 = boost::process::v2;
-inline constexpr const char* kRunner = "boost-v2";
+#ifndef BENCH_V2_LABEL
+#define BENCH_V2_LABEL "boost-v2"
+#endif
+inline constexpr const char* kRunner = BENCH_V2_LABEL; // run.sh builds v2 of two Boost releases
 #else
 #include "core/process.h"
 inline constexpr const char* kRunner = "posix_spawn";
@@ -71,6 +74,27 @@ inline std::string status_text(int status) {
     if (WIFSIGNALED(status)) return "signal " + std::to_string(WTERMSIG(status));
     if (WIFEXITED(status)) return "exit " + std::to_string(WEXITSTATUS(status));
     return "status " + std::to_string(status);
+}
+
+// Runs `path` with `args` the plain way each library offers, a path and the arguments (argv[0] is
+// then the path for all three), and waits; false if it did not start.
+inline bool run_plain(const std::string& path, const std::vector<std::string>& args) {
+#if defined(BENCH_BOOST_V1)
+    bp::child c(bp::exe = path, bp::args = args);
+    c.wait();
+    return true;
+#elif defined(BENCH_BOOST_V2)
+    boost::asio::io_context ctx;
+    bp2::process p(ctx, path, args);
+    p.wait();
+    return true;
+#else
+    forge::ProcessSpec s;
+    s.path = path;
+    s.argv = {path};
+    s.argv.insert(s.argv.end(), args.begin(), args.end());
+    return forge::run_process(s).ok();
+#endif
 }
 
 // The one line run.sh reads: yes (the library does it), by-hand (it does with code of ours around

@@ -11,19 +11,8 @@ int main() {
     if (inherited < 0 || ::dup2(inherited, 7) != 7) return 3;
     const std::string out = bench::report_file("inherit_fds");
     const std::vector<std::string> args = {"fds"};
-#if defined(BENCH_BOOST_V1)
-    bp::child c(bp::exe = child, bp::args = args);
-    c.wait();
-#elif defined(BENCH_BOOST_V2)
-    boost::asio::io_context ctx;
-    bp2::process p(ctx, child, args);
-    p.wait();
-#else
-    forge::ProcessSpec s;
-    s.path = child;
-    s.argv = {child, "fds"};
-    if (!forge::run_process(s)) return bench::verdict("inherited fds", "no", "did not start");
-#endif
+    if (!bench::run_plain(child, args))
+        return bench::verdict("inherited fds", "no", "did not start");
     const std::string fds = " " + bench::read_file(out);
     if (fds.find(" 7 ") != std::string::npos)
         return bench::verdict("inherited fds", "yes", "descriptor 7 reached the program");

@@ -4,12 +4,13 @@
 #
 #   bash bench/process/run.sh [ROUNDS]      (ROUNDS of the start-up timing, default 2000)
 #
-# Builds each program of this folder three times with g++: against core/process.cpp, against
-# Boost.Process v1 (Debian 12's Boost 1.74: libboost1.74-dev, and libboost-filesystem1.74-dev for
-# the library v1 links) and against Boost.Process v2 (Boost 1.85's headers from PyPI,
-# boost-headers==1.85.0.post1, header-only through v2's src.hpp; cached beside the other tools in
-# $NVCC_FORGE_TOOLS_DIR). Prints one table row per behaviour, then times four static entries side
-# by side (startup.cpp): no runner, core/process.h, v1, v2. Not part of CI: about 5 minutes of CPU.
+# Builds each program of this folder with g++ against core/process.cpp, Boost.Process v1 (Debian
+# 12's Boost 1.74: libboost1.74-dev, and libboost-filesystem1.74-dev for the library v1 links),
+# Boost.Process v2 of Debian 12's Boost 1.81 (unpacked, see below) and v2 of Boost 1.85 (PyPI's
+# boost-headers==1.85.0.post1, header-only through v2's src.hpp); the Boost copies are cached
+# beside the other tools in $NVCC_FORGE_TOOLS_DIR. Prints one table row per behaviour, then times
+# the static entries side by side (startup.cpp): no runner, and one per runner. Not part of CI:
+# about 5 minutes of CPU.
 # A library that is not there is skipped with the command that installs it.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -41,11 +42,32 @@ if [ ! -f "$v2_dir/boost_headers/include/boost/process/v2/src.hpp" ]; then
   python3 -m pip install -q --disable-pip-version-check --no-deps --target "$v2_dir" \
     "boost-headers==$v2_version" >&2 || true
 fi
-v2_flags=(-DBENCH_BOOST_V2 -DBOOST_PROCESS_USE_STD_FS -DBOOST_PROCESS_V2_SEPARATE_COMPILATION -isystem "$v2_dir/boost_headers/include")
+v2_flags=(-DBENCH_BOOST_V2 -DBENCH_V2_LABEL='"boost-v2-1.85"' -DBOOST_PROCESS_USE_STD_FS
+          -DBOOST_PROCESS_V2_SEPARATE_COMPILATION -isystem "$v2_dir/boost_headers/include")
 if [ -f "$v2_dir/boost_headers/include/boost/process/v2/src.hpp" ]; then
-  runners+=(boost-v2)
+  runners+=(boost-v2-1.85)
 else
   echo "process: Boost.Process v2 skipped: pip install --target $v2_dir boost-headers==$v2_version" >&2
+fi
+# Debian 12's own v2: libboost1.81-dev, which cannot be installed beside the 1.74 the project
+# builds with (both are /usr/include/boost), unpacked instead (apt-get download, dpkg-deb -x). Its
+# header-only std::filesystem mode does not compile (v2/detail/config.hpp uses boost::optional
+# undeclared), so it links 1.81's Boost.Filesystem.
+d181="$NVCC_FORGE_TOOLS_DIR/boost-1.81-debian"
+if [ ! -f "$d181/usr/lib/x86_64-linux-gnu/libboost_filesystem.a" ]; then
+  tmp="$(mktemp -d)"
+  (cd "$tmp" && apt-get download -qq -o APT::Sandbox::User=root libboost1.81-dev \
+     libboost-filesystem1.81-dev libboost-atomic1.81-dev >&2 &&
+   for deb in ./*.deb; do dpkg-deb -x "$deb" "$d181"; done) || true
+  rm -rf "$tmp"
+fi
+v181_flags=(-DBENCH_BOOST_V2 -DBENCH_V2_LABEL='"boost-v2-1.81"' -DBOOST_PROCESS_V2_SEPARATE_COMPILATION
+            -isystem "$d181/usr/include")
+v181_libs=("$d181/usr/lib/x86_64-linux-gnu/libboost_filesystem.a" "$d181/usr/lib/x86_64-linux-gnu/libboost_atomic.a")
+if [ -f "${v181_libs[0]}" ] && [ -f "$d181/usr/include/boost/process/v2/src.hpp" ]; then
+  runners+=(boost-v2-1.81)
+else
+  echo "process: Debian's Boost.Process v2 (1.81) skipped: apt-get download libboost1.81-dev ..." >&2
 fi
 
 build() { # <runner> <source> <output> [extra flags...]; kept while newer than its sources
@@ -57,7 +79,8 @@ build() { # <runner> <source> <output> [extra flags...]; kept while newer than i
   case "$runner" in
     posix_spawn) "${cxx[@]}" "$@" "${forge_flags[@]}" "$src" "${forge_objs[@]}" -o "$exe" ;;
     boost-v1) "${cxx[@]}" "$@" "${v1_flags[@]}" "$src" "${v1_libs[@]}" -o "$exe" ;;
-    boost-v2) "${cxx[@]}" "$@" "${v2_flags[@]}" "$src" -o "$exe" ;;
+    boost-v2-1.85) "${cxx[@]}" "$@" "${v2_flags[@]}" "$src" -o "$exe" ;;
+    boost-v2-1.81) "${cxx[@]}" "$@" "${v181_flags[@]}" "$src" "${v181_libs[@]}" -o "$exe" ;;
     plain) "${cxx[@]}" "$@" -DBENCH_PLAIN "$src" -o "$exe" ;;
   esac
 }
