@@ -172,6 +172,23 @@ def case_both_backend(t):
     check(rc == 2 and "differs from cuobjdump" in err, f"{rc} {err}")
 
 
+@ft.case("binary.list.cuobjdump_unparseable_output")
+def case_cuobjdump_unparseable(t):
+    """A backend whose output is not cuobjdump's listing is exit 2 naming what it could not read,
+    never "no device code" (issue 30: NVCC_FORGE_CUOBJDUMP=/bin/echo said so for 6 cubins)."""
+    d = fixtures(t)
+    silent = t.path("silent-cuobjdump")
+    ft.write(silent, "#!/bin/sh\nexit 0\n", mode=0o755)
+    for tool, says in (("/bin/echo", "cannot parse cuobjdump's output, line 1: '--list-elf"),
+                       (silent, "listed no image and did not say")):
+        for backend in ("cuobjdump", "both"):
+            rc, out, err = run(t, "--backend", backend, f"{d}/multi.so",
+                               env=dict(os.environ, NVCC_FORGE_CUOBJDUMP=tool))
+            check(rc == 2, f"{tool} --backend {backend}: exit {rc}: {out} {err}")
+            check("no device code" not in out, f"{tool} --backend {backend}: {out}")
+            check(says in err and "multi.so" in err, f"{tool} --backend {backend}: {err}")
+
+
 # ---- PE/COFF (Windows) ------------------------------------------------------------------------
 
 def kinds(rows):
