@@ -137,6 +137,43 @@ def case_wheel(t):
     check(sorted(map(key, so)) == sorted(map(key, direct)), "wheel member lists like the file")
 
 
+@ft.case("binary.list.json_not_utf8")
+def case_json_not_utf8(t):
+    """Names that are not UTF-8 (a path, a wheel member) are written into JSON under the one rule
+    of core/json.h, each invalid byte as U+FFFD: valid UTF-8 JSON, never an abort (issue 30)."""
+    import zipfile
+    d = fixtures(t)
+
+    def strict_json(*args):
+        r = t.forge(*args)
+        check(r.rc in (0, 1), f"exit {r.rc}\n{r!r}")
+        try:
+            return json.loads(r.stdout.decode("utf-8"))  # strict: a raw 0xff fails here
+        except ValueError as e:
+            ft.fail(f"not UTF-8 JSON ({e})\n{r!r}")
+
+    odd = os.fsdecode(os.path.join(os.fsencode(t.work), b"odd\xff.fatbin"))
+    with open(f"{d}/k2.fatbin", "rb") as src, open(odd, "wb") as dst:
+        dst.write(src.read())
+    rows = strict_json("list", "--format", "json", odd)
+    check(len(rows) == 2 and all(r["file"].endswith("odd\ufffd.fatbin") for r in rows), rows)
+    # A wheel whose extension's name has a byte 0xFF in it (patched in the local and the central
+    # header alike, as a zip written by another tool can have it).
+    whl = t.path("w-1.0-py3-none-any.whl")
+    with zipfile.ZipFile(whl, "w") as z:
+        with open(f"{d}/multi.so", "rb") as f:
+            z.writestr("w/_CX.so", f.read())
+    data = open(whl, "rb").read()
+    check(data.count(b"w/_CX.so") == 2, "the member name in both headers")
+    open(whl, "wb").write(data.replace(b"w/_CX.so", b"w/_C\xff.so"))
+    rows = strict_json("list", "--format", "json", "--toolkit", whl)
+    check(rows and all(r["member"] == "w/_C\ufffd.so" for r in rows), rows)
+    have = sorted({r["arch"] for r in rows if r["kind"] == "sass"})
+    for target in (whl, odd):
+        report = strict_json("verify", "--arch-list", ",".join(have), "--format", "json", target)
+        check("\ufffd" in json.dumps(report, ensure_ascii=False), f"verify {target}: {report}")
+
+
 def cuobjdump_or_skip(t):
     rc, _, err = run(t, "--backend", "cuobjdump", t.forge_exe)
     if rc != 0 and "cuobjdump not found" in err:
