@@ -87,6 +87,53 @@ def case_toolkit(t):
             check(r["toolkit"] is None, r)
 
 
+@ft.case("binary.list.toolkit_cache")
+def case_toolkit_cache(t):
+    """--toolkit keeps each image's answer in $NVCC_FORGE_CACHE_DIR/toolkit: the second run prints
+    the same; a changed compressed byte is never answered from it (the run answers as one without
+    the cache); a corrupt cache file is named on stderr and rebuilt; audit fills the same cache."""
+    d = fixtures(t)
+    lib = t.path("cm_size.o")
+    with open(f"{d}/cm_size.o", "rb") as f:
+        data = bytearray(f.read())
+    open(lib, "wb").write(data)
+    cache = t.path("cache")
+
+    def toolkit(path, cache_dir):
+        return t.forge("list", "--toolkit", "--format", "json", path,
+                       env=dict(os.environ, NVCC_FORGE_CACHE_DIR=cache_dir))
+
+    first = toolkit(lib, cache).expect_rc(0)
+    packs = os.listdir(os.path.join(cache, "toolkit"))
+    check(len(packs) == 1 and packs[0].endswith(".pack"), packs)
+    pack = os.path.join(cache, "toolkit", packs[0])
+    second = toolkit(lib, cache).expect_rc(0)
+    check(second.stdout == first.stdout and second.err == "", f"second run: {second!r}")
+    # One byte inside the first ZSTD frame (magic 28 b5 2f fd), every size kept.
+    at = data.index(b"\x28\xb5\x2f\xfd") + 12
+    data[at] ^= 0xff
+    open(lib, "wb").write(data)
+    cached, fresh = toolkit(lib, cache), toolkit(lib, t.path("fresh"))
+    check(cached.rc == fresh.rc and cached.stdout == fresh.stdout,
+          f"changed byte: cached {cached!r}\nwithout the cache {fresh!r}")
+    check(cached.rc != 0 or cached.stdout != first.stdout, f"the change went unseen: {cached!r}")
+    # A corrupt cache file: named, not trusted, rebuilt.
+    with open(f"{d}/cm_size.o", "rb") as f:
+        open(lib, "wb").write(f.read())
+    toolkit(lib, cache).expect_rc(0)
+    open(pack, "wb").write(b"NVFTKC01" + b"\0" * 200)
+    r = toolkit(lib, cache).expect_rc(0)
+    check(r.stdout == first.stdout, f"answers after a corrupt cache file: {r!r}")
+    check(pack in r.err and "corrupt" in r.err, f"the corrupt file is not named: {r!r}")
+    check(open(pack, "rb").read(8) == b"NVFTKC01" and os.path.getsize(pack) != 208, "not rebuilt")
+    check(toolkit(lib, cache).err == "", "warned again after the rebuild")
+    # audit reads the same way, through the same cache.
+    audit_cache = t.path("audit-cache")
+    t.forge("audit", "--arch-list", "8.0", f"{d}/pkg-1.0-cp312-cp312-linux_x86_64.whl",
+            env=dict(os.environ, NVCC_FORGE_CACHE_DIR=audit_cache))
+    check(os.listdir(os.path.join(audit_cache, "toolkit")), "audit kept no answer")
+
+
 @ft.case("binary.list.threads_env")
 def case_threads_env(t):
     """NVCC_FORGE_LIST_THREADS sets --toolkit's workers: the same rows for any count; a value

@@ -338,6 +338,44 @@ std::uint64_t StreamScratch::release(std::uint64_t keep) {
     return held + image;
 }
 
+std::uint64_t decode_footprint(const Bytes& stream, std::uint64_t uncompressed_size) {
+    return uncompressed_size + ZSTD_estimateDCtxSize() + stream.size();
+}
+
+std::optional<Bytes> decode_to_scratch(const Bytes& stream, Compression c,
+                                       std::uint64_t uncompressed_size, std::uint64_t limit,
+                                       const Where& where, StreamScratch& scratch,
+                                       std::uint64_t base) {
+    if (c == Compression::None || uncompressed_size == 0) return std::nullopt;
+    if (declared_size_error(stream, c, uncompressed_size, limit, where)) return std::nullopt;
+    StreamScratch::Impl& s = scratch.impl();
+    if (!s.image.reserve(uncompressed_size)) return std::nullopt;
+    // The compressed bytes are copied (pread from a mapped file), not read through the mapping.
+    std::uint8_t* src = s.input(stream.size());
+    if (src == nullptr) return std::nullopt;
+    copy_bytes(stream.data(), stream.size(), src);
+    s.written = std::max(s.written, uncompressed_size);
+    if (c == Compression::Lz4) {
+        if (stream.size() > static_cast<std::uint64_t>(LZ4_MAX_INPUT_SIZE) ||
+            uncompressed_size > static_cast<std::uint64_t>(INT32_MAX))
+            return std::nullopt;
+        const int n = LZ4_decompress_safe(
+            reinterpret_cast<const char*>(src), reinterpret_cast<char*>(s.image.data()),
+            static_cast<int>(stream.size()), static_cast<int>(uncompressed_size));
+        if (n < 0 || static_cast<std::uint64_t>(n) != uncompressed_size) return std::nullopt;
+        return Bytes{s.image.data(), uncompressed_size, base};
+    }
+    const unsigned long long declared = ZSTD_getFrameContentSize(src, stream.size());
+    if (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared != uncompressed_size) return std::nullopt;
+    if (s.dctx == nullptr) s.dctx = ZSTD_createDCtx();
+    if (s.dctx == nullptr) return std::nullopt;
+    const std::size_t n =
+        ZSTD_decompressDCtx(s.dctx, s.image.data(), static_cast<std::size_t>(uncompressed_size),
+                            src, static_cast<std::size_t>(stream.size()));
+    if (ZSTD_isError(n) || n != uncompressed_size) return std::nullopt;
+    return Bytes{s.image.data(), uncompressed_size, base};
+}
+
 namespace {
 
 // Compressed input is handed to the decoder in slices, each copied into the worker's buffer (a
@@ -488,7 +526,7 @@ std::optional<ZstdPlan> zstd_read_plan(const Bytes& stream, std::uint64_t uncomp
     // The compressed bytes count too: they are copied to the worker (all of them for one call, a
     // slice at a time when streamed).
     if (plan.one_call) {
-        plan.footprint = uncompressed_size + ZSTD_estimateDCtxSize() + stream.size();
+        plan.footprint = decode_footprint(stream, uncompressed_size);
     } else {
         plan.second_pass =
             second_pass_bytes != 0 ? second_pass_bytes : kSecondPassFactor * prefix_bytes;
@@ -517,17 +555,11 @@ std::optional<CubinInfo> inspect_zstd_cubin(const Bytes& stream, std::uint64_t u
         // One call decodes the image straight into the worker's pages (reused from cubin to
         // cubin: no fresh page is faulted in for most), with the semantics of
         // decompress_payload's ZSTD_decompress, and inspect_cubin reads it as a whole.
-        if (s.dctx == nullptr) s.dctx = ZSTD_createDCtx();
-        std::uint8_t* src = s.input(stream.size());
-        if (s.dctx == nullptr || src == nullptr) return std::nullopt;
-        copy_bytes(stream.data(), stream.size(), src);
-        s.written = std::max(s.written, uncompressed_size);
-        const std::size_t n =
-            ZSTD_decompressDCtx(s.dctx, s.image.data(), static_cast<std::size_t>(uncompressed_size),
-                                src, static_cast<std::size_t>(stream.size()));
-        if (ZSTD_isError(n) || n != uncompressed_size) return std::nullopt;
+        auto whole = decode_to_scratch(stream, Compression::Zstd, uncompressed_size, limit, where,
+                                       scratch, 0);
+        if (!whole) return std::nullopt;
         if (stats) ++stats->one_call;
-        auto info = inspect_cubin(image, where);
+        auto info = inspect_cubin(*whole, where);
         if (!info) return std::nullopt;
         return std::move(*info);
     }
