@@ -304,7 +304,12 @@ struct StreamScratch::Impl {
     // read, which then stay in the resident set (16 workers: 15 MiB of such pages measured).
     std::unique_ptr<std::uint8_t[]> in;
     std::uint64_t in_size = 0;
+    // Which compressed stream `in` holds whole (load_input), so that the decoder does not copy
+    // it again after the cache key was hashed from it; any other use of `in` forgets it.
+    const std::uint8_t* holds = nullptr;
+    std::uint64_t holds_size = 0;
     std::uint8_t* input(std::uint64_t n) {
+        holds = nullptr;
         if (n > in_size) {
             in.reset(new (std::nothrow) std::uint8_t[n]); // no zero fill: copied over at once
             in_size = in ? n : 0;
@@ -315,6 +320,17 @@ struct StreamScratch::Impl {
 };
 
 StreamScratch::StreamScratch() : impl_(std::make_unique<Impl>()) {}
+
+const std::uint8_t* StreamScratch::load_input(const Bytes& stream) {
+    Impl& s = *impl_;
+    if (s.holds == stream.data() && s.holds_size == stream.size() && s.in) return s.in.get();
+    std::uint8_t* in = s.input(stream.size());
+    if (in == nullptr) return nullptr;
+    copy_bytes(stream.data(), stream.size(), in);
+    s.holds = stream.data();
+    s.holds_size = stream.size();
+    return in;
+}
 StreamScratch::~StreamScratch() = default;
 
 std::uint64_t StreamScratch::release(std::uint64_t keep) {
@@ -331,6 +347,7 @@ std::uint64_t StreamScratch::release(std::uint64_t keep) {
     } else {
         s.in.reset();
         s.in_size = 0;
+        s.holds = nullptr;
     }
     const std::uint64_t image = std::min(s.written, keep);
     s.image.forget(image, s.written - image);
@@ -351,9 +368,8 @@ std::optional<Bytes> decode_to_scratch(const Bytes& stream, Compression c,
     StreamScratch::Impl& s = scratch.impl();
     if (!s.image.reserve(uncompressed_size)) return std::nullopt;
     // The compressed bytes are copied (pread from a mapped file), not read through the mapping.
-    std::uint8_t* src = s.input(stream.size());
+    const std::uint8_t* src = scratch.load_input(stream);
     if (src == nullptr) return std::nullopt;
-    copy_bytes(stream.data(), stream.size(), src);
     s.written = std::max(s.written, uncompressed_size);
     if (c == Compression::Lz4) {
         if (stream.size() > static_cast<std::uint64_t>(LZ4_MAX_INPUT_SIZE) ||

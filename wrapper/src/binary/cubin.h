@@ -55,6 +55,10 @@ class StreamScratch {
     StreamScratch& operator=(const StreamScratch&) = delete;
     ~StreamScratch();
     std::uint64_t release(std::uint64_t keep = 0);
+    // `stream` copied whole into the worker's input buffer (pread from a mapped file), or the
+    // copy it already holds; nullptr when it cannot be allocated. The cache key is hashed from
+    // it, and decode_to_scratch() decodes from it without a second copy.
+    const std::uint8_t* load_input(const Bytes& stream);
     struct Impl;
     [[nodiscard]] Impl& impl() const { return *impl_; }
 

@@ -614,8 +614,7 @@ class Reader {
         if (pack != nullptr && x.compression != Compression::None) {
             key = ResultCache::known_key(*pack, x.offset);
             if (!key) {
-                key = image_key(x.payload.sub(0, x.compressed_size), x.compression,
-                                x.uncompressed_size, x.kind, worker.key_buffer());
+                key = hash_key(x, worker);
                 if (opts_.stats) ++opts_.stats->hashed;
             }
             if (auto hit = ResultCache::find(*pack, x.offset, *key)) {
@@ -636,6 +635,21 @@ class Reader {
                              ImageResult{*e.kernels, e.stub, e.cubin_arch_specific, e.toolkit});
         return ok_status();
     }
+
+    // An image's cache key. A stream small enough is hashed from the worker's copy of it, which
+    // the decoder then reads without copying it again (held under the budget like the rest of
+    // what the worker keeps); a larger one is hashed slice by slice.
+    static ImageKey hash_key(const FatbinEntry& x, Worker& worker) {
+        const Bytes stream = x.payload.sub(0, x.compressed_size);
+        if (stream.size() <= kHashFromCopy) {
+            worker.hold(stream.size());
+            if (const std::uint8_t* copy = worker.scratch().load_input(stream))
+                return image_key_of(copy, stream.size(), x.compression, x.uncompressed_size,
+                                    x.kind);
+        }
+        return image_key(stream, x.compression, x.uncompressed_size, x.kind, worker.key_buffer());
+    }
+    static constexpr std::uint64_t kHashFromCopy = std::uint64_t{1} << 20;
 
     std::shared_ptr<ResultCache::Pack> pack_for(const Where& where) {
         std::lock_guard lock(packs_mutex_);

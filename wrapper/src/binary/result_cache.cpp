@@ -279,6 +279,18 @@ ImageKey image_key(const Bytes& stream, Compression c, std::uint64_t uncompresse
     return k;
 }
 
+ImageKey image_key_of(const std::uint8_t* data, std::uint64_t size, Compression c,
+                      std::uint64_t uncompressed_size, std::uint16_t kind) {
+    ImageKey k;
+    k.compressed_size = size;
+    k.uncompressed_size = uncompressed_size;
+    k.compression = static_cast<std::uint8_t>(c);
+    k.kind = static_cast<std::uint8_t>(kind);
+    const XXH128_hash_t h = XXH3_128bits(data, static_cast<std::size_t>(size));
+    k.hash = {h.low64, h.high64};
+    return k;
+}
+
 ResultCache::ResultCache(fs::path dir) : dir_(std::move(dir)) {}
 
 std::optional<std::pair<FileStamp, bool>> file_stamp(const std::string& path) {

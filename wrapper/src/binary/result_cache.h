@@ -53,6 +53,9 @@ struct ImageResult {
 // file's pages are not faulted in). `buffer` is the caller's scratch, reused between calls.
 ImageKey image_key(const Bytes& stream, Compression c, std::uint64_t uncompressed_size,
                    std::uint16_t kind, std::vector<std::uint8_t>& buffer);
+// The same key of bytes already copied out (`data`: the stream's `size` bytes).
+ImageKey image_key_of(const std::uint8_t* data, std::uint64_t size, Compression c,
+                      std::uint64_t uncompressed_size, std::uint16_t kind);
 
 // What stat(2) says of a file: a write to it changes ctime (the kernel sets it; no call sets it
 // back), so an equal stamp means the bytes hashed with it are still the file's, as long as the
