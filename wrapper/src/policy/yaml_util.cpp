@@ -38,7 +38,7 @@ Result<YAML::Node> load_text(std::string_view text, const std::string& file) {
                             *bad - (line_start == std::string_view::npos ? 0 : line_start + 1) + 1),
                 file};
         e.line = static_cast<int>(std::count(before.begin(), before.end(), '\n')) + 1;
-        e.offset = *bad;
+        e.offset = bad;
         return e;
     }
     try {
