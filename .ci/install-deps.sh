@@ -10,7 +10,7 @@ tools_dir="${NVCC_FORGE_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/nvcc-forge-to
 
 apt_pkgs=(build-essential cmake ninja-build pkg-config ccache git python3 python3-pip
           libyaml-cpp-dev libboost-program-options-dev libboost-dev
-          libfmt-dev nlohmann-json3-dev liblz4-dev libzstd-dev libminizip-dev zlib1g-dev
+          libfmt-dev nlohmann-json3-dev liblz4-dev libzstd-dev libminizip-dev zlib1g-dev libxxhash-dev
           libgtest-dev libgmock-dev clang-14 clang-format-14 libclang-rt-14-dev zip unzip util-linux python3-yaml python3-venv
           sccache)
 # The aarch64 lane (.ci/cross-aarch64): the cross compiler (its libc and libstdc++ live in

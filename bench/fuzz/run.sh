@@ -12,7 +12,7 @@ WORK="${FUZZ_WORK:-/tmp/nvcc-forge-fuzz}"
 CXX="${CXX_FUZZ:-clang++-14}"
 mkdir -p "$WORK/bin"
 
-SRC=("$ROOT"/wrapper/src/binary/{reader,elf,pe,fatbin,ar,zip,zip_io,cubin,mapped_file}.cpp
+SRC=("$ROOT"/wrapper/src/binary/{reader,elf,pe,fatbin,ar,zip,zip_io,cubin,mapped_file,result_cache}.cpp
      "$ROOT"/wrapper/src/arch/{arch,coverage,gencode}.cpp
      "$ROOT"/wrapper/src/core/result.cpp "$ROOT"/wrapper/src/core/text.cpp)
 FLAGS=(-std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined

@@ -4,6 +4,9 @@
 #      cupy, jax and nvidia-* packages (default and -all), timings and peak memory on
 #      libtorch_cuda.so: medians of `list` (text and JSON, LIST_ROUNDS=21) and `list --toolkit`
 #      (TOOLKIT_ROUNDS=11), spawn included, the largest peak RSS of each, and the issue-16 targets;
+#      then (also alone as `toolkit-floor`) `list --toolkit` on libtorch_cuda.so beside its decode
+#      floor (.devcarry/bin/forge-decode-floor), first run and cached (bench/list/floor.py,
+#      FLOOR_ROUNDS=7), with one strace -c of a first run;
 #   2. a real torch CUDAExtension (examples/torch_ext) built through `nvcc-forge shim` in inject
 #      mode with TORCH_CUDA_ARCH_LIST narrowed to 9.0, its kernel run on the GPU, its .so gated;
 #   3. multi-toolkit bundles (built on the CPU machine with CUDA 13.0 + 13.1, carried as headers)
@@ -28,6 +31,20 @@ python3 -c 'import torch; print("torch", torch.__version__)'
 if [ "$step" = all ] || [ "$step" = list ]; then
   echo "== 1. list vs cuobjdump"
   python3 "$repo/bench/gpu/compare_listing.py" "$F" "$OUT" 2>&1 | tee "$OUT/listing.log" | tail -90
+fi
+
+if [ "$step" = all ] || [ "$step" = list ] || [ "$step" = toolkit-floor ]; then
+  echo "== 1b. list --toolkit against its decode floor, first run and cached (bench/list/floor.py)"
+  torch_so=$(python3 -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cuda.so"))')
+  tools="$carry/libexec/nvcc-forge-tools"
+  [ -x "$tools" ] || tools="$F"
+  if [ -x "$carry/bin/forge-decode-floor" ]; then
+    python3 "$repo/bench/list/floor.py" --rounds "${FLOOR_ROUNDS:-7}" --syscalls \
+      --cuobjdump "$(command -v cuobjdump || echo "$real_cuda/bin/cuobjdump")" \
+      "$tools" "$carry/bin/forge-decode-floor" "$torch_so" 2>&1 | tee "$OUT/toolkit_floor.log"
+  else
+    echo "toolkit-floor: no .devcarry/bin/forge-decode-floor (cmake --build BUILD --target forge-decode-floor)"
+  fi
 fi
 
 if [ "$step" = all ] || [ "$step" = torch ]; then

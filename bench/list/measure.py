@@ -25,8 +25,16 @@ def launcher():
     return _launcher
 
 
-def measure(cmd):
+def measure_detail(cmd, env=None):
+    """One run of cmd, output discarded: {wall, cpu, sys (s), rss (MiB), code, minflt, majflt}."""
+    out = subprocess.run([launcher()] + list(cmd), stdout=subprocess.PIPE, check=True,
+                         env=env).stdout
+    wall_ns, cpu_us, rss_kib, code, sys_us, minflt, majflt = (int(x) for x in out.split())
+    return {"wall": wall_ns / 1e9, "cpu": cpu_us / 1e6, "sys": sys_us / 1e6,
+            "rss": rss_kib / 1024.0, "code": code, "minflt": minflt, "majflt": majflt}
+
+
+def measure(cmd, env=None):
     """(wall s, user+sys s, peak RSS MiB, exit code) of one run of cmd, output discarded."""
-    out = subprocess.run([launcher()] + list(cmd), stdout=subprocess.PIPE, check=True).stdout
-    wall_ns, cpu_us, rss_kib, code = (int(x) for x in out.split())
-    return wall_ns / 1e9, cpu_us / 1e6, rss_kib / 1024.0, code
+    d = measure_detail(cmd, env)
+    return d["wall"], d["cpu"], d["rss"], d["code"]

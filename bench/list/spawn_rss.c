@@ -1,7 +1,8 @@
 /* spawn_rss CMD [ARG...]: runs CMD with stdout and stderr to /dev/null and prints one line,
- * "WALL_NS CPU_US MAXRSS_KIB EXIT": the wall time from before fork to after the child is reaped
- * (spawn included), its user + system CPU time, its peak resident set and its exit status
- * (128 + the signal when killed).
+ * "WALL_NS CPU_US MAXRSS_KIB EXIT SYS_US MINFLT MAJFLT": the wall time from before fork to after
+ * the child is reaped (spawn included), its user + system CPU time, its peak resident set, its
+ * exit status (128 + the signal when killed), then the system part of its CPU time and its minor
+ * and major page faults (where the sys time goes: bench/list/floor.py).
  *
  * Why a launcher: Linux records the peak RSS of a process across exec, and fork gives the child
  * a copy of the parent's resident anonymous pages, so a child forked from a Python interpreter
@@ -38,6 +39,8 @@ int main(int argc, char **argv) {
     long long cpu = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000LL + ru.ru_utime.tv_usec +
                     ru.ru_stime.tv_usec;
     int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    printf("%lld %lld %ld %d\n", wall, cpu, ru.ru_maxrss, code);
+    long long sys = ru.ru_stime.tv_sec * 1000000LL + ru.ru_stime.tv_usec;
+    printf("%lld %lld %ld %d %lld %ld %ld\n", wall, cpu, ru.ru_maxrss, code, sys, ru.ru_minflt,
+           ru.ru_majflt);
     return 0;
 }

@@ -87,6 +87,53 @@ def case_toolkit(t):
             check(r["toolkit"] is None, r)
 
 
+@ft.case("binary.list.toolkit_cache")
+def case_toolkit_cache(t):
+    """--toolkit keeps each image's answer in $NVCC_FORGE_CACHE_DIR/toolkit: the second run prints
+    the same; a changed compressed byte is never answered from it (the run answers as one without
+    the cache); a corrupt cache file is named on stderr and rebuilt; audit fills the same cache."""
+    d = fixtures(t)
+    lib = t.path("cm_size.o")
+    with open(f"{d}/cm_size.o", "rb") as f:
+        data = bytearray(f.read())
+    open(lib, "wb").write(data)
+    cache = t.path("cache")
+
+    def toolkit(path, cache_dir):
+        return t.forge("list", "--toolkit", "--format", "json", path,
+                       env=dict(os.environ, NVCC_FORGE_CACHE_DIR=cache_dir))
+
+    first = toolkit(lib, cache).expect_rc(0)
+    packs = os.listdir(os.path.join(cache, "toolkit"))
+    check(len(packs) == 1 and packs[0].endswith(".pack"), packs)
+    pack = os.path.join(cache, "toolkit", packs[0])
+    second = toolkit(lib, cache).expect_rc(0)
+    check(second.stdout == first.stdout and second.err == "", f"second run: {second!r}")
+    # One byte inside the first ZSTD frame (magic 28 b5 2f fd), every size kept.
+    at = data.index(b"\x28\xb5\x2f\xfd") + 12
+    data[at] ^= 0xff
+    open(lib, "wb").write(data)
+    cached, fresh = toolkit(lib, cache), toolkit(lib, t.path("fresh"))
+    check(cached.rc == fresh.rc and cached.stdout == fresh.stdout,
+          f"changed byte: cached {cached!r}\nwithout the cache {fresh!r}")
+    check(cached.rc != 0 or cached.stdout != first.stdout, f"the change went unseen: {cached!r}")
+    # A corrupt cache file: named, not trusted, rebuilt.
+    with open(f"{d}/cm_size.o", "rb") as f:
+        open(lib, "wb").write(f.read())
+    toolkit(lib, cache).expect_rc(0)
+    open(pack, "wb").write(b"NVFTKC01" + b"\0" * 200)
+    r = toolkit(lib, cache).expect_rc(0)
+    check(r.stdout == first.stdout, f"answers after a corrupt cache file: {r!r}")
+    check(pack in r.err and "corrupt" in r.err, f"the corrupt file is not named: {r!r}")
+    check(open(pack, "rb").read(8) == b"NVFTKC01" and os.path.getsize(pack) != 208, "not rebuilt")
+    check(toolkit(lib, cache).err == "", "warned again after the rebuild")
+    # audit reads the same way, through the same cache.
+    audit_cache = t.path("audit-cache")
+    t.forge("audit", "--arch-list", "8.0", f"{d}/pkg-1.0-cp312-cp312-linux_x86_64.whl",
+            env=dict(os.environ, NVCC_FORGE_CACHE_DIR=audit_cache))
+    check(os.listdir(os.path.join(audit_cache, "toolkit")), "audit kept no answer")
+
+
 @ft.case("binary.list.threads_env")
 def case_threads_env(t):
     """NVCC_FORGE_LIST_THREADS sets --toolkit's workers: the same rows for any count; a value
@@ -137,6 +184,43 @@ def case_wheel(t):
     check(sorted(map(key, so)) == sorted(map(key, direct)), "wheel member lists like the file")
 
 
+@ft.case("binary.list.json_not_utf8")
+def case_json_not_utf8(t):
+    """Names that are not UTF-8 (a path, a wheel member) are written into JSON under the one rule
+    of core/json.h, each invalid byte as U+FFFD: valid UTF-8 JSON, never an abort (issue 30)."""
+    import zipfile
+    d = fixtures(t)
+
+    def strict_json(*args):
+        r = t.forge(*args)
+        check(r.rc in (0, 1), f"exit {r.rc}\n{r!r}")
+        try:
+            return json.loads(r.stdout.decode("utf-8"))  # strict: a raw 0xff fails here
+        except ValueError as e:
+            ft.fail(f"not UTF-8 JSON ({e})\n{r!r}")
+
+    odd = os.fsdecode(os.path.join(os.fsencode(t.work), b"odd\xff.fatbin"))
+    with open(f"{d}/k2.fatbin", "rb") as src, open(odd, "wb") as dst:
+        dst.write(src.read())
+    rows = strict_json("list", "--format", "json", odd)
+    check(len(rows) == 2 and all(r["file"].endswith("odd\ufffd.fatbin") for r in rows), rows)
+    # A wheel whose extension's name has a byte 0xFF in it (patched in the local and the central
+    # header alike, as a zip written by another tool can have it).
+    whl = t.path("w-1.0-py3-none-any.whl")
+    with zipfile.ZipFile(whl, "w") as z:
+        with open(f"{d}/multi.so", "rb") as f:
+            z.writestr("w/_CX.so", f.read())
+    data = open(whl, "rb").read()
+    check(data.count(b"w/_CX.so") == 2, "the member name in both headers")
+    open(whl, "wb").write(data.replace(b"w/_CX.so", b"w/_C\xff.so"))
+    rows = strict_json("list", "--format", "json", "--toolkit", whl)
+    check(rows and all(r["member"] == "w/_C\ufffd.so" for r in rows), rows)
+    have = sorted({r["arch"] for r in rows if r["kind"] == "sass"})
+    for target in (whl, odd):
+        report = strict_json("verify", "--arch-list", ",".join(have), "--format", "json", target)
+        check("\ufffd" in json.dumps(report, ensure_ascii=False), f"verify {target}: {report}")
+
+
 def cuobjdump_or_skip(t):
     rc, _, err = run(t, "--backend", "cuobjdump", t.forge_exe)
     if rc != 0 and "cuobjdump not found" in err:
@@ -170,6 +254,23 @@ def case_both_backend(t):
     # A difference is reported and exits 2: cuobjdump cannot read BSD long-name archives.
     rc, _, err = run(t, "--backend", "both", f"{d}/libbsd.a")
     check(rc == 2 and "differs from cuobjdump" in err, f"{rc} {err}")
+
+
+@ft.case("binary.list.cuobjdump_unparseable_output")
+def case_cuobjdump_unparseable(t):
+    """A backend whose output is not cuobjdump's listing is exit 2 naming what it could not read,
+    never "no device code" (issue 30: NVCC_FORGE_CUOBJDUMP=/bin/echo said so for 6 cubins)."""
+    d = fixtures(t)
+    silent = t.path("silent-cuobjdump")
+    ft.write(silent, "#!/bin/sh\nexit 0\n", mode=0o755)
+    for tool, says in (("/bin/echo", "cannot parse cuobjdump's output, line 1: '--list-elf"),
+                       (silent, "listed no image and did not say")):
+        for backend in ("cuobjdump", "both"):
+            rc, out, err = run(t, "--backend", backend, f"{d}/multi.so",
+                               env=dict(os.environ, NVCC_FORGE_CUOBJDUMP=tool))
+            check(rc == 2, f"{tool} --backend {backend}: exit {rc}: {out} {err}")
+            check("no device code" not in out, f"{tool} --backend {backend}: {out}")
+            check(says in err and "multi.so" in err, f"{tool} --backend {backend}: {err}")
 
 
 # ---- PE/COFF (Windows) ------------------------------------------------------------------------

@@ -188,4 +188,41 @@ def docs_name_real_files(t):
     ft.check_eq(stale_paths(probe, ["d.md"]), ["d.md: wrapper/src/nowhere/x.h"], "stale paths in the probe")
 
 
+RAW_DUMP = re.compile(r"(?:\.|->)\s*dump\s*\(")
+JSON_WRITER = os.path.join("core", "json.cpp")
+
+
+def raw_json_dumps(src_root):
+    """file:line of each nlohmann dump() call outside core/json.cpp (comments aside)."""
+    out = []
+    for dirpath, _, files in os.walk(src_root):
+        for name in sorted(files):
+            if not name.endswith((".h", ".cpp")):
+                continue
+            path = os.path.join(dirpath, name)
+            rel = os.path.relpath(path, src_root)
+            if rel == JSON_WRITER:
+                continue
+            with open(path, encoding="utf-8", errors="replace") as f:
+                for n, line in enumerate(f, 1):
+                    code = line.split("//", 1)[0]
+                    if RAW_DUMP.search(code):
+                        out.append(f"{rel}:{n}")
+    return sorted(out)
+
+
+@ft.case("layout.json_written_by_core")
+def json_written_by_core(t):
+    """Every JSON text goes through core/json.h (json_text, json_quote): one rule for bytes that
+    are not UTF-8. A raw nlohmann dump() throws on them and the process dies of SIGABRT."""
+    bad = raw_json_dumps(t.src("wrapper", "src"))
+    ft.check(not bad, "nlohmann dump() outside core/json.cpp (write JSON with forge::json_text):\n"
+             + "\n".join("  " + b for b in bad))
+    probe = t.path("src")
+    ft.write(os.path.join(probe, "core", "json.cpp"), "return j.dump(2);\n")
+    ft.write(os.path.join(probe, "cli", "a.cpp"), "// j.dump() in a comment\nstd::cout << j.dump(2);\n")
+    ft.write(os.path.join(probe, "cli", "b.cpp"), "out = ptr->dump ();\n")
+    ft.check_eq(raw_json_dumps(probe), ["cli/a.cpp:2", "cli/b.cpp:1"], "raw dumps in the probe tree")
+
+
 sys.exit(ft.main())

@@ -459,5 +459,32 @@ def case_nvcc_tables(t):
     check(checked == len(policy["nvcc_supported"]), f"checked {checked} rows")
 
 
+@ft.case("policy.cli.not_utf8")
+def case_not_utf8(t):
+    """YAML text that is not UTF-8 is exit 2 at load time naming file:line (issue 30: a byte 0xFF
+    in a package file's reason or a gpus.yml product name killed the JSON output with SIGABRT),
+    for the text and the JSON output alike."""
+    pkgs = t.path("packages")
+    override = ft.write(os.path.join(pkgs, "bad", "arch_override.yml"),
+                        b'# a package\narch_list: {list: "8.0 9.0", reason: "fast \xff path", source: "t"}\n')
+    gpus_text = ft.read(os.path.join(ROOT, "policy", "gpus.yml")).encode()
+    line = gpus_text[:gpus_text.index(b'"H100"')].count(b"\n") + 1
+    gpus = ft.write(t.path("gpus.yml"), gpus_text.replace(b'"H100"', b'"H1\xff00"', 1))
+    cases = [(("resolve", "--cuda", "12.8", "--packages-dir", pkgs, "--package", "bad"), f"{override}:2"),
+             (("coverage", "--cuda", "12.8", "--gpus", gpus), f"{gpus}:{line}"),
+             (("verify", t.forge_exe, "--cuda", "12.8", "--packages-dir", pkgs, "--package", "bad"),
+              f"{override}:2"),
+             (("verify", t.forge_exe, "--cuda", "12.8", "--gpus", gpus), f"{gpus}:{line}"),
+             (("plan", "--cuda", "12.8", "--packages-dir", pkgs, "--package", "bad", "--", "true"),
+              f"{override}:2")]
+    with ft.Soft() as soft:
+        for args, where in cases:
+            for fmt in ((), ("--format", "json")):
+                r = t.forge(*(args[:1] + fmt + args[1:]))
+                soft.check(r.rc == 2, f"{args} {fmt}: exit {r.rc} (not 2)\n{r!r}")
+                soft.check(f"{where}: " in r.err and "not UTF-8: byte 0xff" in r.err,
+                           f"{args} {fmt}: no '{where}' in\n{r!r}")
+
+
 if __name__ == "__main__":
     sys.exit(ft.main(setup=setup))

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 #include <unistd.h>
 
 namespace forge::binary::test {
@@ -41,7 +42,30 @@ TEST(BinaryCuobjdump, ParsesListingWithMembersAndSuffixes) {
 
     auto bad = parse_cuobjdump_listing("ELF file    1: weird.cubin\n", "w.so");
     ASSERT_FALSE(bad.ok());
-    EXPECT_EQ(bad.error().line, 1);
+    EXPECT_NE(bad.error().message.find("line 1: cannot read an arch from the image name "
+                                       "'weird.cubin'"),
+              std::string::npos)
+        << bad.error().message;
+}
+
+// A line cuobjdump does not write is an error naming it, never skipped: a listing made of
+// skipped lines would read as "no device code".
+TEST(BinaryCuobjdump, RefusesLinesItCannotParse) {
+    auto chatter = parse_cuobjdump_listing("ELF file    1: k.1.sm_90.cubin\n\n"
+                                           "Fatbin elf code:\n",
+                                           "k.so");
+    ASSERT_FALSE(chatter.ok());
+    EXPECT_EQ(chatter.error().file, "k.so");
+    EXPECT_NE(chatter.error().message.find("line 3: 'Fatbin elf code:'"), std::string::npos)
+        << chatter.error().message;
+    auto echoed = parse_cuobjdump_listing("--list-elf --list-ptx /x/k.so\n", "k.so");
+    ASSERT_FALSE(echoed.ok());
+    EXPECT_NE(echoed.error().message.find("line 1: '--list-elf --list-ptx /x/k.so'"),
+              std::string::npos)
+        << echoed.error().message;
+    auto blank = parse_cuobjdump_listing("\n  \r\n", "k.so");
+    ASSERT_TRUE(blank.ok()) << blank.error().to_string();
+    EXPECT_TRUE(blank->empty());
 }
 
 TEST(BinaryCuobjdump, ModelDropsRelocatableFatbinsLtoAndFamilySuffixOfCubins) {
@@ -128,11 +152,25 @@ TEST(BinaryCuobjdump, RunsTheToolAndReadsBothStreams) {
     EXPECT_EQ((*ok)[0].target.name(), "sm_90");
     EXPECT_EQ((*ok)[1].target.name(), "compute_90");
     auto none = read_entries_cuobjdump(
-        script("none", "echo 'cuobjdump info    : File k.o does not contain device code' >&2\n"
-                       "exit 1\n"),
+        script("none", "echo \"cuobjdump info    : File '$3' does not contain device code\" >&2\n"
+                       "exit 255\n"),
         input.string(), false);
     ASSERT_TRUE(none.ok()) << none.error().to_string();
     EXPECT_TRUE(none->empty());
+    // "No device code" only from a tool that says so about this file: /bin/echo's line is not a
+    // listing, silence is not an answer, nor is the sentence about another file.
+    for (const auto& [name, body, says] :
+         std::vector<std::tuple<std::string, std::string, std::string>>{
+             {"echo", "echo \"$@\"\n", "cannot parse cuobjdump's output, line 1: '--list-elf"},
+             {"silent", "exit 0\n", "listed no image and did not say"},
+             {"other", "echo \"cuobjdump info    : File 'b.o' does not contain device code\" >&2\n",
+              "listed no image and did not say"}}) {
+        auto r = read_entries_cuobjdump(script(name, body), input.string(), false);
+        ASSERT_FALSE(r.ok()) << name;
+        EXPECT_EQ(r.error().file, input.string()) << name;
+        EXPECT_NE(r.error().message.find(says), std::string::npos)
+            << name << ": " << r.error().message;
+    }
     auto bad =
         read_entries_cuobjdump(script("bad", "echo boom >&2\nexit 3\n"), input.string(), false);
     ASSERT_FALSE(bad.ok());

@@ -1,5 +1,5 @@
 // binary::entries_json, the `list --format json` writer: its exact bytes (one entry per line,
-// nulls for unread fields) and the string escapes.
+// nulls for unread fields) and its strings, written under core/json.h's rule.
 #include "binary/entry_json.h"
 
 #include <gtest/gtest.h>
@@ -21,12 +21,15 @@ Entry sample() {
     return e;
 }
 
-TEST(EntryJson, EscapesQuotesBackslashesAndControlBytes) {
-    EXPECT_EQ(json_string("plain"), "\"plain\"");
-    EXPECT_EQ(json_string("a\"b\\c"), "\"a\\\"b\\\\c\"");
-    EXPECT_EQ(json_string("\n\t\r"), "\"\\n\\t\\r\"");
-    EXPECT_EQ(json_string(std::string("\x01\x1f", 2)), "\"\\u0001\\u001f\"");
-    EXPECT_EQ(json_string("caf\xc3\xa9"), "\"caf\xc3\xa9\""); // UTF-8 passes through
+TEST(EntryJson, NamesAreWrittenUnderTheOneJsonRule) {
+    // core/json.h's json_quote: escapes, UTF-8 kept, a byte that is not UTF-8 as U+FFFD.
+    Entry e = sample();
+    e.file = "a\"b\\c\n\x01"
+             "caf\xc3\xa9";
+    e.member = "pkg/_C\xff.so";
+    const std::string j = entry_json(e);
+    EXPECT_NE(j.find("\"file\": \"a\\\"b\\\\c\\n\\u0001caf\xc3\xa9\""), std::string::npos) << j;
+    EXPECT_NE(j.find("\"member\": \"pkg/_C\xef\xbf\xbd.so\""), std::string::npos) << j;
 }
 
 TEST(EntryJson, OneEntryWithUnreadFieldsAsNull) {

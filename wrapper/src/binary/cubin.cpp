@@ -304,7 +304,12 @@ struct StreamScratch::Impl {
     // read, which then stay in the resident set (16 workers: 15 MiB of such pages measured).
     std::unique_ptr<std::uint8_t[]> in;
     std::uint64_t in_size = 0;
+    // Which compressed stream `in` holds whole (load_input), so that the decoder does not copy
+    // it again after the cache key was hashed from it; any other use of `in` forgets it.
+    const std::uint8_t* holds = nullptr;
+    std::uint64_t holds_size = 0;
     std::uint8_t* input(std::uint64_t n) {
+        holds = nullptr;
         if (n > in_size) {
             in.reset(new (std::nothrow) std::uint8_t[n]); // no zero fill: copied over at once
             in_size = in ? n : 0;
@@ -315,6 +320,17 @@ struct StreamScratch::Impl {
 };
 
 StreamScratch::StreamScratch() : impl_(std::make_unique<Impl>()) {}
+
+const std::uint8_t* StreamScratch::load_input(const Bytes& stream) {
+    Impl& s = *impl_;
+    if (s.holds == stream.data() && s.holds_size == stream.size() && s.in) return s.in.get();
+    std::uint8_t* in = s.input(stream.size());
+    if (in == nullptr) return nullptr;
+    copy_bytes(stream.data(), stream.size(), in);
+    s.holds = stream.data();
+    s.holds_size = stream.size();
+    return in;
+}
 StreamScratch::~StreamScratch() = default;
 
 std::uint64_t StreamScratch::release(std::uint64_t keep) {
@@ -331,11 +347,49 @@ std::uint64_t StreamScratch::release(std::uint64_t keep) {
     } else {
         s.in.reset();
         s.in_size = 0;
+        s.holds = nullptr;
     }
     const std::uint64_t image = std::min(s.written, keep);
     s.image.forget(image, s.written - image);
     s.written = image;
     return held + image;
+}
+
+std::uint64_t decode_footprint(const Bytes& stream, std::uint64_t uncompressed_size) {
+    return uncompressed_size + ZSTD_estimateDCtxSize() + stream.size();
+}
+
+std::optional<Bytes> decode_to_scratch(const Bytes& stream, Compression c,
+                                       std::uint64_t uncompressed_size, std::uint64_t limit,
+                                       const Where& where, StreamScratch& scratch,
+                                       std::uint64_t base) {
+    if (c == Compression::None || uncompressed_size == 0) return std::nullopt;
+    if (declared_size_error(stream, c, uncompressed_size, limit, where)) return std::nullopt;
+    StreamScratch::Impl& s = scratch.impl();
+    if (!s.image.reserve(uncompressed_size)) return std::nullopt;
+    // The compressed bytes are copied (pread from a mapped file), not read through the mapping.
+    const std::uint8_t* src = scratch.load_input(stream);
+    if (src == nullptr) return std::nullopt;
+    s.written = std::max(s.written, uncompressed_size);
+    if (c == Compression::Lz4) {
+        if (stream.size() > static_cast<std::uint64_t>(LZ4_MAX_INPUT_SIZE) ||
+            uncompressed_size > static_cast<std::uint64_t>(INT32_MAX))
+            return std::nullopt;
+        const int n = LZ4_decompress_safe(
+            reinterpret_cast<const char*>(src), reinterpret_cast<char*>(s.image.data()),
+            static_cast<int>(stream.size()), static_cast<int>(uncompressed_size));
+        if (n < 0 || static_cast<std::uint64_t>(n) != uncompressed_size) return std::nullopt;
+        return Bytes{s.image.data(), uncompressed_size, base};
+    }
+    const unsigned long long declared = ZSTD_getFrameContentSize(src, stream.size());
+    if (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared != uncompressed_size) return std::nullopt;
+    if (s.dctx == nullptr) s.dctx = ZSTD_createDCtx();
+    if (s.dctx == nullptr) return std::nullopt;
+    const std::size_t n =
+        ZSTD_decompressDCtx(s.dctx, s.image.data(), static_cast<std::size_t>(uncompressed_size),
+                            src, static_cast<std::size_t>(stream.size()));
+    if (ZSTD_isError(n) || n != uncompressed_size) return std::nullopt;
+    return Bytes{s.image.data(), uncompressed_size, base};
 }
 
 namespace {
@@ -488,7 +542,7 @@ std::optional<ZstdPlan> zstd_read_plan(const Bytes& stream, std::uint64_t uncomp
     // The compressed bytes count too: they are copied to the worker (all of them for one call, a
     // slice at a time when streamed).
     if (plan.one_call) {
-        plan.footprint = uncompressed_size + ZSTD_estimateDCtxSize() + stream.size();
+        plan.footprint = decode_footprint(stream, uncompressed_size);
     } else {
         plan.second_pass =
             second_pass_bytes != 0 ? second_pass_bytes : kSecondPassFactor * prefix_bytes;
@@ -517,17 +571,11 @@ std::optional<CubinInfo> inspect_zstd_cubin(const Bytes& stream, std::uint64_t u
         // One call decodes the image straight into the worker's pages (reused from cubin to
         // cubin: no fresh page is faulted in for most), with the semantics of
         // decompress_payload's ZSTD_decompress, and inspect_cubin reads it as a whole.
-        if (s.dctx == nullptr) s.dctx = ZSTD_createDCtx();
-        std::uint8_t* src = s.input(stream.size());
-        if (s.dctx == nullptr || src == nullptr) return std::nullopt;
-        copy_bytes(stream.data(), stream.size(), src);
-        s.written = std::max(s.written, uncompressed_size);
-        const std::size_t n =
-            ZSTD_decompressDCtx(s.dctx, s.image.data(), static_cast<std::size_t>(uncompressed_size),
-                                src, static_cast<std::size_t>(stream.size()));
-        if (ZSTD_isError(n) || n != uncompressed_size) return std::nullopt;
+        auto whole = decode_to_scratch(stream, Compression::Zstd, uncompressed_size, limit, where,
+                                       scratch, 0);
+        if (!whole) return std::nullopt;
         if (stats) ++stats->one_call;
-        auto info = inspect_cubin(image, where);
+        auto info = inspect_cubin(*whole, where);
         if (!info) return std::nullopt;
         return std::move(*info);
     }

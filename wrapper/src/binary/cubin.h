@@ -55,12 +55,27 @@ class StreamScratch {
     StreamScratch& operator=(const StreamScratch&) = delete;
     ~StreamScratch();
     std::uint64_t release(std::uint64_t keep = 0);
+    // `stream` copied whole into the worker's input buffer (pread from a mapped file), or the
+    // copy it already holds; nullptr when it cannot be allocated. The cache key is hashed from
+    // it, and decode_to_scratch() decodes from it without a second copy.
+    const std::uint8_t* load_input(const Bytes& stream);
     struct Impl;
     [[nodiscard]] Impl& impl() const { return *impl_; }
 
   private:
     std::unique_ptr<Impl> impl_;
 };
+
+// One compressed payload (LZ4 block or ZSTD frame) decoded whole, in one call, into the worker's
+// reused pages: exactly `uncompressed_size` bytes, valid until the scratch's next use, reported
+// at `base` (the entry's offset: offsets inside a decompressed image cannot be shown in the
+// file). nullopt when it does not decode to exactly that (decompress_payload then names the
+// error). What it holds resident: decode_footprint().
+std::optional<Bytes> decode_to_scratch(const Bytes& stream, Compression c,
+                                       std::uint64_t uncompressed_size, std::uint64_t limit,
+                                       const Where& where, StreamScratch& scratch,
+                                       std::uint64_t base);
+std::uint64_t decode_footprint(const Bytes& stream, std::uint64_t uncompressed_size);
 
 // How inspect_zstd_cubin reads one ZSTD frame, and the most it holds resident meanwhile.
 // `one_call`: the whole image is decoded in one call into the worker's pages, when that holds no

@@ -125,23 +125,31 @@ Result<std::vector<Entry>> parse_cuobjdump_listing(const std::string& output,
     std::istringstream in(output);
     std::string line;
     int line_no = 0;
+    // Every line is one cuobjdump writes for --list-elf/--list-ptx, or blank: anything else (a
+    // wrapper script's chatter, another tool in its place, a format of a later release) would
+    // otherwise be skipped, and a listing made of skipped lines reads as "no device code".
+    auto unreadable = [&](const std::string& why) {
+        return Error{fmt::format("cannot parse cuobjdump's output, line {}: {}", line_no, why),
+                     file};
+    };
     while (std::getline(in, line)) {
         ++line_no;
         if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (line.find_first_not_of(" \t") == std::string::npos) continue;
         std::smatch m;
         if (std::regex_match(line, m, member_re)) {
             member = m[2].str();
             continue;
         }
-        if (!std::regex_match(line, m, image_re)) continue;
+        if (!std::regex_match(line, m, image_re))
+            return unreadable(fmt::format("'{}' (expected 'ELF file N: NAME', 'PTX file N: NAME' "
+                                          "or 'member ARCHIVE:OBJECT:')",
+                                          line.substr(0, 200)));
         const arch::Kind kind = m[1].str() == "ELF" ? arch::Kind::Sass : arch::Kind::Ptx;
         auto target = target_from_image_name(m[2].str(), kind);
-        if (!target) {
-            Error e{fmt::format("cannot read an arch from cuobjdump image name '{}'", m[2].str()),
-                    file};
-            e.line = line_no;
-            return e;
-        }
+        if (!target)
+            return unreadable(
+                fmt::format("cannot read an arch from the image name '{}'", m[2].str()));
         Entry e;
         e.file = file;
         e.member = member;
@@ -184,9 +192,13 @@ Result<std::vector<Entry>> read_entries_cuobjdump(const std::string& cuobjdump,
     const std::string& out_text = run->out;
     const std::string& err_text = run->err;
     const int rc = run->status_code();
-    // A file without fatbins is not a failure of the listing: it lists nothing.
-    if (err_text.find("does not contain device code") != std::string::npos && out_text.empty())
-        return std::vector<Entry>{};
+    auto listing = parse_cuobjdump_listing(out_text, path);
+    // cuobjdump says in so many words when a file has no GPU code (exit 255, "File 'PATH' does not
+    // contain device code" on stderr, at most `member` lines on stdout): only then is an empty
+    // listing an answer. Empty output without that sentence is a tool that was not understood.
+    const bool says_no_code = err_text.find(fmt::format("File '{}' does not contain device code",
+                                                        path)) != std::string::npos;
+    if (listing && listing->empty() && says_no_code) return listing;
     if (rc != 0) {
         std::string why = err_text;
         while (!why.empty() && (why.back() == '\n' || why.back() == ' '))
@@ -195,7 +207,17 @@ Result<std::vector<Entry>> read_entries_cuobjdump(const std::string& cuobjdump,
             fmt::format("cuobjdump failed (exit {}): {}", rc, why.empty() ? "no message" : why),
             path};
     }
-    return parse_cuobjdump_listing(out_text, path);
+    if (!listing) {
+        Error e = std::move(listing).error();
+        e.message = fmt::format("{} ({})", e.message, cuobjdump);
+        return e;
+    }
+    if (listing->empty())
+        return Error{fmt::format("cuobjdump ({}) exited 0 but listed no image and did not say the "
+                                 "file has no device code: its output cannot be read",
+                                 cuobjdump),
+                     path};
+    return listing;
 }
 
 std::vector<arch::Target> cuobjdump_view(const std::vector<Entry>& native, bool all_fatbins) {

@@ -1,6 +1,7 @@
 // `list --format json`: one line per fatbin entry, written by hand because nlohmann's DOM costs
 // more than reading the whole file on libraries with thousands of entries (`list` is meant to take
-// milliseconds), and its dump() has no one-object-per-line layout.
+// milliseconds), and its dump() has no one-object-per-line layout. Its strings are written by
+// core/json.h's json_quote(), under the one rule for bytes that are not UTF-8.
 #pragma once
 
 #include "binary/reader.h"
@@ -10,10 +11,6 @@
 #include <vector>
 
 namespace forge::binary {
-
-// A JSON string literal (quotes included): ", \, \n, \t, \r escaped, other control bytes as
-// \u00XX, every other byte (UTF-8 included) as is.
-std::string json_string(std::string_view s);
 
 // `  {"file": ..., "member": ..., ..., "toolkit": ...}` (no newline).
 std::string entry_json(const Entry& e);

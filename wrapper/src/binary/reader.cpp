@@ -8,6 +8,7 @@
 #include "binary/fatbin.h"
 #include "binary/mapped_file.h"
 #include "binary/pe.h"
+#include "binary/result_cache.h"
 #include "binary/zip.h"
 #include "core/plan_marker.h"
 
@@ -15,6 +16,8 @@
 #include <atomic>
 #include <condition_variable>
 #include <fmt/format.h>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <new>
 #include <optional>
@@ -196,6 +199,7 @@ class Worker {
         held_ = kept;
     }
     StreamScratch& scratch() { return scratch_; }
+    std::vector<std::uint8_t>& key_buffer() { return key_buffer_; }
 
   private:
     void give_back() {
@@ -207,6 +211,7 @@ class Worker {
     static constexpr std::uint64_t kRetain = std::uint64_t{1} << 20;
     ResidentBudget& budget_;
     StreamScratch scratch_;
+    std::vector<std::uint8_t> key_buffer_; // ResultCache keys: the compressed bytes, a slice
     std::uint64_t held_ = 0;
 };
 
@@ -262,6 +267,13 @@ class Reader {
     }
 
     std::vector<Extension> take() && { return std::move(out_); }
+
+    // The cache's packs of this read, written once the whole read succeeded (a failed read saw
+    // only some of a file's images).
+    void save_cache() {
+        for (auto& [name, pack] : packs_)
+            opts_.cache->save(*pack);
+    }
 
   private:
     std::size_t extension_for(const Where& where, std::optional<std::size_t> into) {
@@ -503,13 +515,8 @@ class Reader {
     Status add_fatbins(const std::vector<Fatbin>& fatbins, const std::string& section,
                        const Where& where, std::size_t ext, const std::set<std::uint64_t>& stubs,
                        bool /*in_host_elf*/) {
-        struct CubinTask {
-            std::size_t entry;
-            const FatbinEntry* fatbin_entry;
-            bool device_link_stub;
-        };
         auto& entries = out_[ext].entries;
-        std::vector<CubinTask> cubins;
+        std::vector<PayloadTask> tasks;
         for (std::size_t i = 0; i < fatbins.size(); ++i) {
             const Fatbin& fb = fatbins[i];
             for (const auto& x : fb.entries) {
@@ -527,26 +534,44 @@ class Reader {
                 e.uncompressed_size = x.uncompressed_size;
                 e.flags = x.flags;
                 if (x.kind == kKindElf)
-                    cubins.push_back({entries.size(), &x, stubs.count(fb.offset) > 0});
-                if (x.kind == kKindPtx) {
-                    FORGE_TRY_STATUS(describe_ptx(x, where, e));
+                    tasks.push_back({entries.size(), &x, stubs.count(fb.offset) > 0});
+                if (x.kind == kKindPtx && x.compression == Compression::None) {
+                    e.kernels = count_ptx_entries(x.payload.view());
                     release_pages(x.payload.data(), x.payload.size()); // the text was read
                 }
+                if (x.kind == kKindPtx && x.compression != Compression::None &&
+                    opts_.inspect_payloads)
+                    tasks.push_back({entries.size(), &x, false});
                 entries.push_back(std::move(e));
             }
         }
-        // Cubins are described independently; with payload inspection that means decompressing
-        // each one, which is worth spreading over the cores (2,789 ZSTD cubins in
-        // libtorch_cuda.so). `entries` is complete, so the workers only write their own Entry.
-        std::vector<std::optional<Error>> errors(cubins.size());
+        return describe_payloads(tasks, where, entries);
+    }
+
+    // What a payload worker reads: a cubin, or a compressed PTX with --toolkit.
+    struct PayloadTask {
+        std::size_t entry;
+        const FatbinEntry* fatbin_entry;
+        bool device_link_stub;
+    };
+
+    // The tasks' entries described: independently, and with payload inspection (decompressing
+    // each one) spread over the cores (2,789 ZSTD cubins in libtorch_cuda.so). `entries` is
+    // complete, so the workers only write their own Entry. Errors in file order.
+    Status describe_payloads(const std::vector<PayloadTask>& tasks, const Where& where,
+                             std::vector<Entry>& entries) {
+        std::shared_ptr<ResultCache::Pack> pack;
+        if (opts_.cache != nullptr && opts_.inspect_payloads && !tasks.empty())
+            pack = pack_for(where);
+        std::vector<std::optional<Error>> errors(tasks.size());
         auto describe = [&](std::size_t k, Worker& worker) {
-            const CubinTask& t = cubins[k];
+            const PayloadTask& t = tasks[k];
             try {
-                auto st = describe_cubin(*t.fatbin_entry, where, t.device_link_stub,
-                                         entries[t.entry], worker);
+                auto st = describe_payload(*t.fatbin_entry, where, t.device_link_stub,
+                                           entries[t.entry], worker, pack.get());
                 if (!st.ok()) errors[k] = std::move(st).error();
             } catch (const std::bad_alloc&) { // a worker must not take the process down
-                errors[k] = out_of_memory(where, t.fatbin_entry->offset, "a cubin");
+                errors[k] = out_of_memory(where, t.fatbin_entry->offset, "a payload");
             }
             // What describe_cubin read of the payload leaves the resident set; a compressed one
             // it did not open (no --toolkit) was never touched.
@@ -554,13 +579,13 @@ class Reader {
                 release_pages(t.fatbin_entry->payload.data(), t.fatbin_entry->payload.size());
         };
         unsigned threads = 1;
-        if (opts_.inspect_payloads && cubins.size() >= 16)
+        if (opts_.inspect_payloads && tasks.size() >= 16)
             threads =
                 std::clamp(opts_.threads != 0 ? opts_.threads : std::thread::hardware_concurrency(),
                            1u, std::max(opts_.max_threads, 1u));
         if (threads <= 1) {
             Worker worker(stream_memory_);
-            for (std::size_t k = 0; k < cubins.size(); ++k) {
+            for (std::size_t k = 0; k < tasks.size(); ++k) {
                 describe(k, worker);
                 if (errors[k]) return std::move(*errors[k]);
             }
@@ -571,7 +596,7 @@ class Reader {
         for (unsigned w = 0; w < threads; ++w)
             pool.emplace_back([&] {
                 Worker worker(stream_memory_);
-                for (std::size_t k = next++; k < cubins.size(); k = next++)
+                for (std::size_t k = next++; k < tasks.size(); k = next++)
                     describe(k, worker);
             });
         for (auto& th : pool)
@@ -579,6 +604,62 @@ class Reader {
         for (auto& err : errors) // the first error in file order, as the serial walk reports it
             if (err) return std::move(*err);
         return ok_status();
+    }
+
+    // One payload task, answered from the cache when it holds the same compressed bytes, else
+    // read (and its answer added to the cache).
+    Status describe_payload(const FatbinEntry& x, const Where& where, bool device_link_stub,
+                            Entry& e, Worker& worker, ResultCache::Pack* pack) {
+        std::optional<ImageKey> key;
+        if (pack != nullptr && x.compression != Compression::None) {
+            key = ResultCache::known_key(*pack, x.offset);
+            if (!key) {
+                key = hash_key(x, worker);
+                if (opts_.stats) ++opts_.stats->hashed;
+            }
+            if (auto hit = ResultCache::find(*pack, x.offset, *key)) {
+                e.kernels = hit->kernels;
+                if (x.kind == kKindElf) {
+                    e.stub = hit->stub;
+                    e.toolkit = hit->toolkit;
+                    e.cubin_arch_specific = hit->arch_specific;
+                }
+                if (opts_.stats) ++opts_.stats->cached;
+                return ok_status();
+            }
+        }
+        FORGE_TRY_STATUS(x.kind == kKindElf ? describe_cubin(x, where, device_link_stub, e, worker)
+                                            : describe_ptx(x, where, e, worker));
+        if (key && e.kernels)
+            ResultCache::put(*pack, x.offset, *key,
+                             ImageResult{*e.kernels, e.stub, e.cubin_arch_specific, e.toolkit});
+        return ok_status();
+    }
+
+    // An image's cache key. A stream small enough is hashed from the worker's copy of it, which
+    // the decoder then reads without copying it again (held under the budget like the rest of
+    // what the worker keeps); a larger one is hashed slice by slice.
+    static ImageKey hash_key(const FatbinEntry& x, Worker& worker) {
+        const Bytes stream = x.payload.sub(0, x.compressed_size);
+        if (stream.size() <= kHashFromCopy) {
+            worker.hold(stream.size());
+            if (const std::uint8_t* copy = worker.scratch().load_input(stream))
+                return image_key_of(copy, stream.size(), x.compression, x.uncompressed_size,
+                                    x.kind);
+        }
+        return image_key(stream, x.compression, x.uncompressed_size, x.kind, worker.key_buffer());
+    }
+    static constexpr std::uint64_t kHashFromCopy = std::uint64_t{1} << 20;
+
+    std::shared_ptr<ResultCache::Pack> pack_for(const Where& where) {
+        std::lock_guard lock(packs_mutex_);
+        const std::string name = where.file + '\0' + where.member.value_or("");
+        auto& p = packs_[name];
+        // A file read whole is known by its stamp; a member's bytes are always hashed.
+        if (!p)
+            p = opts_.cache->pack(where.file, where.member,
+                                  where.member ? std::nullopt : file_stamp_);
+        return p;
     }
 
     // Stub/kernels/toolkit of an ELF entry: from the cubin's headers when it is stored
@@ -616,22 +697,38 @@ class Reader {
             }
             // Not decided by the bounded pass: the whole image decides (and names any error).
         }
-        if (x.compression != Compression::None && opts_.stats) ++opts_.stats->decompressed;
+        // Anything else compressed (LZ4 blocks, frames the bounded pass could not decide) is
+        // decoded whole; into the worker's reused pages when the budget lets it hold them.
         std::vector<std::uint8_t> image;
-        Bytes cubin = x.payload;
         std::optional<MemoryGrant> grant;
+        Bytes cubin = x.payload;
         if (x.compression != Compression::None) {
             const Bytes stream = x.payload.sub(0, x.compressed_size);
-            grant.emplace(memory_, x.uncompressed_size);
-            auto decompressed = decompress_payload(stream, x.compression, x.uncompressed_size,
-                                                   opts_.max_member_bytes, where);
-            if (!decompressed) return std::move(decompressed).error();
-            image = std::move(*decompressed);
-            // Offsets inside a decompressed image cannot be shown in the file: use the entry's.
-            cubin = Bytes{image.data(), image.size(), x.offset};
+            std::optional<Bytes> scratch;
+            if (const std::uint64_t need = decode_footprint(stream, x.uncompressed_size);
+                need <= stream_memory_.limit()) {
+                worker.hold(need);
+                scratch =
+                    decode_to_scratch(stream, x.compression, x.uncompressed_size,
+                                      opts_.max_member_bytes, where, worker.scratch(), x.offset);
+            }
+            if (opts_.stats) ++opts_.stats->decompressed;
+            if (scratch) {
+                if (opts_.stats) ++opts_.stats->scratch;
+                cubin = *scratch;
+            } else {
+                grant.emplace(memory_, x.uncompressed_size);
+                auto decompressed = decompress_payload(stream, x.compression, x.uncompressed_size,
+                                                       opts_.max_member_bytes, where);
+                if (!decompressed) return std::move(decompressed).error();
+                image = std::move(*decompressed);
+                // Offsets inside a decompressed image cannot be shown in the file: the entry's.
+                cubin = Bytes{image.data(), image.size(), x.offset};
+            }
         }
         auto info = opts_.inspect_payloads ? inspect_cubin(cubin, where)
                                            : inspect_cubin_headers(cubin, where);
+        if (x.compression != Compression::None) worker.after_cubin();
         if (!info) {
             Error err = std::move(info).error();
             err.message = fmt::format("in the {}cubin of the fatbin entry at 0x{:x}: {}",
@@ -644,17 +741,28 @@ class Reader {
         return ok_status();
     }
 
-    // Kernels of a PTX entry: its `.entry` directives. A TU without kernels still emits PTX
-    // (`.version`/`.target` only), which JITs nothing. Plain PTX is text read in place; a
-    // compressed one only when payloads are inspected.
-    Status describe_ptx(const FatbinEntry& x, const Where& where, Entry& e) const {
-        if (x.compression == Compression::None) {
-            e.kernels = count_ptx_entries(x.payload.view());
+    // Kernels of a compressed PTX entry (--toolkit): its `.entry` directives (a TU without
+    // kernels still emits PTX, `.version`/`.target` only, which JITs nothing), decoded into the
+    // worker's reused pages, else whole (which names any error).
+    Status describe_ptx(const FatbinEntry& x, const Where& where, Entry& e, Worker& worker) {
+        const Bytes stream = x.payload.sub(0, x.compressed_size);
+        std::optional<Bytes> scratch;
+        if (const std::uint64_t need = decode_footprint(stream, x.uncompressed_size);
+            need <= stream_memory_.limit()) {
+            worker.hold(need);
+            scratch = decode_to_scratch(stream, x.compression, x.uncompressed_size,
+                                        opts_.max_member_bytes, where, worker.scratch(), x.offset);
+        }
+        if (opts_.stats) ++opts_.stats->ptx;
+        if (scratch) {
+            e.kernels = count_ptx_entries(scratch->view());
+            worker.after_cubin();
             return ok_status();
         }
-        if (!opts_.inspect_payloads) return ok_status();
-        auto text = decompress_payload(x.payload.sub(0, x.compressed_size), x.compression,
-                                       x.uncompressed_size, opts_.max_member_bytes, where);
+        worker.after_cubin();
+        MemoryGrant grant(memory_, x.uncompressed_size);
+        auto text = decompress_payload(stream, x.compression, x.uncompressed_size,
+                                       opts_.max_member_bytes, where);
         if (!text) {
             Error err = std::move(text).error();
             err.message = fmt::format("in the decompressed PTX of the fatbin entry at 0x{:x}: {}",
@@ -681,6 +789,12 @@ class Reader {
     MemoryBudget memory_;
     ResidentBudget stream_memory_;
     std::vector<Extension> out_;
+    std::mutex packs_mutex_;
+    std::map<std::string, std::shared_ptr<ResultCache::Pack>> packs_; // by file + member
+
+  public:
+    // The file's stamp, taken before it was read (read_extensions of a path).
+    std::optional<std::pair<FileStamp, bool>> file_stamp_;
 };
 
 std::vector<Entry> flatten(std::vector<Extension>&& exts) {
@@ -704,13 +818,16 @@ std::optional<bool> stub_known(const Entry& e) {
     return e.stub;
 }
 
-Result<std::vector<Extension>> read_extensions_from_memory(const std::uint8_t* data,
-                                                           std::uint64_t size,
-                                                           const std::string& name,
-                                                           const ReadOptions& opts) {
+namespace {
+
+Result<std::vector<Extension>> read_bytes(const std::uint8_t* data, std::uint64_t size,
+                                          const std::string& name, const ReadOptions& opts,
+                                          const std::optional<std::pair<FileStamp, bool>>& stamp) {
     try {
         Reader reader(name, opts);
+        reader.file_stamp_ = stamp;
         FORGE_TRY_STATUS(reader.read(Bytes{data, size, 0}, std::nullopt, 0, std::nullopt));
+        reader.save_cache();
         return std::move(reader).take();
     } catch (const std::bad_alloc&) {
         // The allocations that follow a file's word are checked where they happen; this is the
@@ -719,11 +836,23 @@ Result<std::vector<Extension>> read_extensions_from_memory(const std::uint8_t* d
     }
 }
 
+} // namespace
+
+Result<std::vector<Extension>> read_extensions_from_memory(const std::uint8_t* data,
+                                                           std::uint64_t size,
+                                                           const std::string& name,
+                                                           const ReadOptions& opts) {
+    return read_bytes(data, size, name, opts, std::nullopt);
+}
+
 Result<std::vector<Extension>> read_extensions(const std::string& path, const ReadOptions& opts) {
+    // Stat'ed before it is read: a change after this changes the stamp (result_cache.h).
+    std::optional<std::pair<FileStamp, bool>> stamp;
+    if (opts.cache != nullptr && opts.inspect_payloads) stamp = file_stamp(path);
     auto file = MappedFile::open(path);
     if (!file) return std::move(file).error();
     const Bytes b = file->bytes();
-    return read_extensions_from_memory(b.data(), b.size(), path, opts);
+    return read_bytes(b.data(), b.size(), path, opts, stamp);
 }
 
 Result<std::vector<Entry>> read_entries(const std::string& path, const ReadOptions& opts) {

@@ -59,8 +59,15 @@ struct ReadStats {
     std::atomic<std::uint64_t> streamed{0};     // ZSTD cubins read by inspect_zstd_cubin
     std::atomic<std::uint64_t> one_call{0};     // ... of which decoded in one call (ZstdPlan)
     std::atomic<std::uint64_t> second_pass{0};  // ... of which needed the second, shorter pass
-    std::atomic<std::uint64_t> decompressed{0}; // payloads decompressed whole
+    std::atomic<std::uint64_t> decompressed{0}; // cubins decompressed whole
+    std::atomic<std::uint64_t> scratch{0};      // ... of which into the worker's reused pages
+    std::atomic<std::uint64_t> ptx{0};          // compressed PTX decoded (--toolkit)
+    std::atomic<std::uint64_t> cached{0};       // images answered from the ResultCache
+    std::atomic<std::uint64_t> hashed{0};       // images whose cache key was computed (not
+                                                // taken from the index of an unchanged file)
 };
+
+class ResultCache; // binary/result_cache.h
 
 struct ReadOptions {
     // Decompress ELF payloads (sizes checked) to report toolkit, kernels, `a` from .nv.compat.
@@ -89,6 +96,9 @@ struct ReadOptions {
     unsigned threads = 0;
     unsigned max_threads = 16;
     ReadStats* stats = nullptr; // counts how each inspected cubin was read, when set
+    // With inspect_payloads: answers of images read before, by a hash of their compressed bytes
+    // (binary/result_cache.h); the answers of this read are added. Saved once the read succeeds.
+    ResultCache* cache = nullptr;
 };
 
 // All entries of every fatbin in `path` (every section, every fatbin, every entry), in file

@@ -3,8 +3,11 @@
 // Sweeps wheels and shared objects: what each carries vs its provenance vs the current policy.
 // Exit 0 all ok, 1 any file not ok, 2 usage errors, a PATH that does not exist, or any file that
 // cannot be read (the report still lists every file).
+#include "binary/result_cache.h"
 #include "cli/command.h"
 #include "cli/policy_options.h"
+#include "core/json.h"
+#include "core/text.h"
 #include "policy/policy_file.h"
 #include "provenance/audit.h"
 
@@ -106,14 +109,18 @@ int run_audit(int argc, char** argv) {
         policy.policy_sha256 = p->sha256;
     }
 
+    binary::ResultCache image_cache(binary::default_result_cache_dir());
+    policy.image_cache = &image_cache;
     provenance::AuditProgress progress;
     if (::isatty(STDERR_FILENO)) progress = ProgressBar{};
     auto results =
         provenance::audit_files(*files, ledger ? &*ledger : nullptr, policy, jobs, progress);
     if (files->empty()) fmt::print(stderr, "nvcc-forge audit: no wheel or shared object found\n");
+    for (const auto& w : image_cache.take_warnings())
+        fmt::print(stderr, "nvcc-forge audit: warning: {}\n", escape_control(w));
 
     if (format == "json")
-        std::cout << provenance::audit_to_json(results, policy).dump(2) << "\n";
+        std::cout << json_text(provenance::audit_to_json(results, policy), 2) << "\n";
     else
         std::cout << provenance::audit_to_text(results, policy);
     // An unreadable file is unusable input (exit 2, as for every command), not a finding.

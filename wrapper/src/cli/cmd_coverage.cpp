@@ -4,6 +4,7 @@
 #include "binary/reader.h"
 #include "cli/command.h"
 #include "cli/policy_options.h"
+#include "core/json.h"
 #include "core/paths.h"
 #include "policy/report.h"
 #include "verify/gate.h"
@@ -34,7 +35,7 @@ int run_matrix(const boost::program_options::variables_map& vm, const std::strin
     }
     auto cells = policy::policy_matrix(*policy, pkg ? &*pkg : nullptr, *gpus);
     if (format == "json")
-        fmt::print("{}\n", policy::matrix_json(cells).dump(2));
+        fmt::print("{}\n", json_text(policy::matrix_json(cells), 2));
     else
         fmt::print("{}", policy::matrix_html(*policy, cells, *gpus, title));
     return kExitOk;
@@ -95,7 +96,7 @@ int run_files(const std::vector<std::string>& files, const std::vector<arch::Gpu
         }
     }
     if (format == "json")
-        fmt::print("{}\n", nlohmann::ordered_json{{"extensions", exts}}.dump(2));
+        fmt::print("{}\n", json_text(nlohmann::ordered_json{{"extensions", exts}}, 2));
     else
         fmt::print("{}", text);
     return unreadable ? kExitInput : kExitOk;
@@ -165,7 +166,7 @@ int run_coverage(int argc, char** argv) {
     if (!gpus) return report_error("coverage", gpus.error());
     auto report = policy::coverage_report(res->list, *gpus);
     if (format == "json")
-        fmt::print("{}\n", policy::coverage_json(report).dump(2));
+        fmt::print("{}\n", json_text(policy::coverage_json(report), 2));
     else if (format == "markdown")
         fmt::print("{}", policy::coverage_markdown(*res, report));
     else

@@ -5,6 +5,7 @@
 // Exit 0 clean (or every finding ignored), 1 findings, 2 unusable input.
 #include "cli/command.h"
 #include "cli/policy_options.h"
+#include "core/json.h"
 #include "lint/lint.h"
 #include "lint/report.h"
 
@@ -72,7 +73,7 @@ int run_lint(int argc, char** argv) {
     auto report = lint::lint_tree(src, opts);
     if (!report) return report_error("lint", report.error());
     if (format == "json") {
-        std::cout << lint::lint_to_json(*report).dump(2) << "\n";
+        std::cout << json_text(lint::lint_to_json(*report), 2) << "\n";
         for (const auto& s : report->skipped)
             fmt::print(stderr, "nvcc-forge lint: skipped {}\n", s);
         for (const auto& u : report->unused_ignores)

@@ -3,9 +3,11 @@
 // One row per fatbin entry (every section, every fatbin). Exit 0, or 2 when any file is
 // unreadable (the others are still listed) or when `both` finds a difference.
 // NVCC_FORGE_LIST_THREADS=N: --toolkit's payload workers (default: the core count, at most 16).
+// --toolkit keeps each image's answer in $NVCC_FORGE_CACHE_DIR/toolkit (binary/result_cache.h).
 #include "binary/cuobjdump.h"
 #include "binary/entry_json.h"
 #include "binary/reader.h"
+#include "binary/result_cache.h"
 #include "cli/command.h"
 #include "cli/policy_options.h"
 #include "core/text.h"
@@ -126,6 +128,10 @@ int run_list(int argc, char** argv) {
 #endif
     binary::ReadOptions opts;
     opts.inspect_payloads = toolkit;
+    // --toolkit answers an image it read before (the same compressed bytes) from the cache.
+    binary::ResultCache image_cache(toolkit ? binary::default_result_cache_dir()
+                                            : std::filesystem::path());
+    opts.cache = toolkit ? &image_cache : nullptr;
     if (const char* v = std::getenv("NVCC_FORGE_LIST_THREADS"); v != nullptr) {
         const std::string_view s(v);
         unsigned n = 0;
@@ -178,6 +184,8 @@ int run_list(int argc, char** argv) {
             rows.push_back(std::move(e));
     }
 
+    for (const auto& w : image_cache.take_warnings())
+        fmt::print(stderr, "nvcc-forge list: warning: {}\n", escape_control(w));
     std::string out;
     if (format == "json") {
         out = binary::entries_json(rows);

@@ -2,6 +2,7 @@
 // +PTX ensured), in the spelling the consumer needs.
 #include "cli/command.h"
 #include "cli/policy_options.h"
+#include "core/json.h"
 #include "policy/report.h"
 
 #include <fmt/format.h>
@@ -32,7 +33,7 @@ int run_resolve(int argc, char** argv) {
     auto res = resolve_from_options(vm);
     if (!res) return report_error("resolve", res.error());
     if (format == "json") {
-        fmt::print("{}\n", policy::resolution_json(*res).dump(2));
+        fmt::print("{}\n", json_text(policy::resolution_json(*res), 2));
         return kExitOk;
     }
     for (const auto& c : res->clamped)

@@ -4,6 +4,7 @@
 // Exit 0 stamped, 2 unusable input (not a wheel, unreadable, bad options).
 #include "cli/command.h"
 #include "cli/policy_options.h"
+#include "core/json.h"
 #include "core/text.h"
 #include "policy/policy_file.h"
 #include "provenance/stamp.h"
@@ -69,12 +70,12 @@ int run_stamp(int argc, char** argv) {
         if (!appended) return report_error("stamp", appended.error());
     }
     if (format == "json") {
-        fmt::print("{}\n", stamped->record.dump(2));
+        fmt::print("{}\n", json_text(stamped->record, 2));
     } else {
         fmt::print("{} {}: {} (arch list {}, epoch {})\n",
                    stamped->replaced ? "restamped" : "stamped", escape_control(wheel),
                    escape_control(stamped->member), stamped->record["arch_list"].get<std::string>(),
-                   stamped->record["build_epoch"].dump());
+                   json_text(stamped->record["build_epoch"]));
     }
     return kExitOk;
 }

@@ -5,6 +5,7 @@
 #include "cli/command.h"
 #include "cli/policy_options.h"
 #include "cli/verify_gate.h"
+#include "core/json.h"
 
 #include <boost/program_options.hpp>
 #include <fmt/format.h>
@@ -63,7 +64,7 @@ int run_verify(int argc, char** argv) {
     auto gate = run_gate(vm, *resolution, args);
     if (!gate) return report_error("verify", gate.error());
     if (format == "json")
-        std::cout << gate->json.dump(2) << "\n";
+        std::cout << json_text(gate->json, 2) << "\n";
     else if (format == "github")
         std::cout << gate->github; // workflow commands, then the verdict as a plain log line
     else

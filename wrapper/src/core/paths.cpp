@@ -42,4 +42,13 @@ fs::path default_packages_dir() {
     return data_dir() / "packages";
 }
 
+fs::path cache_root(const std::string& configured) {
+    if (!configured.empty()) return configured;
+    if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0')
+        return fs::path(xdg) / "nvcc-forge";
+    if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0')
+        return fs::path(home) / ".cache" / "nvcc-forge";
+    return {};
+}
+
 } // namespace forge

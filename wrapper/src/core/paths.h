@@ -19,5 +19,9 @@ std::filesystem::path data_dir();
 std::filesystem::path default_policy_file();  // data_dir()/policy/arch_policy.yml
 std::filesystem::path default_gpus_file();    // data_dir()/policy/gpus.yml
 std::filesystem::path default_packages_dir(); // data_dir()/packages
+// Where caches live: `configured` (NVCC_FORGE_CACHE_DIR's value) when not empty, else
+// $XDG_CACHE_HOME/nvcc-forge, else $HOME/.cache/nvcc-forge; empty when none of them is set.
+// Each cache takes a folder of its own (plan/: stubs; toolkit/: --toolkit's per-image results).
+std::filesystem::path cache_root(const std::string& configured);
 
 } // namespace forge

@@ -3,6 +3,8 @@
 // a terminal escape sequence. JSON output escapes on its own; text output goes through here.
 #pragma once
 
+#include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -12,6 +14,12 @@ namespace forge {
 // else \xHH. Every other byte, UTF-8 included, is kept. `keep_newlines` keeps '\n' as it is
 // (a message that is meant to span lines).
 std::string escape_control(std::string_view s, bool keep_newlines = false);
+
+// The offset of the first byte of `s` that does not start or continue a well-formed UTF-8
+// sequence (RFC 3629, section 4: no overlong forms, no surrogates, nothing above U+10FFFF), or
+// nullopt when all of `s` is UTF-8. Text files nvcc-forge reads as text (the YAML policy files)
+// must be UTF-8; its JSON writer (core/json.h) replaces such bytes.
+std::optional<std::size_t> first_invalid_utf8(std::string_view s);
 
 // The entity for a character that HTML and XML text or attributes cannot carry as itself
 // (& < > " '), or nullptr for any other character.

@@ -1,6 +1,7 @@
 #include "frontend/compile_log.h"
 
 #include "arch/arch.h"
+#include "core/json.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -64,7 +65,7 @@ std::string LogRecord::to_json() const {
     j["exit_code"] = exit_code;
     j["duration_ms"] = duration_ms;
     // Invalid UTF-8 in a path must not make the wrapper throw: replace it.
-    return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+    return json_text(j);
 }
 
 Result<LogRecord> LogRecord::from_json(const std::string& line) {
@@ -350,7 +351,7 @@ std::string summary_json(const DropSummary& s) {
         extra[target] = s.extra_by_target.at(target);
     j["extra"] = extra;
     j["actions"] = s.actions;
-    return j.dump(2) + "\n";
+    return json_text(j, 2) + "\n";
 }
 
 } // namespace forge::frontend

@@ -1,6 +1,8 @@
 #include "frontend/config.h"
 
 #include "core/glob.h"
+#include "core/json.h"
+#include "core/paths.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -78,12 +80,7 @@ FrontendEnv FrontendEnv::from_environ() {
 }
 
 fs::path cache_dir(const FrontendEnv& env) {
-    if (!env.cache_dir.empty()) return env.cache_dir;
-    if (std::string xdg = getenv_str("XDG_CACHE_HOME"); !xdg.empty())
-        return fs::path(xdg) / "nvcc-forge";
-    if (std::string home = getenv_str("HOME"); !home.empty())
-        return fs::path(home) / ".cache" / "nvcc-forge";
-    return {};
+    return cache_root(env.cache_dir);
 }
 
 std::string file_stamp(const fs::path& p) {
@@ -148,7 +145,7 @@ std::string caps_to_json(const toolkit::ToolkitCaps& caps) {
     j["emittable"] = names;
     j["default_sm"] = caps.default_sm;
     j["native_sm"] = caps.native_sm ? nlohmann::json(*caps.native_sm) : nlohmann::json(nullptr);
-    return j.dump();
+    return json_text(j);
 }
 
 Result<toolkit::ToolkitCaps> caps_from_json(const std::string& text) {

@@ -2,6 +2,7 @@
 // through the on-disk cache.
 #include "frontend/config.h"
 
+#include "core/json.h"
 #include "core/paths.h"
 #include "frontend/adapters.h"
 
@@ -37,7 +38,7 @@ std::string settings_to_json(const EffectivePolicy& p) {
                                     ? nlohmann::json(*p.wrapper.inject_arch_specific)
                                     : nlohmann::json(nullptr);
     j["arch_specific_sources"] = p.wrapper.arch_specific_sources;
-    return j.dump();
+    return json_text(j);
 }
 
 Result<EffectivePolicy> settings_from_json(const std::string& text) {

@@ -1,5 +1,6 @@
 #include "frontend/standin.h"
 
+#include "core/json.h"
 #include "core/plan_marker.h"
 #include "nvcc/options.h"
 #include "policy/sha256.h"
@@ -85,7 +86,7 @@ std::string plan_config_json(const PlanConfig& c) {
     j["log"] = c.log;
     j["state_dir"] = c.state_dir.string();
     j["stub_cache"] = c.stub_cache.string();
-    return j.dump(2) + "\n";
+    return json_text(j, 2) + "\n";
 }
 
 Result<PlanConfig> read_plan_config(const fs::path& file) {

@@ -2,6 +2,7 @@
 
 #include "ci/finding.h"
 #include "core/glob.h"
+#include "core/json.h"
 #include "core/text.h"
 
 #include <algorithm>
@@ -46,7 +47,7 @@ std::string text_formatter(const PlanReport& r) {
     return to_text(r);
 }
 std::string json_formatter(const PlanReport& r) {
-    return to_json(r).dump(2) + "\n";
+    return json_text(to_json(r), 2) + "\n";
 }
 std::string github_formatter(const PlanReport& r) {
     return to_github(r);

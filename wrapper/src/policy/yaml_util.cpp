@@ -1,7 +1,9 @@
 #include "policy/yaml_util.h"
 
 #include "core/file.h"
+#include "core/text.h"
 
+#include <algorithm>
 #include <charconv>
 #include <fmt/format.h>
 #include <set>
@@ -24,6 +26,21 @@ Error error_at(const std::string& file, const YAML::Node& node, std::string key,
 }
 
 Result<YAML::Node> load_text(std::string_view text, const std::string& file) {
+    // YAML text is Unicode (YAML 1.2, section 5.2), and these files are read as UTF-8: a byte
+    // that is not would pass through yaml-cpp into names and reasons, and from there into JSON,
+    // which must be UTF-8. It is refused here, where the file and line are known.
+    if (const auto bad = first_invalid_utf8(text)) {
+        const std::string_view before = text.substr(0, *bad);
+        const auto line_start = before.rfind('\n');
+        Error e{fmt::format("not UTF-8: byte 0x{:02x} at column {} is not valid UTF-8 text (save "
+                            "the file as UTF-8)",
+                            static_cast<unsigned char>(text[*bad]),
+                            *bad - (line_start == std::string_view::npos ? 0 : line_start + 1) + 1),
+                file};
+        e.line = static_cast<int>(std::count(before.begin(), before.end(), '\n')) + 1;
+        e.offset = bad;
+        return e;
+    }
     try {
         return YAML::Load(std::string(text));
     } catch (const YAML::Exception& ex) {

@@ -42,6 +42,9 @@ struct AuditPolicy {
     std::string source;                      // "--arch-list", "arch_policy[12.8]"
     std::string policy_file;                 // "" when none
     std::string policy_sha256;               // "" when none
+    // Not policy: where the answers of images read before are kept (list --toolkit's cache,
+    // binary/result_cache.h); nullptr reads every image.
+    binary::ResultCache* image_cache = nullptr;
 };
 
 // Ledger: wheel filename -> its latest record (a re-stamp appends a newer line).

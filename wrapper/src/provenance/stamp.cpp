@@ -1,6 +1,7 @@
 // The stamp record, RECORD lines and the ledger; the wheel rewrite is in stamp_wheel.cpp.
 #include "provenance/stamp.h"
 
+#include "core/json.h"
 #include "policy/sha256.h"
 
 #include <cerrno>
@@ -264,7 +265,7 @@ Status append_ledger(const std::string& ledger_path, std::string_view wheel_file
     line["wheel"] = wheel_filename;
     for (const auto& [k, v] : record.items())
         if (k != "wheel") line[k] = v;
-    std::string text = line.dump() + "\n";
+    std::string text = json_text(line) + "\n";
     int fd = ::open(ledger_path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0)
         return Error{fmt::format("cannot open the ledger: {}", std::strerror(errno)), ledger_path};

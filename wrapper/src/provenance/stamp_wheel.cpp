@@ -5,6 +5,7 @@
 // it stands and the stamp is replaced or appended; then the new file is flushed and renamed over
 // the original, so a crash leaves the old wheel or the new one, never half of one.
 #include "binary/zip_io.h"
+#include "core/json.h"
 #include "provenance/stamp.h"
 
 #include <algorithm>
@@ -326,7 +327,7 @@ Result<StampResult> stamp_wheel(const std::string& wheel_path, const policy::Res
     result.member = layout->package + "/" + std::string(kBuildInfoName);
     result.replaced = locate(*z, result.member).has_value();
     result.record = make_build_info(r, in);
-    const std::string info_bytes = result.record.dump(2) + "\n";
+    const std::string info_bytes = json_text(result.record, 2) + "\n";
 
     const zipio::Entry& record_entry = z->entries()[*locate(*z, layout->record)];
     auto record_text = read_member(*z, record_entry, wheel_path);

@@ -1,5 +1,6 @@
 #include "toolkit/discover.h"
 
+#include "core/json.h"
 #include "core/paths.h"
 #include "core/process.h"
 #include "toolkit/probe.h"
@@ -353,7 +354,7 @@ std::string toolkits_to_json(const std::vector<Toolkit>& toolkits) {
                        {"lto", names(tk.lto())},
                        {"found_via", tk.found_via}});
     }
-    return arr.dump(2) + "\n";
+    return json_text(arr, 2) + "\n";
 }
 
 std::string toolkits_to_text(const std::vector<Toolkit>& toolkits) {

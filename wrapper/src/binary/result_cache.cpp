@@ -1,0 +1,414 @@
+#include "binary/result_cache.h"
+
+#include "binary/mapped_file.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <random>
+#include <string_view>
+#include <sys/stat.h>
+#include <unistd.h>
+#define XXH_INLINE_ALL // header-only: no library to link, the same code on every lane
+#include <xxhash.h>
+
+namespace forge::binary {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// A pack file: a header, then one record per image, sorted by key (docs/fatbin-format.md, "The
+// per-image result cache"). Little-endian, as every host this builds for.
+constexpr std::string_view kMagic = "NVFTKC01";
+// Bumped whenever what inspect_cubin() or the PTX count reports for the same bytes changes: an
+// older pack is then replaced, never read.
+constexpr std::uint32_t kReaderVersion = 2;
+namespace pack_header {
+constexpr std::uint64_t kMagic = 0x00;    // 8 bytes kMagic
+constexpr std::uint64_t kVersion = 0x08;  // u32 kReaderVersion
+constexpr std::uint64_t kCount = 0x0c;    // u32 records
+constexpr std::uint64_t kChecksum = 0x10; // u64 XXH3-64 of the records
+constexpr std::uint64_t kIdentity = 0x18; // u64 XXH3-64 of file + member
+constexpr std::uint64_t kRelease = 0x20;  // 32 bytes: FORGE_VERSION, zero-padded
+constexpr std::uint64_t kReleaseSize = 32;
+// The file's stamp when the index below was recorded (FileStamp's fields), and the index's size:
+// 0 when there is none (a member of a wheel or archive, or a file changed too recently).
+constexpr std::uint64_t kStampDev = 0x40;   // u64
+constexpr std::uint64_t kStampIno = 0x48;   // u64
+constexpr std::uint64_t kStampSize = 0x50;  // u64
+constexpr std::uint64_t kStampMtime = 0x58; // i64 ns
+constexpr std::uint64_t kStampCtime = 0x60; // i64 ns
+constexpr std::uint64_t kIndexCount = 0x68; // u32
+constexpr std::uint64_t kSize = 0x80;
+} // namespace pack_header
+// After the records: which image is at which entry offset of the file, sorted by offset.
+namespace pack_index {
+constexpr std::uint64_t kEntryOffset = 0x00; // u64
+constexpr std::uint64_t kRecord = 0x08;      // u32: the record's position
+constexpr std::uint64_t kSize = 0x10;
+} // namespace pack_index
+namespace pack_record {
+constexpr std::uint64_t kHashLow = 0x00;          // u64
+constexpr std::uint64_t kHashHigh = 0x08;         // u64
+constexpr std::uint64_t kCompressedSize = 0x10;   // u64
+constexpr std::uint64_t kUncompressedSize = 0x18; // u64
+constexpr std::uint64_t kKind = 0x20;             // u8
+constexpr std::uint64_t kCompression = 0x21;      // u8
+constexpr std::uint64_t kFlags = 0x22;            // u8: the kFlag* bits below
+constexpr std::uint64_t kToolkitSize = 0x23;      // u8, at most kToolkitMax
+constexpr std::uint64_t kKernels = 0x24;          // u32
+constexpr std::uint64_t kToolkit = 0x28;          // kToolkitMax bytes
+constexpr std::uint64_t kToolkitMax = 24;
+constexpr std::uint64_t kSize = 0x40;
+} // namespace pack_record
+constexpr std::uint8_t kFlagStub = 1;
+constexpr std::uint8_t kFlagHasArchSpecific = 2;
+constexpr std::uint8_t kFlagArchSpecific = 4;
+constexpr std::uint8_t kFlagHasToolkit = 8;
+constexpr std::uint8_t kKnownFlags = 15;
+// Bytes hashed per read of the compressed stream (copy_bytes: pread from a mapped file).
+constexpr std::uint64_t kHashSlice = std::uint64_t{1} << 20;
+// Far above any real file's images (libtorch_cuda.so: 2,789), far below what a bad count costs.
+constexpr std::uint32_t kMaxRecords = 1u << 20;
+
+template <class T> void put_le(std::string& out, std::uint64_t off, T v) {
+    std::memcpy(out.data() + off, &v, sizeof(T));
+}
+
+std::string release_string() {
+    return std::string(FORGE_VERSION).substr(0, pack_header::kReleaseSize);
+}
+
+// What a pack holds (the header's identity aside).
+struct PackData {
+    std::map<ImageKey, ImageResult> records;
+    std::optional<FileStamp> stamp;          // with the index: the file it describes
+    std::map<std::uint64_t, ImageKey> index; // entry offset -> image
+};
+
+std::string encode(const PackData& d, std::uint64_t identity) {
+    namespace r = pack_record;
+    namespace x = pack_index;
+    const std::uint64_t n_index = d.stamp ? d.index.size() : 0;
+    std::string body(d.records.size() * r::kSize + n_index * x::kSize, '\0');
+    std::map<ImageKey, std::uint32_t> position;
+    std::uint64_t off = 0;
+    for (const auto& [k, v] : d.records) {
+        position.emplace(k, static_cast<std::uint32_t>(off / r::kSize));
+        put_le(body, off + r::kHashLow, k.hash[0]);
+        put_le(body, off + r::kHashHigh, k.hash[1]);
+        put_le(body, off + r::kCompressedSize, k.compressed_size);
+        put_le(body, off + r::kUncompressedSize, k.uncompressed_size);
+        put_le(body, off + r::kKind, k.kind);
+        put_le(body, off + r::kCompression, k.compression);
+        std::uint8_t flags = v.stub ? kFlagStub : 0;
+        if (v.arch_specific)
+            flags |= kFlagHasArchSpecific | (*v.arch_specific ? kFlagArchSpecific : 0);
+        if (v.toolkit) {
+            flags |= kFlagHasToolkit;
+            put_le(body, off + r::kToolkitSize, static_cast<std::uint8_t>(v.toolkit->size()));
+            std::memcpy(body.data() + off + r::kToolkit, v.toolkit->data(), v.toolkit->size());
+        }
+        put_le(body, off + r::kFlags, flags);
+        put_le(body, off + r::kKernels, static_cast<std::uint32_t>(v.kernels));
+        off += r::kSize;
+    }
+    if (d.stamp)
+        for (const auto& [entry, key] : d.index) {
+            put_le(body, off + x::kEntryOffset, entry);
+            put_le(body, off + x::kRecord, position.at(key));
+            off += x::kSize;
+        }
+    namespace h = pack_header;
+    std::string out(h::kSize, '\0');
+    std::memcpy(out.data() + h::kMagic, kMagic.data(), kMagic.size());
+    put_le(out, h::kVersion, kReaderVersion);
+    put_le(out, h::kCount, static_cast<std::uint32_t>(d.records.size()));
+    put_le(out, h::kChecksum, static_cast<std::uint64_t>(XXH3_64bits(body.data(), body.size())));
+    put_le(out, h::kIdentity, identity);
+    const std::string release = release_string();
+    std::memcpy(out.data() + h::kRelease, release.data(), release.size());
+    if (d.stamp) {
+        put_le(out, h::kStampDev, d.stamp->dev);
+        put_le(out, h::kStampIno, d.stamp->ino);
+        put_le(out, h::kStampSize, d.stamp->size);
+        put_le(out, h::kStampMtime, d.stamp->mtime_ns);
+        put_le(out, h::kStampCtime, d.stamp->ctime_ns);
+        put_le(out, h::kIndexCount, static_cast<std::uint32_t>(n_index));
+    }
+    return out + body;
+}
+
+// Why a pack's bytes are not a pack ("" when they are); `stale` when they are a well-formed pack
+// of another reader version or release, which is replaced without a word.
+std::string decode(const std::string& text, std::uint64_t identity, PackData& out, bool& stale) {
+    namespace h = pack_header;
+    namespace r = pack_record;
+    namespace x = pack_index;
+    const Bytes b{reinterpret_cast<const std::uint8_t*>(text.data()), text.size()};
+    if (!b.has(0, h::kSize) || b.view(h::kMagic, kMagic.size()) != kMagic)
+        return fmt::format("no pack header ({} bytes)", text.size());
+    const std::uint32_t count = b.u32(h::kCount), n_index = b.u32(h::kIndexCount);
+    if (count > kMaxRecords || n_index > kMaxRecords ||
+        b.size() != h::kSize + std::uint64_t{count} * r::kSize + std::uint64_t{n_index} * x::kSize)
+        return fmt::format("{} bytes for {} records and {} index entries", text.size(), count,
+                           n_index);
+    const Bytes body = b.from(h::kSize);
+    if (XXH3_64bits(body.data(), body.size()) != b.u64(h::kChecksum)) return "checksum mismatch";
+    if (b.u64(h::kIdentity) != identity) return "written for another file";
+    std::string release = release_string();
+    release.resize(h::kReleaseSize, '\0');
+    if (b.u32(h::kVersion) != kReaderVersion || b.view(h::kRelease, h::kReleaseSize) != release) {
+        stale = true;
+        return "";
+    }
+    std::vector<ImageKey> keys;
+    std::uint64_t off = 0;
+    for (; off < std::uint64_t{count} * r::kSize; off += r::kSize) {
+        ImageKey k;
+        k.hash = {body.u64(off + r::kHashLow), body.u64(off + r::kHashHigh)};
+        k.compressed_size = body.u64(off + r::kCompressedSize);
+        k.uncompressed_size = body.u64(off + r::kUncompressedSize);
+        k.kind = body.u8(off + r::kKind);
+        k.compression = body.u8(off + r::kCompression);
+        const std::uint8_t flags = body.u8(off + r::kFlags);
+        const std::uint8_t tk_size = body.u8(off + r::kToolkitSize);
+        const std::uint32_t kernels = body.u32(off + r::kKernels);
+        if ((flags & ~kKnownFlags) != 0 || tk_size > r::kToolkitMax ||
+            kernels > static_cast<std::uint32_t>(INT32_MAX) ||
+            (!keys.empty() && !(keys.back() < k)))
+            return fmt::format("record {} is malformed", off / r::kSize);
+        ImageResult v;
+        v.kernels = static_cast<int>(kernels);
+        v.stub = (flags & kFlagStub) != 0;
+        if ((flags & kFlagHasArchSpecific) != 0) v.arch_specific = (flags & kFlagArchSpecific) != 0;
+        if ((flags & kFlagHasToolkit) != 0)
+            v.toolkit = std::string(body.view(off + r::kToolkit, tk_size));
+        out.records.emplace_hint(out.records.end(), k, std::move(v));
+        keys.push_back(k);
+    }
+    std::optional<std::uint64_t> previous;
+    for (std::uint32_t i = 0; i < n_index; ++i, off += x::kSize) {
+        const std::uint64_t entry = body.u64(off + x::kEntryOffset);
+        const std::uint32_t record = body.u32(off + x::kRecord);
+        if (record >= keys.size() || (previous && entry <= *previous))
+            return fmt::format("index entry {} is malformed", i);
+        out.index.emplace_hint(out.index.end(), entry, keys[record]);
+        previous = entry;
+    }
+    if (n_index != 0)
+        out.stamp = FileStamp{b.u64(h::kStampDev), b.u64(h::kStampIno), b.u64(h::kStampSize),
+                              static_cast<std::int64_t>(b.u64(h::kStampMtime)),
+                              static_cast<std::int64_t>(b.u64(h::kStampCtime))};
+    return "";
+}
+
+std::optional<std::string> read_whole(const fs::path& path, bool& absent) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) {
+        absent = errno == ENOENT;
+        return std::nullopt;
+    }
+    struct stat st {};
+    std::string text;
+    bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+              static_cast<std::uint64_t>(st.st_size) <=
+                  pack_header::kSize + std::uint64_t{kMaxRecords} * pack_record::kSize;
+    if (ok) {
+        text.resize(static_cast<std::size_t>(st.st_size));
+        std::size_t done = 0;
+        while (ok && done < text.size()) {
+            const ssize_t got = ::read(fd, text.data() + done, text.size() - done);
+            if (got < 0 && errno == EINTR) continue;
+            ok = got > 0;
+            if (ok) done += static_cast<std::size_t>(got);
+        }
+    }
+    ::close(fd);
+    if (!ok) return std::nullopt;
+    return text;
+}
+
+// Writes `bytes` to `path` through a temporary file in the same folder and rename(2): readers
+// see the old file or the new one. Failures only cost the next run its speed.
+void write_atomically(const fs::path& path, const std::string& bytes) {
+    static std::atomic<std::uint64_t> serial{0};
+    const fs::path tmp = path.parent_path() / fmt::format(".{}.{}.{}.tmp", path.filename().string(),
+                                                          ::getpid(), serial.fetch_add(1));
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0) return;
+    std::size_t done = 0;
+    bool ok = true;
+    while (ok && done < bytes.size()) {
+        const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        ok = n > 0;
+        if (ok) done += static_cast<std::size_t>(n);
+    }
+    ok = ::close(fd) == 0 && ok;
+    if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) ::unlink(tmp.c_str());
+}
+
+} // namespace
+
+ImageKey image_key(const Bytes& stream, Compression c, std::uint64_t uncompressed_size,
+                   std::uint16_t kind, std::vector<std::uint8_t>& buffer) {
+    ImageKey k;
+    k.compressed_size = stream.size();
+    k.uncompressed_size = uncompressed_size;
+    k.compression = static_cast<std::uint8_t>(c);
+    k.kind = static_cast<std::uint8_t>(kind);
+    XXH3_state_t state;
+    XXH3_INITSTATE(&state);
+    XXH3_128bits_reset(&state);
+    if (buffer.size() < std::min(stream.size(), kHashSlice))
+        buffer.resize(static_cast<std::size_t>(std::min(stream.size(), kHashSlice)));
+    for (std::uint64_t off = 0; off < stream.size(); off += kHashSlice) {
+        const std::uint64_t n = std::min(kHashSlice, stream.size() - off);
+        copy_bytes(stream.data() + off, n, buffer.data());
+        XXH3_128bits_update(&state, buffer.data(), static_cast<std::size_t>(n));
+    }
+    const XXH128_hash_t h = XXH3_128bits_digest(&state);
+    k.hash = {h.low64, h.high64};
+    return k;
+}
+
+ImageKey image_key_of(const std::uint8_t* data, std::uint64_t size, Compression c,
+                      std::uint64_t uncompressed_size, std::uint16_t kind) {
+    ImageKey k;
+    k.compressed_size = size;
+    k.uncompressed_size = uncompressed_size;
+    k.compression = static_cast<std::uint8_t>(c);
+    k.kind = static_cast<std::uint8_t>(kind);
+    const XXH128_hash_t h = XXH3_128bits(data, static_cast<std::size_t>(size));
+    k.hash = {h.low64, h.high64};
+    return k;
+}
+
+ResultCache::ResultCache(fs::path dir) : dir_(std::move(dir)) {}
+
+std::optional<std::pair<FileStamp, bool>> file_stamp(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+    struct timespec now {};
+    ::clock_gettime(CLOCK_REALTIME, &now);
+    constexpr std::int64_t kNs = 1000000000;
+    FileStamp s;
+    s.dev = static_cast<std::uint64_t>(st.st_dev);
+    s.ino = static_cast<std::uint64_t>(st.st_ino);
+    s.size = static_cast<std::uint64_t>(st.st_size);
+    s.mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * kNs + st.st_mtim.tv_nsec;
+    s.ctime_ns = static_cast<std::int64_t>(st.st_ctim.tv_sec) * kNs + st.st_ctim.tv_nsec;
+    const std::int64_t now_ns = static_cast<std::int64_t>(now.tv_sec) * kNs + now.tv_nsec;
+    const std::int64_t last_change = std::max(s.mtime_ns, s.ctime_ns);
+    return std::pair{s, last_change < now_ns - kStableSeconds * kNs};
+}
+
+std::shared_ptr<ResultCache::Pack>
+ResultCache::pack(const std::string& file, const std::optional<std::string>& member,
+                  const std::optional<std::pair<FileStamp, bool>>& stamp) {
+    std::error_code ec;
+    fs::path abs = fs::absolute(file, ec);
+    if (ec) abs = file;
+    std::string identity_text = abs.lexically_normal().string();
+    identity_text += '\0';
+    identity_text += member.value_or("");
+    const std::uint64_t identity = XXH3_64bits(identity_text.data(), identity_text.size());
+    auto p = std::make_shared<Pack>(dir_ / fmt::format("{:016x}.pack", identity), identity);
+    if (stamp && stamp->second) p->stamp_ = stamp->first;
+    if (dir_.empty()) return p;
+    bool absent = false;
+    auto text = read_whole(p->path_, absent);
+    if (!text) {
+        if (!absent) {
+            p->rewrite_ = true;
+            warn(fmt::format("cannot read the --toolkit cache file {}: not used, rebuilt",
+                             p->path_.string()));
+        }
+        return p;
+    }
+    bool stale = false;
+    PackData data;
+    const std::string why = decode(*text, identity, data, stale);
+    if (!why.empty()) {
+        p->rewrite_ = true;
+        warn(fmt::format("the --toolkit cache file {} is corrupt ({}): not used, rebuilt",
+                         p->path_.string(), why));
+        return p;
+    }
+    p->stored_ = std::move(data.records);
+    p->stored_stamp_ = data.stamp;
+    p->stored_index_ = std::move(data.index);
+    p->index_valid_ = stamp && data.stamp && *data.stamp == stamp->first;
+    return p;
+}
+
+std::optional<ImageKey> ResultCache::known_key(Pack& pack, std::uint64_t entry_offset) {
+    std::lock_guard lock(pack.mutex_);
+    if (!pack.index_valid_) return std::nullopt;
+    auto it = pack.stored_index_.find(entry_offset);
+    if (it == pack.stored_index_.end()) return std::nullopt;
+    return it->second;
+}
+
+std::optional<ImageResult> ResultCache::find(Pack& pack, std::uint64_t entry_offset,
+                                             const ImageKey& key) {
+    std::lock_guard lock(pack.mutex_);
+    auto it = pack.stored_.find(key);
+    if (it == pack.stored_.end()) return std::nullopt;
+    pack.seen_.insert_or_assign(key, it->second);
+    pack.seen_index_.insert_or_assign(entry_offset, key);
+    return it->second;
+}
+
+void ResultCache::put(Pack& pack, std::uint64_t entry_offset, const ImageKey& key,
+                      const ImageResult& result) {
+    if (result.toolkit && result.toolkit->size() > pack_record::kToolkitMax) return;
+    if (result.kernels < 0) return;
+    std::lock_guard lock(pack.mutex_);
+    pack.seen_.insert_or_assign(key, result);
+    pack.seen_index_.insert_or_assign(entry_offset, key);
+}
+
+void ResultCache::save(Pack& pack) {
+    if (dir_.empty()) return;
+    std::lock_guard lock(pack.mutex_);
+    // The index is kept with the stamp it was recorded under: a stable stamp of this read, or the
+    // stored one when this read confirmed it.
+    std::optional<FileStamp> stamp = pack.stamp_;
+    if (!stamp && pack.index_valid_) stamp = pack.stored_stamp_;
+    auto index = stamp ? pack.seen_index_ : std::map<std::uint64_t, ImageKey>{};
+    if (!stamp || index.empty()) stamp.reset();
+    if (pack.seen_ == pack.stored_ && stamp == pack.stored_stamp_ &&
+        (!stamp || index == pack.stored_index_) && !pack.rewrite_)
+        return;
+    std::error_code ec;
+    if (pack.seen_.empty()) {
+        fs::remove(pack.path_, ec); // nothing to keep for this file (or only a corrupt copy)
+    } else {
+        fs::create_directories(dir_, ec);
+        write_atomically(pack.path_, encode(PackData{pack.seen_, stamp, index}, pack.identity_));
+    }
+    pack.stored_ = pack.seen_;
+    pack.stored_stamp_ = stamp;
+    pack.stored_index_ = std::move(index);
+    pack.rewrite_ = false;
+}
+
+void ResultCache::warn(std::string message) {
+    std::lock_guard lock(mutex_);
+    warnings_.push_back(std::move(message));
+}
+
+std::vector<std::string> ResultCache::take_warnings() {
+    std::lock_guard lock(mutex_);
+    return std::exchange(warnings_, {});
+}
+
+} // namespace forge::binary
