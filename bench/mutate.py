@@ -228,7 +228,7 @@ MUTANTS = [
     ("frontend.arch_specific_injected", "wrapper/src/frontend/config.h",
      "[[nodiscard]] bool may_inject() const { return !arch_specific() || opted_in; }",
      "[[nodiscard]] bool may_inject() const { return true; }", TOOLS,
-     r"^frontend\.(arch_specific_sm90a|sageattention_whitelist)"),
+     r"^frontend\.(arch_specific_sm90a|sageattention_whitelist|sage_a_only_kernels)"),
     # The arch-specific rule: `f` targets counted as arch-specific again (issue 26's bug).
     ("nvcc.family_is_arch_specific", "wrapper/src/nvcc/cmdline.cpp",
      "std::all_of(inv.requested.begin(), inv.requested.end(),\n"

@@ -260,6 +260,41 @@ def arch_specific_sm90a(t):
 
 
 @case
+def sage_a_only_kernels(t):
+    """SageAttention's 90a/100a/120a kernels in one call: every target `a`, so nothing is injected
+    (a plain pass would not compile), the drop line names the rule, and the gate tells the truth
+    about the object: against the policy it fails naming what it lacks (100a runs on 10.0 only,
+    120a on 12.0 only, so 10.3 and 12.1 lose their cubin), against what was built it passes."""
+    policy = "8.0 9.0 10.0 12.0+PTX"
+    w = t.path_wrapper()
+    env = t.env(PATH=w + os.pathsep + os.environ["PATH"], NVCC_FORGE_ARCH_LIST=policy,
+                NVCC_FORGE_LOG=t.log)
+    obj = os.path.join(t.out, "qattn_a.o")
+    p = t.run(["nvcc", "-c", os.path.join(t.kernels, "a_only.cu"), "-o", obj,
+               "-gencode", "arch=compute_90a,code=sm_90a", "-gencode",
+               "arch=compute_100a,code=sm_100a", "-gencode", "arch=compute_120a,code=sm_120a"],
+              env=env)
+    expect(p.returncode == 0, p.err)
+    r = only(t.records())
+    expect(r["arch_specific"] is True and r["arch_rule"] == "a-only", r)
+    expect(r["action"] == "compared" and r["injected"] == [], r)
+    expect(r["missing"] == ["sm_80", "compute_120"], r["missing"])  # a folds by name in compare
+    expect("nvcc-forge: a_only.cu: dropped sm_80, compute_120 (policy 8.0 9.0 10.0 12.0+PTX; "
+           "requested 9.0a 10.0a 12.0a); arch-specific TU: every target is `a`; nothing "
+           "injected\n" in p.err, p.err)
+    expect(t.targets(obj) == {"sm_90a", "sm_100a", "sm_120a"}, t.targets(obj))
+    v = t.run([t.forge, "verify", obj, "--arch-list", policy, "--format", "json"])
+    expect(v.returncode == 1, v.out)
+    mod = only(json.loads(v.out)["extensions"], what="module")
+    expect(mod["missing_sass"] == ["sm_80", "sm_100", "sm_120"], mod)
+    expect(mod["missing_ptx"] == ["compute_120"], mod)
+    lost = {g["cc"] for g in mod["lost_gpus"]}
+    expect({"10.3", "12.1"} <= lost, mod["lost_gpus"])
+    v = t.run([t.forge, "verify", obj, "--arch-list", "9.0a 10.0a 12.0a"])
+    expect(v.returncode == 0, v.out)
+
+
+@case
 def injection_failed(t):
     w = t.path_wrapper()
     env = t.env(PATH=w + os.pathsep + os.environ["PATH"], NVCC_FORGE_ARCH_LIST="8.0 9.0",
