@@ -225,9 +225,17 @@ MUTANTS = [
      "if (first->succeeded() || first->signal != 0 || first->forwarded_signal != 0) {",
      "if (true) {", TOOLS,
      r"^frontend\.injection_failed"),
-    ("frontend.arch_specific_injected", "wrapper/src/frontend/wrapper.cpp",
-     "const bool may_inject = !arch_specific || policy->wrapper.inject_arch_specific.value_or(false);",
-     "const bool may_inject = true;", TOOLS, r"^frontend\.arch_specific_sm90a"),
+    ("frontend.arch_specific_injected", "wrapper/src/frontend/config.h",
+     "[[nodiscard]] bool may_inject() const { return !arch_specific() || opted_in; }",
+     "[[nodiscard]] bool may_inject() const { return true; }", TOOLS,
+     r"^frontend\.(arch_specific_sm90a|sageattention_whitelist|sage_a_only_kernels)"),
+    # The arch-specific rule: `f` targets counted as arch-specific again (issue 26's bug).
+    ("nvcc.family_is_arch_specific", "wrapper/src/nvcc/cmdline.cpp",
+     "std::all_of(inv.requested.begin(), inv.requested.end(),\n"
+     "                                    [](const Target& t) { return t.suffix == Suffix::Specific; });",
+     "std::any_of(inv.requested.begin(), inv.requested.end(),\n"
+     "                                    [](const Target& t) { return t.suffix != Suffix::None; });",
+     ["test_nvcc"] + TOOLS, r"^(Targets\.FamilyAndPlainTargetsAreGeneric|plan\.flash\.inject_x86_restores)"),
     ("frontend.strict_never_refuses", "wrapper/src/frontend/wrapper.cpp",
      "if (!cmp.missing.empty() && may_inject) {", "if (false) {", TOOLS,
      r"^frontend\.strict_refuses"),

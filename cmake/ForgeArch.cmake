@@ -42,7 +42,14 @@ Commands
   nvcc-forge finds (``CMAKE_CUDA_COMPILER`` if set, else ``CUDACXX``, ``PATH``, ``CUDA_HOME``).
   A resolver error stops the configure step with the resolver's message. The resolved list is
   also recorded (global property ``FORGE_ARCH_LIST``) for ``forge_assert_fatbin`` and
-  ``forge_use_wrapper``; that property is this command's only side effect.
+  ``forge_use_wrapper``.
+
+  A package whose build reads an arch variable of its own (``arch_knobs`` in its package file,
+  such as flash-attention's ``FLASH_ATTN_CUDA_ARCHS``) gets it from the resolved list, in the form
+  the package reads: a variable of that name in the caller's scope and in the environment of the
+  configure step (``ENV``). One the caller already set (``-D``, ``set()`` or the environment) is
+  left alone, and the configure log says so; a token the knob cannot express is named there as
+  left to the wrapper's injection.
 
 .. command:: forge_assert_fatbin
 
@@ -155,7 +162,49 @@ function(forge_arch_resolve out_var)
   string(JSON cmake_list GET "${json}" cmake)
   set_property(GLOBAL PROPERTY FORGE_ARCH_LIST "${list}")
   message(STATUS "forge_arch_resolve: ${list} (from ${source}) -> ${cmake_list}")
+  _forge_export_knobs("${json}" knobs)
+  foreach(knob IN LISTS knobs)
+    set(${knob} "$ENV{${knob}}" PARENT_SCOPE)
+  endforeach()
   set(${out_var} "${cmake_list}" PARENT_SCOPE)
+endfunction()
+
+# The package's own arch knobs (resolve's `arch_knobs`) into the environment; `out` names the
+# variables the caller's scope should get. A knob the caller set stays as it is.
+function(_forge_export_knobs json out)
+  set(exported "")
+  string(JSON n LENGTH "${json}" arch_knobs)
+  if(n GREATER 0)
+    math(EXPR last "${n} - 1")
+    foreach(i RANGE ${last})
+      string(JSON var GET "${json}" arch_knobs ${i} variable)
+      string(JSON type TYPE "${json}" arch_knobs ${i} value)
+      if(type STREQUAL "NULL")
+        continue()
+      endif()
+      string(JSON value GET "${json}" arch_knobs ${i} value)
+      if(DEFINED ${var} OR DEFINED ENV{${var}})
+        message(STATUS "forge_arch_resolve: ${var} is set already: left alone (the list would "
+                       "give '${value}')")
+        continue()
+      endif()
+      set(ENV{${var}} "${value}")
+      list(APPEND exported "${var}")
+      message(STATUS "forge_arch_resolve: ${var}=${value} (the package's own arch knob)")
+    endforeach()
+  endif()
+  string(JSON n LENGTH "${json}" knob_cannot_express)
+  if(n GREATER 0)
+    math(EXPR last "${n} - 1")
+    foreach(i RANGE ${last})
+      string(JSON var GET "${json}" knob_cannot_express ${i} variable)
+      string(JSON token GET "${json}" knob_cannot_express ${i} token)
+      string(JSON reason GET "${json}" knob_cannot_express ${i} reason)
+      message(STATUS "forge_arch_resolve: ${var} cannot express ${token} (${reason}): left to "
+                     "the wrapper's injection")
+    endforeach()
+  endif()
+  set(${out} "${exported}" PARENT_SCOPE)
 endfunction()
 
 function(forge_assert_fatbin target)

@@ -209,6 +209,38 @@ def verdicts(log):
     return out
 
 
+@ft.case("cmake.arch_knob")
+def arch_knob(t):
+    """forge_arch_resolve(PACKAGE flash_attn) exports FLASH_ATTN_CUDA_ARCHS for the lane (x86 without
+    Thor's 110, aarch64 with it) to the caller and to the configure step's processes, names what
+    the knob cannot express, and leaves a value the caller set alone. Configure only: no nvcc."""
+    if not shutil.which("cmake"):
+        ft.skip("cmake not on PATH")
+    env = t.env(FLASH_ATTN_CUDA_ARCHS=None)
+
+    def configure(name, *defs, env=env):
+        r = t.run(["cmake", "-S", os.path.join(HERE, "knob"), "-B", t.path(name),
+                   f"-DFORGE_SOURCE_DIR={t.source}", f"-DNvccForge_EXECUTABLE={t.forge_exe}",
+                   *defs], env=env, timeout=120)
+        ft.check(r.rc == 0, f"configure {name}: {r!r}")
+        return r.out
+
+    with ft.Soft() as s:
+        out = configure("x86", "-DPLATFORM=linux_x86_64")
+        for what in ("var", "env", "child"):
+            want = "FLASH_ATTN_CUDA_ARCHS=80;90;100;120" if what == "child" else "80;90;100;120"
+            s.check(f"knob-{what}=[{want}]" in out, out)
+        s.check("FLASH_ATTN_CUDA_ARCHS cannot express 8.6" in out and "left to the wrapper's "
+                "injection" in out, out)
+        out = configure("arm", "-DPLATFORM=linux_aarch64")
+        s.check("knob-var=[80;90;100;110;120]" in out, out)
+        out = configure("set", "-DPLATFORM=linux_x86_64", "-DFLASH_ATTN_CUDA_ARCHS=80")
+        s.check("knob-var=[80]" in out and "knob-env=[]" in out, out)
+        s.check("FLASH_ATTN_CUDA_ARCHS is set already: left alone" in out, out)
+        out = configure("env", "-DPLATFORM=linux_x86_64", env=t.env(FLASH_ATTN_CUDA_ARCHS="90"))
+        s.check("knob-env=[90]" in out and "knob-var=[]" in out, out)
+
+
 @ft.case("cmake.subprojects.explicit")
 def subprojects_explicit(t):
     """forge_assert_fatbin(<target>) on targets made in other directories (add_subdirectory, an

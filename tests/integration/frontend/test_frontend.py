@@ -141,12 +141,27 @@ def sageattention_whitelist(t):
     expect(main["action"] == "injected" and main["injected"] == main["missing"], main)
     got = t.targets(os.path.join(t.out, "qattn_sm80.o"))
     expect({"sm_110", "sm_90", "compute_120"} <= got, got)
-    # The sm_90a TU: arch-specific, its drops logged, nothing injected (it would not compile).
+    expect(main["arch_rule"] == "plain-target" and main["arch_specific"] is False, main)
+    # The sm_90a TU: every target `a`, so arch-specific: its drops logged by name and rule,
+    # nothing injected (a plain pass of it would not compile).
     h = only(recs, lambda r: base(r) == ["sm90a.cu"], "sm90a TU")
     expect(h["arch_specific"] is True and h["injected"] == [] and h["action"] == "compared", h)
-    expect("sm_80" in h["missing"] and "sm_110" in h["missing"], h)
-    expect("nvcc-forge: sm90a.cu: dropped" in p.err and "arch-specific" in p.err, p.err)
-    expect(t.targets(os.path.join(t.out, "qattn_sm90.o")) == {"sm_90a"}, "sm90 TU changed")
+    expect(h["arch_rule"] == "a-only", h)
+    expect(h["missing"] == ["sm_80", "sm_100", "sm_110", "sm_120", "compute_120"], h)
+    expect("nvcc-forge: sm90a.cu: dropped sm_80, sm_100, sm_110, sm_120, compute_120 (policy "
+           f"{policy}; requested 9.0a); arch-specific TU: every target is `a`; nothing "
+           "injected\n" in p.err, p.err)
+    obj = os.path.join(t.out, "qattn_sm90.o")
+    expect(t.targets(obj) == {"sm_90a"}, "sm90 TU changed")
+    # The gate's verdict is the truth about the object: it fails against the policy, naming
+    # what the TU lacks, and passes against what it was built for.
+    v = t.run([t.forge, "verify", obj, "--arch-list", policy, "--format", "json"])
+    expect(v.returncode == 1, v.out)
+    mod = only(json.loads(v.out)["extensions"], what="module")
+    expect(mod["missing_sass"] == ["sm_80", "sm_100", "sm_110", "sm_120"], mod)
+    expect(mod["missing_ptx"] == ["compute_120"], mod)
+    v = t.run([t.forge, "verify", obj, "--arch-list", "9.0a"])
+    expect(v.returncode == 0, v.out)
 
 
 @case
@@ -199,7 +214,10 @@ def arch_specific_sm90a(t):
     expect(p.returncode == 0, p.err)
     r = only(t.records())
     expect(r["arch_specific"] and r["injected"] == [] and r["action"] == "compared", r)
+    expect(r["arch_rule"] == "a-only", r)
     expect(r["missing"] == ["sm_80", "compute_90"], r["missing"])  # sm_90a satisfies sm_90
+    expect("sm90a.cu: dropped sm_80, compute_90 (policy 8.0 9.0+PTX; requested 9.0a); "
+           "arch-specific TU: every target is `a`; nothing injected" in p.err, p.err)
     expect(t.targets(obj) == {"sm_90a"}, t.targets(obj))
     # A package opting in via wrapper.arch_specific_sources marks a plain-looking TU the same way.
     pkgs = os.path.join(t.dir, "packages")
@@ -212,6 +230,9 @@ def arch_specific_sm90a(t):
     expect(p.returncode == 0, p.err)
     r = only(t.records())
     expect(r["arch_specific"] and r["injected"] == [] and r["missing"] == ["sm_80"], r)
+    expect(r["arch_rule"] == "arch_specific_sources", r)
+    expect("arch-specific TU: wrapper.arch_specific_sources names it (k*.cu); nothing injected"
+           in p.err, p.err)
     # wrapper.inject_arch_specific opts a package's a/f TUs in: then they get the policy's targets.
     os.makedirs(os.path.join(pkgs, "optin"))
     with open(os.path.join(pkgs, "optin", "arch_override.yml"), "w") as f:
@@ -223,7 +244,54 @@ def arch_specific_sm90a(t):
     expect(p.returncode == 0, p.err)
     r = only(t.records())
     expect(r["arch_specific"] and r["action"] == "injected" and "sm_80" in r["injected"], r)
+    expect("the package opts in: wrapper.inject_arch_specific" in p.err, p.err)
     expect({"sm_80", "sm_90a"} <= t.targets(obj), t.targets(obj))
+    # A plain target beside an `a` one: generic, so the package's default injects into it.
+    env.pop("NVCC_FORGE_PACKAGE")
+    os.remove(t.log)
+    p = t.run(["nvcc", "-c", os.path.join(t.kernels, "k.cu"), "-o", obj,
+               "-gencode", "arch=compute_80,code=sm_80", "-gencode", "arch=compute_90a,code=sm_90a"],
+              env=env)
+    expect(p.returncode == 0, p.err)
+    r = only(t.records())
+    expect(not r["arch_specific"] and r["arch_rule"] == "plain-target", r)
+    expect(r["action"] == "injected" and r["injected"] == ["compute_90"], r)
+    expect("generic TU: plain sm_80 beside sm_90a" in p.err, p.err)
+
+
+@case
+def sage_a_only_kernels(t):
+    """SageAttention's 90a/100a/120a kernels in one call: every target `a`, so nothing is injected
+    (a plain pass would not compile), the drop line names the rule, and the gate tells the truth
+    about the object: against the policy it fails naming what it lacks (100a runs on 10.0 only,
+    120a on 12.0 only, so 10.3 and 12.1 lose their cubin), against what was built it passes."""
+    policy = "8.0 9.0 10.0 12.0+PTX"
+    w = t.path_wrapper()
+    env = t.env(PATH=w + os.pathsep + os.environ["PATH"], NVCC_FORGE_ARCH_LIST=policy,
+                NVCC_FORGE_LOG=t.log)
+    obj = os.path.join(t.out, "qattn_a.o")
+    p = t.run(["nvcc", "-c", os.path.join(t.kernels, "a_only.cu"), "-o", obj,
+               "-gencode", "arch=compute_90a,code=sm_90a", "-gencode",
+               "arch=compute_100a,code=sm_100a", "-gencode", "arch=compute_120a,code=sm_120a"],
+              env=env)
+    expect(p.returncode == 0, p.err)
+    r = only(t.records())
+    expect(r["arch_specific"] is True and r["arch_rule"] == "a-only", r)
+    expect(r["action"] == "compared" and r["injected"] == [], r)
+    expect(r["missing"] == ["sm_80", "compute_120"], r["missing"])  # a folds by name in compare
+    expect("nvcc-forge: a_only.cu: dropped sm_80, compute_120 (policy 8.0 9.0 10.0 12.0+PTX; "
+           "requested 9.0a 10.0a 12.0a); arch-specific TU: every target is `a`; nothing "
+           "injected\n" in p.err, p.err)
+    expect(t.targets(obj) == {"sm_90a", "sm_100a", "sm_120a"}, t.targets(obj))
+    v = t.run([t.forge, "verify", obj, "--arch-list", policy, "--format", "json"])
+    expect(v.returncode == 1, v.out)
+    mod = only(json.loads(v.out)["extensions"], what="module")
+    expect(mod["missing_sass"] == ["sm_80", "sm_100", "sm_120"], mod)
+    expect(mod["missing_ptx"] == ["compute_120"], mod)
+    lost = {g["cc"] for g in mod["lost_gpus"]}
+    expect({"10.3", "12.1"} <= lost, mod["lost_gpus"])
+    v = t.run([t.forge, "verify", obj, "--arch-list", "9.0a 10.0a 12.0a"])
+    expect(v.returncode == 0, v.out)
 
 
 @case

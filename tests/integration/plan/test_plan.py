@@ -18,7 +18,6 @@ from forge_test import check  # noqa: E402
 
 SAGE_LIST = "8.0 8.9 9.0"
 SAGE_MODULES = ["_qattn_sm80", "_qattn_sm89", "_qattn_sm90", "_fused"]
-FLASH_LIST = "8.0 9.0 10.0 12.0"
 
 
 def base_env(t, **kw):
@@ -28,6 +27,7 @@ def base_env(t, **kw):
     e = t.env(PATH=os.path.dirname(nvcc) + os.pathsep + os.environ.get("PATH", ""),
               CUDA_HOME=None, CUDA_PATH=None, CUDACXX=None, NVCC_FORGE_ARCH_LIST=None,
               NVCC_FORGE_PACKAGE=None, NVCC_FORGE_MODE=None, NVCC_FORGE_LOG=None,
+              FLASH_ATTN_CUDA_ARCHS=None,
               NVCC_FORGE_CACHE_DIR=os.path.join(t.work_root, "plan-cache"))
     e.update({k: v for k, v in kw.items() if v is not None})
     return e
@@ -71,7 +71,7 @@ def real_build(t, name, argv, arch_list, cwd=None, mode=None, **env):
 
 
 def plan(t, arch_list, gates, cmd, *extra, env=None, cwd=None):
-    args = ["plan", "--arch-list", arch_list, *extra, "--format", "json"]
+    args = ["plan", *(["--arch-list", arch_list] if arch_list else []), *extra, "--format", "json"]
     for g in gates:
         args += ["--gate", g]
     return t.forge(*args, "--", *cmd, env=env or base_env(t), cwd=cwd, timeout=280)
@@ -159,40 +159,153 @@ def case_sage_semicolon(t):
         s.check_eq(t.forge("verify", *sos(real), "--arch-list", SAGE_LIST).rc, 0, "real passes")
 
 
-def flash_case(t, mode):
+# flash-attention's current setup.py (tests/fixtures/packages/flash_attn_like): its own knob
+# FLASH_ATTN_CUDA_ARCHS, family targets, PTX of the newest number. The lanes of the flash_attn
+# package on the local CUDA 13.0: what `env` exports, and what the wrapper must add.
+FLASH_LANES = {
+    "x86": {"args": [], "knob": "80;90;100;120",
+            "requested": ["sm_80", "sm_90", "sm_100f", "sm_120f", "compute_120"],
+            "missing": ["sm_86", "compute_90"],
+            "sass": ["sm_100f", "sm_120f", "sm_80", "sm_86", "sm_90"],
+            "drop": "flash_fwd_hdim64_fp16_sm80.cu: dropped sm_86, compute_90 -> injected (policy "
+                    "8.0 8.6 9.0+PTX 10.0 12.0+PTX; requested 8.0 9.0 10.0f compute_120 12.0f); "
+                    "generic TU: plain sm_80 beside sm_100f\n"},
+    "aarch64": {"args": ["--platform", "linux_aarch64"], "knob": "80;90;100;110;120",
+                "requested": ["sm_80", "sm_90", "sm_100f", "sm_110f", "sm_120f", "compute_120"],
+                "missing": ["compute_90"],
+                "sass": ["sm_100f", "sm_110f", "sm_120f", "sm_80", "sm_90"],
+                "drop": "flash_fwd_hdim64_fp16_sm80.cu: dropped compute_90 -> injected (policy "
+                        "8.0 9.0+PTX 10.0 11.0 12.0+PTX; requested 8.0 9.0 10.0f 11.0f compute_120 "
+                        "12.0f); generic TU: plain sm_80 beside sm_100f\n"},
+}
+FLASH_TUS = ["flash_bwd_hdim64_fp16_sm80.cu", "flash_fwd_hdim64_fp16_sm80.cu",
+             "flash_fwd_split_hdim64_fp16_sm80.cu"]
+
+
+def env_exports(t, *args):
+    """What `eval "$(nvcc-forge env ARGS)"` sets, PATH left out (the caller adds the shim)."""
+    r = t.forge("env", *args).expect_ok()
+    out = {}
+    for line in r.out.splitlines():
+        name, _, value = line.removeprefix("export ").partition("=")
+        if name != "PATH":
+            out[name] = shlex.split(value)[0]
+    return out
+
+
+def flash_case(t, lane, mode):
+    """The real build through the shim, set up as a user does (`env --package flash_attn --shim`),
+    and the plan of the same build; verify on the real module. Returns (plan, verify, real log,
+    real stderr file, exports)."""
+    cfg = FLASH_LANES[lane]
     build = t.fixtures("packages", "flash_attn_like", "build.py")
-    real = real_build(t, f"flash_{mode}", [sys.executable, build, "@OUT@"], FLASH_LIST, mode=mode)
-    r = plan(t, FLASH_LIST, ["out/*.so"], [sys.executable, build, "out"],
-             env=base_env(t, NVCC_FORGE_MODE=mode))
-    v = t.forge("verify", *sos(real), "--arch-list", FLASH_LIST, "--format", "json")
-    return r, v
+    exports = env_exports(t, "--package", "flash_attn", "--mode", mode, "--shim", shim(t),
+                          *cfg["args"])
+    name = f"flash_{lane}_{mode}"
+    log = os.path.join(t.work_root, "plan-real", name + ".jsonl")
+    real = real_build(t, name, [sys.executable, build, "@OUT@"], exports["NVCC_FORGE_ARCH_LIST"],
+                      mode=mode, NVCC_FORGE_LOG=log, **exports)
+    r = plan(t, None, ["out/*.so"], [sys.executable, build, "out"], "--package", "flash_attn",
+             *cfg["args"], env=base_env(t, NVCC_FORGE_MODE=mode))
+    v = t.forge("verify", *sos(real), "--package", "flash_attn", *cfg["args"], "--format", "json")
+    return r, v, ft.jsonl(log), exports
 
 
-@ft.case("plan.flash.ladder_observe_fails_naming_the_tu")
+def flash_tus_agree(s, j, real_log, lane, injected):
+    """Every TU: the plan's row and the real build's log record name the same targets."""
+    cfg = FLASH_LANES[lane]
+    plan_tus = {os.path.basename(tu["tu"]): tu for tu in j["tus"]}
+    real_tus = {os.path.basename(rec["sources"][0]): rec for rec in real_log if rec["sources"]}
+    s.check_eq(sorted(plan_tus), FLASH_TUS, "TUs under plan")
+    s.check_eq(sorted(real_tus), FLASH_TUS, "TUs of the real build")
+    for name in FLASH_TUS:
+        tu, rec = plan_tus.get(name, {}), real_tus.get(name, {})
+        s.check_eq(tu.get("requested"), cfg["requested"], f"{name}: the ladder's targets")
+        s.check_eq(tu.get("missing"), cfg["missing"], f"{name}: missing")
+        s.check_eq(tu.get("injected"), injected, f"{name}: injected under plan")
+        s.check_eq(tu.get("arch_rule"), "plain-target", f"{name}: the rule")
+        s.check_eq(rec.get("arch_specific"), False, f"{name}: arch_specific, real build")
+        for key in ("requested", "missing", "injected", "arch_rule", "action"):
+            s.check_eq(rec.get(key), tu.get(key), f"{name}: {key}, real vs plan")
+
+
+@ft.case("plan.flash.observe_names_what_is_missing")
 def case_flash_observe(t):
-    r, v = flash_case(t, "observe")
+    r, v, real_log, exports = flash_case(t, "x86", "observe")
     r.expect_rc(1)
     j = r.json()
+    real = json.loads(v.out)
     with ft.Soft() as s:
+        s.check_eq(exports["FLASH_ATTN_CUDA_ARCHS"], "80;90;100;120", "the knob env exports")
+        s.check_eq(j["arch_knobs"], [{"variable": "FLASH_ATTN_CUDA_ARCHS",
+                                      "value": "80;90;100;120", "set_by": "plan"}], "plan's knob")
         s.check_eq(j["verdict"], "fail", "verdict")
         s.check_eq(v.rc, 1, "verify on the real build")
-        tu = ft.only(j["tus"], what="TU")
-        s.check_eq(tu["not_restored"], ["sm_100", "sm_120"], "targets the ladder drops")
-        s.check("flash_fwd.cu" in j["reason"], j["reason"])
-        same_verdict(s, j, json.loads(v.out))
+        for tu in j["tus"]:
+            s.check_eq(tu["not_restored"], ["sm_86", "compute_90"], f"{tu['tu']}: not restored")
+        s.check("flash_fwd_hdim64_fp16_sm80.cu (sm_86, compute_90)" in j["reason"], j["reason"])
+        flash_tus_agree(s, j, real_log, "x86", [])
+        same_verdict(s, j, real)
+        # The gate names what the module lacks (sm_86 is the package's documented waiver).
+        mod = ft.only(real["extensions"], what="module")
+        s.check_eq(mod["missing_ptx"], ["compute_90"], "missing PTX")
+        s.check([w.split()[0] for w in mod["waived"]] == ["sm_86"], mod["waived"])
 
 
-@ft.case("plan.flash.ladder_inject_restores")
-def case_flash_inject(t):
-    r, v = flash_case(t, "inject")
+def flash_inject(t, lane):
+    """Inject mode: every TU gets what the knob cannot express, plan passes, and so does verify on
+    the real module, which carries the lane's images and nothing extra."""
+    cfg = FLASH_LANES[lane]
+    r, v, real_log, exports = flash_case(t, lane, "inject")
     r.expect_rc(0)
     j = r.json()
+    real = json.loads(v.out)
     with ft.Soft() as s:
-        tu = ft.only(j["tus"], what="TU")
-        s.check_eq(tu["injected"], ["sm_100", "sm_120"], "injected into the plan")
-        s.check_eq(tu["not_restored"], [], "nothing left out")
-        s.check_eq(v.rc, 0, "verify on the real build")
-        same_verdict(s, j, json.loads(v.out))
+        s.check_eq(exports["FLASH_ATTN_CUDA_ARCHS"], cfg["knob"], "the knob env exports")
+        s.check_eq(j["verdict"], "pass", "verdict")
+        s.check_eq(v.rc, 0, f"verify --package flash_attn on the real build: {v.out[-2000:]}")
+        flash_tus_agree(s, j, real_log, lane, cfg["missing"])
+        for tu in j["tus"]:
+            s.check_eq(tu["not_restored"], [], f"{tu['tu']}: not restored")
+        s.check(cfg["drop"] in r.err, r.err[-3000:])
+        same_verdict(s, j, real)
+        mod = ft.only(real["extensions"], what="module")
+        s.check_eq(sorted(mod["sass"]), cfg["sass"], "the module's cubins")
+        s.check_eq(sorted(mod["ptx"]), ["compute_120", "compute_90"], "the module's PTX")
+
+
+@ft.case("plan.flash.inject_x86_restores")
+def case_flash_inject_x86(t):
+    flash_inject(t, "x86")  # the knob keeps Thor's sm_110f off x86: nothing extra at the gate
+
+
+@ft.case("plan.flash.inject_aarch64_restores")
+def case_flash_inject_aarch64(t):
+    flash_inject(t, "aarch64")
+
+
+@ft.case("plan.knob_set_unless_the_caller_did")
+def case_knob_env(t):
+    """plan sets the package's own knob for the build (as `env` does for the real one), unless the
+    caller's environment has it: then the build sees the caller's value, and the report says so."""
+    t.nvcc()
+    dump = t.path("env.json")
+    script = f"import json, os; json.dump(dict(os.environ), open({dump!r}, 'w'))"
+    head = ["plan", "--arch-list", "8.0 8.6 9.0+PTX 12.0+PTX", "--package", "flash_attn"]
+    cmd = ["--", sys.executable, "-c", script]
+    args = [*head, "--format", "json", *cmd]
+    with ft.Soft() as s:
+        r = t.forge(*args, env=base_env(t))
+        s.check_eq(r.rc, 0, r.err)
+        s.check_eq(json.load(open(dump)).get("FLASH_ATTN_CUDA_ARCHS"), "80;90;120", "the build sees")
+        s.check_eq(r.json()["arch_knobs"], [{"variable": "FLASH_ATTN_CUDA_ARCHS",
+                                             "value": "80;90;120", "set_by": "plan"}], "report")
+        r = t.forge(*args, env=base_env(t, FLASH_ATTN_CUDA_ARCHS="80"))
+        s.check_eq(json.load(open(dump)).get("FLASH_ATTN_CUDA_ARCHS"), "80", "the caller's value")
+        s.check_eq(r.json()["arch_knobs"], [{"variable": "FLASH_ATTN_CUDA_ARCHS", "value": "80",
+                                             "set_by": "caller"}], "report")
+        r = t.forge(*head, "--format", "text", *cmd, env=base_env(t))
+        s.check("knob: FLASH_ATTN_CUDA_ARCHS=80;90;120 (set by plan)" in r.out, r.out)
 
 
 @ft.case("plan.rdc.make_build_and_depfiles")

@@ -148,6 +148,49 @@ def case_package_arch_list_form(t):
     check("export TORCH_CUDA_ARCH_LIST='8.0 8.6 9.0+PTX 10.0 12.0+PTX'\n" in env_out, env_out)
 
 
+@ft.case("policy.cli.package_arch_knob")
+def case_package_arch_knob(t):
+    """flash-attention reads FLASH_ATTN_CUDA_ARCHS, not TORCH_CUDA_ARCH_LIST: its package file
+    declares it, `resolve` gives its value per lane and names what it cannot express, `env`
+    exports it (x86: no 110, so no sm_110f; aarch64 13.0: 110)."""
+    j = json.loads(run("resolve", "--cuda", "13.0", "--package", "flash_attn", "--format",
+                       "json").stdout)
+    knob = ft.only(j["arch_knobs"], what="knob")
+    check(knob["variable"] == "FLASH_ATTN_CUDA_ARCHS" and knob["value"] == "80;90;100;120", knob)
+    check(knob["form"] == "digits" and knob["ptx"] == "newest" and knob["separator"] == ";", knob)
+    check("flash-attention" in knob["source"] and knob["reason"], knob)
+    gaps = [(g["token"], g["targets"]) for g in j["knob_cannot_express"]]
+    check(gaps == [("8.6", ["sm_86"]), ("9.0+PTX", ["compute_90"])], gaps)
+    p = run("resolve", "--cuda", "13.0", "--package", "flash_attn")
+    check(p.stdout.strip() == "8.0 8.6 9.0+PTX 10.0 12.0+PTX", p.stdout)
+    check("nvcc-forge resolve: knob FLASH_ATTN_CUDA_ARCHS=80;90;100;120\n" in p.stderr, p.stderr)
+    check("nvcc-forge resolve: knob_cannot_express 8.6 (FLASH_ATTN_CUDA_ARCHS): the build script "
+          "has no branch for it (it builds 80 90 100 110 120); left to the wrapper's injection\n"
+          in p.stderr, p.stderr)
+    check(p.stderr.count("knob_cannot_express") == 2, p.stderr)
+    env_out = run("env", "--cuda", "13.0", "--package", "flash_attn").stdout
+    check("export FLASH_ATTN_CUDA_ARCHS='80;90;100;120'\n" in env_out, env_out)
+    env_out = run("env", "--cuda", "13.0", "--package", "flash_attn", "--platform",
+                  "linux_aarch64").stdout
+    check("export FLASH_ATTN_CUDA_ARCHS='80;90;100;110;120'\n" in env_out, env_out)
+    j = json.loads(run("resolve", "--cuda", "13.0", "--package", "flash_attn", "--platform",
+                       "linux_aarch64", "--format", "json").stdout)
+    check([g["token"] for g in j["knob_cannot_express"]] == ["9.0+PTX"], j["knob_cannot_express"])
+    # NATTEN's knob: dotted, no +PTX spelling.
+    env_out = run("env", "--cuda", "13.0", "--package", "natten").stdout
+    check("export NATTEN_CUDA_ARCH='8.0;8.6;8.9;9.0;10.0;12.0'\n" in env_out, env_out)
+    # A package without a knob exports none; a broken declaration is exit 2 naming file:line.
+    env_out = run("env", "--cuda", "13.0", "--package", "torchao").stdout
+    check("FLASH_ATTN" not in env_out and "NATTEN" not in env_out, env_out)
+    with tempfile.TemporaryDirectory() as d:
+        os.makedirs(os.path.join(d, "bad"))
+        with open(os.path.join(d, "bad", "arch_override.yml"), "w") as f:
+            f.write("arch_knobs:\n  - variable: X_ARCHS\n    separator: \";\"\n    form: hex\n"
+                    "    ptx: none\n    reason: r\n    source: s\n")
+        p = run("env", "--cuda", "13.0", "--package", "bad", "--packages-dir", d, expect=2)
+        check("arch_override.yml:4" in p.stderr and "hex" in p.stderr, p.stderr)
+
+
 def fake_nvcc(tmp, version_dir):
     path = os.path.join(tmp, "nvcc")
     fx = os.path.join(ROOT, "tests", "fixtures", "toolkit", version_dir)

@@ -74,6 +74,7 @@ TEST(LogRecord, KeysExactlyAsDocumentedAndRoundTrip) {
     r.missing = {"sm_110"};
     r.injected = {"sm_110"};
     r.arch_specific = true;
+    r.arch_rule = "a-only";
     r.mode = "inject";
     r.action = kActionInjected;
     r.exit_code = 3;
@@ -85,14 +86,29 @@ TEST(LogRecord, KeysExactlyAsDocumentedAndRoundTrip) {
     for (auto it = j.begin(); it != j.end(); ++it)
         keys.push_back(it.key());
     std::sort(keys.begin(), keys.end());
-    std::vector<std::string> expected = {
-        "action",   "arch_specific", "clamped", "cwd",    "duration_ms", "exit_code", "extra",
-        "injected", "missing",       "mode",    "output", "policy",      "requested", "sources"};
+    std::vector<std::string> expected = {"action",   "arch_rule",   "arch_specific", "clamped",
+                                         "cwd",      "duration_ms", "exit_code",     "extra",
+                                         "injected", "missing",     "mode",          "output",
+                                         "policy",   "requested",   "sources"};
     std::sort(expected.begin(), expected.end());
     EXPECT_EQ(keys, expected);
     auto back = LogRecord::from_json(line);
     ASSERT_TRUE(back.ok()) << back.error().to_string();
     EXPECT_EQ(back->to_json(), line);
+}
+
+// arch_rule: null for a call that was not compared, and a log written before the key existed
+// still reads (as "").
+TEST(LogRecord, ArchRuleNullAndAbsent) {
+    LogRecord r;
+    auto j = nlohmann::json::parse(r.to_json());
+    EXPECT_TRUE(j["arch_rule"].is_null());
+    j.erase("arch_rule");
+    auto old = LogRecord::from_json(j.dump());
+    ASSERT_TRUE(old.ok()) << old.error().to_string();
+    EXPECT_EQ(old->arch_rule, "");
+    j["arch_rule"] = 3;
+    EXPECT_FALSE(LogRecord::from_json(j.dump()).ok());
 }
 
 TEST(LogRecord, RejectsMissingKeyAndWrongType) {
@@ -142,6 +158,31 @@ TEST(DropLine, InjectedDroppedAndClamped) {
               "nvcc-forge: k.cu: clamped sm_50, compute_50 -> removed (policy 8.0 11.0 12.0+PTX; "
               "requested nvcc default); nvcc cannot emit them\n");
     EXPECT_EQ(drop_lines("k.cu", DropReport{}, false), "");
+}
+
+// The rule that classed the TU follows the context, on injected and dropped lines alike.
+TEST(DropLine, SaysTheRule) {
+    DropReport r{{},
+                 {"sm_80"},
+                 {},
+                 "8.0 9.0",
+                 "9.0a",
+                 "nothing injected",
+                 "arch-specific TU: every target is `a`"};
+    EXPECT_EQ(drop_lines("h.cu", r, false),
+              "nvcc-forge: h.cu: dropped sm_80 (policy 8.0 9.0; requested 9.0a); arch-specific "
+              "TU: every target is `a`; nothing injected\n");
+    DropReport g{{"sm_86", "compute_90"},
+                 {},
+                 {},
+                 "8.0 8.6 9.0+PTX",
+                 "8.0 9.0 10.0f",
+                 "",
+                 "generic TU: plain sm_80 beside sm_100f"};
+    EXPECT_EQ(drop_lines("f.cu", g, false),
+              "nvcc-forge: f.cu: dropped sm_86, compute_90 -> injected (policy 8.0 8.6 9.0+PTX; "
+              "requested 8.0 9.0 10.0f); generic TU: plain sm_80 beside sm_100f\n");
+    EXPECT_EQ(drop_lines("f.cu", g, true), "");
 }
 
 TEST(Dropped, DependsOnAction) {

@@ -378,9 +378,75 @@ TEST(Config, ModeAndDepth) {
 
 TEST(Config, SourceGlobs) {
     std::vector<std::string> globs = {"*_sm90.cu", "hopper/*.cu"};
-    EXPECT_TRUE(matches_source_glob("csrc/flash_fwd_sm90.cu", globs));
-    EXPECT_TRUE(matches_source_glob("../src/hopper/gemm.cu", globs));
-    EXPECT_TRUE(matches_source_glob("hopper/gemm.cu", globs));
-    EXPECT_FALSE(matches_source_glob("csrc/flash_fwd.cu", globs));
-    EXPECT_FALSE(matches_source_glob("ampere/gemm.cu", globs));
+    EXPECT_NE(matching_source_glob("csrc/flash_fwd_sm90.cu", globs), nullptr);
+    EXPECT_NE(matching_source_glob("../src/hopper/gemm.cu", globs), nullptr);
+    EXPECT_NE(matching_source_glob("hopper/gemm.cu", globs), nullptr);
+    EXPECT_EQ(*matching_source_glob("../src/hopper/gemm.cu", globs), "hopper/*.cu");
+    EXPECT_EQ(matching_source_glob("csrc/flash_fwd.cu", globs), nullptr);
+    EXPECT_EQ(matching_source_glob("ampere/gemm.cu", globs), nullptr);
+}
+
+namespace {
+
+// A call as parse_invocation() leaves it, for the rule alone (tests/unit/nvcc checks the parse).
+nvcc::Invocation call_of(const std::string& source, const std::vector<std::string>& targets) {
+    nvcc::Invocation inv;
+    inv.sources = {source};
+    for (const auto& name : targets) {
+        auto t = *arch::parse_target(name);
+        inv.requested.insert(t);
+        inv.has_a_target = inv.has_a_target || t.suffix == arch::Suffix::Specific;
+        inv.has_f_target = inv.has_f_target || t.suffix == arch::Suffix::Family;
+    }
+    inv.arch_specific = std::all_of(inv.requested.begin(), inv.requested.end(), [](const auto& t) {
+        return t.suffix == arch::Suffix::Specific;
+    });
+    return inv;
+}
+
+} // namespace
+
+// docs/arch-rules.md, "Which TUs get targets added": the rule, the log's word, the line's words.
+TEST(Config, ArchRuleOfATu) {
+    policy::WrapperSettings pkg;
+    pkg.arch_specific_sources = {"hopper/*.cu"};
+    auto fa = call_of("flash_fwd.cu", {"sm_80", "sm_100f", "compute_120"});
+    TuClass c = classify_tu(fa, &pkg);
+    EXPECT_EQ(c.rule, ArchRule::PlainTarget);
+    EXPECT_FALSE(c.arch_specific());
+    EXPECT_TRUE(c.may_inject());
+    EXPECT_EQ(arch_rule_string(c.rule), "plain-target");
+    EXPECT_EQ(arch_rule_text(c, fa), "generic TU: plain sm_80 beside sm_100f");
+    auto fam = call_of("k.cu", {"sm_100f", "sm_120f"});
+    c = classify_tu(fam, nullptr);
+    EXPECT_EQ(c.rule, ArchRule::FamilyTarget);
+    EXPECT_TRUE(c.may_inject());
+    EXPECT_EQ(arch_rule_string(c.rule), "family-target");
+    EXPECT_EQ(arch_rule_text(c, fam), "generic TU: sm_100f is a family (f) target");
+    auto plain = call_of("k.cu", {"sm_80", "compute_80"});
+    c = classify_tu(plain, &pkg);
+    EXPECT_EQ(c.rule, ArchRule::PlainTarget);
+    EXPECT_EQ(arch_rule_text(c, plain), ""); // the ordinary case says nothing
+    auto a = call_of("sm90a.cu", {"sm_90a", "sm_100a"});
+    c = classify_tu(a, &pkg);
+    EXPECT_EQ(c.rule, ArchRule::AOnly);
+    EXPECT_TRUE(c.arch_specific());
+    EXPECT_FALSE(c.may_inject());
+    EXPECT_EQ(arch_rule_string(c.rule), "a-only");
+    EXPECT_EQ(arch_rule_text(c, a), "arch-specific TU: every target is `a`");
+    auto named = call_of("../src/hopper/gemm.cu", {"sm_90"});
+    c = classify_tu(named, &pkg);
+    EXPECT_EQ(c.rule, ArchRule::PackageSources);
+    EXPECT_EQ(c.glob, "hopper/*.cu");
+    EXPECT_FALSE(c.may_inject());
+    EXPECT_EQ(arch_rule_string(c.rule), "arch_specific_sources");
+    EXPECT_EQ(arch_rule_text(c, named),
+              "arch-specific TU: wrapper.arch_specific_sources names it (hopper/*.cu)");
+    EXPECT_EQ(classify_tu(named, nullptr).rule, ArchRule::PlainTarget); // no package, no globs
+    pkg.inject_arch_specific = true;
+    c = classify_tu(a, &pkg);
+    EXPECT_TRUE(c.arch_specific());
+    EXPECT_TRUE(c.may_inject());
+    EXPECT_EQ(arch_rule_text(c, a), "arch-specific TU: every target is `a` (the package opts in: "
+                                    "wrapper.inject_arch_specific)");
 }

@@ -151,22 +151,61 @@ TEST(Targets, CodeListsAndMixing) {
     ASSERT_TRUE(mix.ok());
     EXPECT_TRUE(mix->requested.contains(testing::T("sm_90a")));
     EXPECT_TRUE(mix->requested.contains(testing::T("sm_121")));
-    EXPECT_TRUE(mix->arch_specific);
+    EXPECT_TRUE(mix->has_a_target);
+    EXPECT_FALSE(mix->arch_specific); // -arch=all's plain targets: the source is generic
 }
 
-TEST(Targets, ArchSpecific) {
-    EXPECT_TRUE(parse({"-c", "k.cu", "-arch=sm_90a"})->arch_specific);
-    EXPECT_TRUE(parse({"-c", "k.cu", "-gencode", "arch=compute_100f,code=sm_100f"})->arch_specific);
-    EXPECT_TRUE(parse({"-c", "k.cu", "-gencode", "arch=compute_100f,code=sm_103"})->arch_specific);
-    auto a = parse({"-c", "k.cu", "-arch=sm_90a"});
+// A TU is arch-specific only when every target it asks for is `a` (docs/arch-rules.md, "Which
+// TUs get targets added").
+TEST(Targets, ArchSpecificOnlyWhenEveryTargetIsA) {
+    auto a = parse({"-c", "k.cu", "-gencode", "arch=compute_90a,code=sm_90a"});
+    ASSERT_TRUE(a.ok());
+    EXPECT_TRUE(a->arch_specific);
     EXPECT_TRUE(a->has_a_target);
     EXPECT_FALSE(a->has_f_target);
-    auto f = parse({"-c", "k.cu", "-gencode", "arch=compute_120f,code=sm_120"});
-    EXPECT_TRUE(f->arch_specific);
-    EXPECT_FALSE(f->has_a_target);
-    EXPECT_TRUE(f->has_f_target);
+    // SageAttention's Hopper module: several `a` cubins, an `a` PTX, still only `a`.
+    EXPECT_TRUE(parse({"-c", "k.cu", "-gencode", "arch=compute_90a,code=sm_90a", "-gencode",
+                       "arch=compute_100a,code=[sm_100a,compute_100a]"})
+                    ->arch_specific);
+    EXPECT_TRUE(parse({"-c", "k.cu", "-gencode", "arch=compute_90,code=sm_90a"})->arch_specific);
+    EXPECT_TRUE(parse({"-c", "k.cu", "-arch=compute_90a", "-code=sm_90a"})->arch_specific);
+    // An `a` device link of `a` objects.
+    EXPECT_TRUE(parse({"-dlink", "a.o", "-o", "l.o", "-gencode", "arch=compute_90a,code=sm_90a"})
+                    ->arch_specific);
+}
+
+TEST(Targets, FamilyAndPlainTargetsAreGeneric) {
+    // flash-attention's ladder on CUDA 13.0: plain, f cubins from a plain code, newest-CC PTX.
+    auto fa =
+        parse({"-c", "k.cu", "-gencode", "arch=compute_80,code=sm_80", "-gencode",
+               "arch=compute_90,code=sm_90", "-gencode", "arch=compute_100f,code=sm_100",
+               "-gencode", "arch=compute_120f,code=sm_120", "-gencode",
+               "arch=compute_110f,code=sm_110", "-gencode", "arch=compute_120,code=compute_120"});
+    ASSERT_TRUE(fa.ok());
+    EXPECT_FALSE(fa->arch_specific);
+    EXPECT_TRUE(fa->has_f_target);
+    EXPECT_FALSE(fa->has_a_target);
+    EXPECT_EQ(requested({"-c", "k.cu", "-gencode", "arch=compute_80,code=sm_80", "-gencode",
+                         "arch=compute_100f,code=sm_100", "-gencode",
+                         "arch=compute_120,code=compute_120"}),
+              "sm_80 sm_100f compute_120");
+    // f targets alone: an f cubin runs on a whole family, its source is not pinned to one CC.
+    EXPECT_FALSE(
+        parse({"-c", "k.cu", "-gencode", "arch=compute_100f,code=sm_100f"})->arch_specific);
+    EXPECT_FALSE(parse({"-c", "k.cu", "-gencode", "arch=compute_120f,code=sm_120"})->arch_specific);
+    // `a` beside a plain target: the plain pass compiles the same source generically.
+    EXPECT_FALSE(parse({"-c", "k.cu", "-gencode", "arch=compute_80,code=sm_80", "-gencode",
+                        "arch=compute_90a,code=sm_90a"})
+                     ->arch_specific);
+    // `-arch=sm_90a` runs a plain compute_90 pass and embeds its PTX [dryrun].
+    auto shorthand = parse({"-c", "k.cu", "-arch=sm_90a"});
+    ASSERT_TRUE(shorthand.ok());
+    EXPECT_TRUE(shorthand->has_a_target);
+    EXPECT_TRUE(shorthand->requested.contains(testing::T("compute_90")));
+    EXPECT_FALSE(shorthand->arch_specific);
     EXPECT_FALSE(parse({"-c", "k.cu", "-arch=sm_90"})->arch_specific);
     EXPECT_FALSE(parse({"-c", "k.cu", "-arch=all"})->arch_specific);
+    EXPECT_FALSE(parse({"-c", "k.cu"})->arch_specific); // nvcc's default: sm_75 + compute_75
 }
 
 TEST(Targets, Dlto) {

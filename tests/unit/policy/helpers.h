@@ -29,6 +29,13 @@ inline std::string shipped_packages() {
     return joined({repo_root(), "/packages"});
 }
 
+// The error of a package file that must not parse (a failed expectation when it parses).
+inline Error override_error(const std::string& yaml) {
+    auto r = parse_arch_override(yaml, "pkg.yml");
+    EXPECT_FALSE(r.ok()) << yaml;
+    return r.ok() ? Error{} : r.error();
+}
+
 inline const PolicyData& shipped() {
     static const PolicyData data = [] {
         auto p = load_policy(shipped_policy());

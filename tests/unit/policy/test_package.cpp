@@ -6,16 +6,6 @@ using namespace forge;
 using namespace forge::policy;
 using namespace forge::policy::test;
 
-namespace {
-
-Error override_error(const std::string& yaml) {
-    auto r = parse_arch_override(yaml, "pkg.yml");
-    EXPECT_FALSE(r.ok()) << yaml;
-    return r.ok() ? Error{} : r.error();
-}
-
-} // namespace
-
 TEST(PackageOverride, SeedFieldsInBothForms) {
     auto p = parse_arch_override("arch_list: \"8.0 8.6\"\n"
                                  "arch_list_by_cuda:\n  \"12.8\": {list: \"8.9;12.0\", reason: "

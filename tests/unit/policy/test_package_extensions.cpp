@@ -5,16 +5,6 @@ using namespace forge;
 using namespace forge::policy;
 using namespace forge::policy::test;
 
-namespace {
-
-Error extensions_error(const std::string& yaml) {
-    auto r = parse_arch_override(yaml, "pkg.yml");
-    EXPECT_FALSE(r.ok()) << yaml;
-    return r.ok() ? Error{} : r.error();
-}
-
-} // namespace
-
 TEST(PackageExtensions, EntriesWithReasonAndDeviceCode) {
     auto p = parse_arch_override("verify:\n"
                                  "  extensions:\n"
@@ -35,19 +25,19 @@ TEST(PackageExtensions, EntriesWithReasonAndDeviceCode) {
 }
 
 TEST(PackageExtensions, ReasonRequiredAndKeysChecked) {
-    auto e = extensions_error("verify:\n  extensions:\n    - module: \"pkg/_a*.so\"\n");
+    auto e = override_error("verify:\n  extensions:\n    - module: \"pkg/_a*.so\"\n");
     EXPECT_NE(e.message.find("missing 'reason:'"), std::string::npos) << e.to_string();
     EXPECT_EQ(e.line, 3);
-    e = extensions_error("verify:\n  extensions:\n    - {module: \"a.so\", reason: \" \"}\n");
+    e = override_error("verify:\n  extensions:\n    - {module: \"a.so\", reason: \" \"}\n");
     EXPECT_NE(e.message.find("must not be empty"), std::string::npos) << e.to_string();
-    e = extensions_error(
+    e = override_error(
         "verify:\n  extensions:\n    - {module: \"a.so\", reason: \"r\", devicecode: false}\n");
     EXPECT_EQ(e.key, "devicecode");
-    e = extensions_error("verify:\n  extensions: \"pkg/_a*.so\"\n");
+    e = override_error("verify:\n  extensions: \"pkg/_a*.so\"\n");
     EXPECT_NE(e.message.find("expected a list"), std::string::npos) << e.to_string();
-    e = extensions_error("verify:\n  extensions:\n    - \"pkg/_a*.so\"\n");
+    e = override_error("verify:\n  extensions:\n    - \"pkg/_a*.so\"\n");
     EXPECT_NE(e.message.find("{module: GLOB, reason"), std::string::npos) << e.to_string();
-    e = extensions_error(
+    e = override_error(
         "verify:\n  extensions:\n    - {module: \"a.so\", reason: \"r\", device_code: maybe}\n");
     EXPECT_EQ(e.line, 3);
 }

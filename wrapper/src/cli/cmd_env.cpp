@@ -62,6 +62,9 @@ int cmd_env(int argc, char** argv) {
         fmt::print(stderr, "nvcc-forge env: TORCH_CUDA_ARCH_LIST not exported: {}\n",
                    torch.error().message);
     }
+    // The package's own knobs (arch_knobs), in the form its build script reads.
+    for (const auto& k : policy::export_knobs(res->arch_knobs, res->list).values)
+        out += export_line(k.variable, k.value);
     if (!res->package.empty()) out += export_line("NVCC_FORGE_PACKAGE", res->package);
     if (vm.count("mode")) out += export_line("NVCC_FORGE_MODE", vm["mode"].as<std::string>());
     if (vm.count("log")) {

@@ -35,9 +35,12 @@ std::string getenv_str(const char* name) {
     return v != nullptr ? v : "";
 }
 
-// The caller's environment with the shadow root first for every way a build finds nvcc; nothing
-// else changes (TORCH_CUDA_ARCH_LIST included: the plan shows what the build does with it).
-std::vector<std::string> build_environment(const fs::path& root) {
+// The caller's environment with the shadow root first for every way a build finds nvcc, and the
+// package's own arch knobs the caller has not set (`env` exports them for the real build; without
+// them the script's own default decides, which no policy chose). Nothing else changes
+// (TORCH_CUDA_ARCH_LIST included: the plan shows what the build does with it).
+std::vector<std::string> build_environment(const fs::path& root,
+                                           const std::vector<plan::KnobSetting>& knobs) {
     const std::string path = getenv_str("PATH");
     std::vector<std::string> env =
         environment_with("PATH", (root / "bin").string() + (path.empty() ? "" : ":" + path));
@@ -48,10 +51,22 @@ std::vector<std::string> build_environment(const fs::path& root) {
     set("CUDA_HOME", root.string());
     set("CUDA_PATH", root.string());
     set("CUDACXX", (root / "bin" / "nvcc").string());
+    for (const auto& k : knobs)
+        if (!k.from_caller) set(k.variable, k.value);
     // The entry's note to the tools of where it is: ours, not the caller's.
     std::erase_if(
         env, [](const std::string& e) { return e.starts_with(std::string(kWrapperExeEnv) + "="); });
     return env;
+}
+
+// The package's knobs for the resolved list, or the caller's value where the caller set one.
+std::vector<plan::KnobSetting> knob_settings(const policy::Resolution& r) {
+    std::vector<plan::KnobSetting> out;
+    for (const auto& k : policy::export_knobs(r.arch_knobs, r.list).values) {
+        const char* caller = std::getenv(k.variable.c_str());
+        out.push_back({k.variable, caller != nullptr ? caller : k.value, caller != nullptr});
+    }
+    return out;
 }
 
 Result<fs::path> make_state_dir() {
@@ -173,7 +188,8 @@ int run_plan(int argc, char** argv) {
 
     plan::PlanReport report;
     report.list = fmt::format("{} = {}", resolution->source, config.arch_list);
-    auto outcome = run_build(cmd, build_environment(root), root);
+    report.knobs = knob_settings(*resolution);
+    auto outcome = run_build(cmd, build_environment(root, report.knobs), root);
     if (!outcome)
         report.build_error =
             fmt::format("the build command could not start: {}", outcome.error().to_string());

@@ -45,6 +45,16 @@ int run_resolve(int argc, char** argv) {
         fmt::print(stderr, "nvcc-forge resolve: ptx_added {}: {}\n", arch::cc_string(p.sm), p.why);
     for (const auto& n : res->notes)
         fmt::print(stderr, "nvcc-forge resolve: note: {}\n", n);
+    const policy::KnobExport knobs = policy::export_knobs(res->arch_knobs, res->list);
+    for (const auto& v : knobs.values)
+        fmt::print(stderr, "nvcc-forge resolve: knob {}={}\n", v.variable, v.value);
+    for (const auto& g : knobs.cannot_express)
+        fmt::print(stderr,
+                   "nvcc-forge resolve: knob_cannot_express {} ({}): {}; left to the wrapper's "
+                   "injection\n",
+                   g.token, g.variable, g.reason);
+    for (const auto& n : knobs.notes)
+        fmt::print(stderr, "nvcc-forge resolve: note: {}\n", n);
     if (format == "torch") {
         auto t = policy::torch_arch_list(*res);
         if (!t) return report_error("resolve", t.error());

@@ -97,6 +97,7 @@ Result<policy::Resolution> from_arch_list(const po::variables_map& vm) {
         r.expected_extensions = pkg->extensions;
         r.package_file = pkg->override_file;
         r.wrapper = pkg->wrapper;
+        r.arch_knobs = pkg->arch_knobs;
     }
     return r;
 }

@@ -60,6 +60,8 @@ std::string LogRecord::to_json() const {
     j["injected"] = injected;
     j["clamped"] = clamped;
     j["arch_specific"] = arch_specific;
+    j["arch_rule"] =
+        arch_rule.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(arch_rule);
     j["mode"] = mode;
     j["action"] = action;
     j["exit_code"] = exit_code;
@@ -80,6 +82,8 @@ Result<LogRecord> LogRecord::from_json(const std::string& line) {
         r.mode = j.at("mode").get<std::string>();
         r.action = j.at("action").get<std::string>();
         r.arch_specific = j.at("arch_specific").get<bool>();
+        if (auto it = j.find("arch_rule"); it != j.end() && !it->is_null())
+            r.arch_rule = it->get<std::string>();
         r.exit_code = j.at("exit_code").get<int>();
         r.duration_ms = j.at("duration_ms").get<long long>();
     } catch (const json::exception& e) {
@@ -137,7 +141,7 @@ Status append_log_line(const std::string& path, const std::string& line) {
 
 std::string drop_line(const std::string& tu, const std::string& dropped, const std::string& policy,
                       const std::string& requested, const std::string& why) {
-    return drop_lines(tu, DropReport{{}, {dropped}, {}, policy, requested, why}, false);
+    return drop_lines(tu, DropReport{{}, {dropped}, {}, policy, requested, why, ""}, false);
 }
 
 std::string drop_lines(const std::string& tu, const DropReport& report, bool quiet) {
@@ -159,9 +163,9 @@ std::string drop_lines(const std::string& tu, const DropReport& report, bool qui
                 what = fmt::format("dropped {} -> injected", join(report.injected));
             if (!report.dropped.empty())
                 what += fmt::format("{}dropped {}", what.empty() ? "" : "; ", join(report.dropped));
-            out +=
-                fmt::format("nvcc-forge: {}: {} {}{}\n", tu, what, context,
-                            report.dropped.empty() || report.why.empty() ? "" : "; " + report.why);
+            std::string tail = report.rule.empty() ? "" : "; " + report.rule;
+            if (!report.dropped.empty() && !report.why.empty()) tail += "; " + report.why;
+            out += fmt::format("nvcc-forge: {}: {} {}{}\n", tu, what, context, tail);
         }
     }
     if (!report.clamped.empty())

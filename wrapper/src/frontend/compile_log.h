@@ -30,6 +30,9 @@ struct LogRecord {
     std::vector<std::string> injected;
     std::vector<std::string> clamped;
     bool arch_specific = false;
+    // The rule that decided arch_specific (frontend/config.h arch_rule_string); "" (null in
+    // JSON) for a call that was not compared. Read as "" from logs written before it existed.
+    std::string arch_rule;
     std::string mode;
     std::string action;
     int exit_code = 0;
@@ -56,10 +59,15 @@ struct DropReport {
     std::string policy;
     std::string requested; // "" = nvcc default
     std::string why;       // why `dropped` stayed dropped ("" = not known)
+    // Which rule classed the TU as generic or arch-specific (frontend/config.h arch_rule_text),
+    // "" when there is nothing to say (plain targets only).
+    std::string rule;
 };
 
 // The stderr lines for one TU, "" when there is nothing to say:
 //   nvcc-forge: k.cu: dropped sm_110 -> injected; dropped compute_120 (policy ...; requested ...)
+//   nvcc-forge: h.cu: dropped sm_80 (policy ...; requested ...); arch-specific TU: every target
+//     is `a`; nothing injected
 //   nvcc-forge: k.cu: clamped sm_50 -> removed (policy ...; requested ...); nvcc cannot emit it
 // `quiet` (NVCC_FORGE_QUIET=1) leaves out a drop line whose drops were all injected back: the
 // output lacks nothing, so only a build log that wants every detail needs it. Clamps and real

@@ -168,11 +168,73 @@ Result<toolkit::ToolkitCaps> caps_from_json(const std::string& text) {
     return caps;
 }
 
-bool matches_source_glob(const std::string& source, const std::vector<std::string>& globs) {
+const std::string* matching_source_glob(const std::string& source,
+                                        const std::vector<std::string>& globs) {
     // A source is written relative to the build's directory, not to the package root the globs
     // are written against: "hopper/*.cu" must match "../hopper/x.cu" too.
-    return std::any_of(globs.begin(), globs.end(),
-                       [&](const std::string& g) { return glob_match_unrooted(g, source); });
+    auto it = std::find_if(globs.begin(), globs.end(),
+                           [&](const std::string& g) { return glob_match_unrooted(g, source); });
+    return it == globs.end() ? nullptr : &*it;
+}
+
+TuClass classify_tu(const nvcc::Invocation& inv, const policy::WrapperSettings* package) {
+    TuClass c;
+    c.opted_in = package != nullptr && package->inject_arch_specific.value_or(false);
+    const std::string* glob = nullptr;
+    for (std::size_t i = 0; package != nullptr && glob == nullptr && i < inv.sources.size(); ++i)
+        glob = matching_source_glob(inv.sources[i], package->arch_specific_sources);
+    const bool plain = std::any_of(inv.requested.begin(), inv.requested.end(),
+                                   [](const auto& t) { return t.suffix == arch::Suffix::None; });
+    if (inv.arch_specific) {
+        c.rule = ArchRule::AOnly;
+    } else if (glob != nullptr) {
+        c.rule = ArchRule::PackageSources;
+        c.glob = *glob;
+    } else {
+        c.rule = plain || !inv.has_f_target ? ArchRule::PlainTarget : ArchRule::FamilyTarget;
+    }
+    return c;
+}
+
+std::string_view arch_rule_string(ArchRule rule) {
+    switch (rule) {
+    case ArchRule::PlainTarget:
+        return "plain-target";
+    case ArchRule::FamilyTarget:
+        return "family-target";
+    case ArchRule::AOnly:
+        return "a-only";
+    case ArchRule::PackageSources:
+        return "arch_specific_sources";
+    }
+    return "plain-target";
+}
+
+std::string arch_rule_text(const TuClass& tu, const nvcc::Invocation& inv) {
+    auto first = [&](auto pred) {
+        auto it = std::find_if(inv.requested.begin(), inv.requested.end(), pred);
+        return it == inv.requested.end() ? std::string() : it->name();
+    };
+    const std::string suffixed =
+        first([](const auto& t) { return t.suffix != arch::Suffix::None; });
+    const char* opted_in =
+        tu.opted_in ? " (the package opts in: wrapper.inject_arch_specific)" : "";
+    switch (tu.rule) {
+    case ArchRule::AOnly:
+        return fmt::format("arch-specific TU: every target is `a`{}", opted_in);
+    case ArchRule::PackageSources:
+        return fmt::format("arch-specific TU: wrapper.arch_specific_sources names it ({}){}",
+                           tu.glob, opted_in);
+    case ArchRule::FamilyTarget:
+        return fmt::format("generic TU: {} is a family (f) target",
+                           first([](const auto& t) { return t.suffix == arch::Suffix::Family; }));
+    case ArchRule::PlainTarget:
+        break;
+    }
+    if (suffixed.empty()) return "";
+    return fmt::format("generic TU: plain {} beside {}",
+                       first([](const auto& t) { return t.suffix == arch::Suffix::None; }),
+                       suffixed);
 }
 
 } // namespace forge::frontend

@@ -71,9 +71,35 @@ Result<std::optional<EffectivePolicy>> effective_policy(const FrontendEnv& env,
                                                         const toolkit::ToolkitCaps& caps,
                                                         const std::filesystem::path& nvcc);
 
-// Does `source` (as written on the command line) match one of the globs? The dialect is
-// core/glob.h's, matched unrooted: a glob without '/' names a file (or directory) at any depth,
-// one with '/' matches the path from any component on.
-bool matches_source_glob(const std::string& source, const std::vector<std::string>& globs);
+// The first of the globs that `source` (as written on the command line) matches, nullptr when
+// none does. The dialect is core/glob.h's, matched unrooted: a glob without '/' names a file (or
+// directory) at any depth, one with '/' matches the path from any component on.
+const std::string* matching_source_glob(const std::string& source,
+                                        const std::vector<std::string>& globs);
+
+// Which rule decides whether the front end may add targets to a call (docs/arch-rules.md, "Which
+// TUs get targets added"). The compile log names it (`arch_rule`), the drop line says it.
+enum class ArchRule {
+    PlainTarget,  // a plain target: the source compiles generically
+    FamilyTarget, // no plain target, an `f` one: an f cubin serves a family, the source is generic
+    AOnly,        // every target is `a`: the source may compile for those CCs only
+    PackageSources, // the package names the source in wrapper.arch_specific_sources
+};
+struct TuClass {
+    ArchRule rule = ArchRule::PlainTarget;
+    std::string glob;      // PackageSources: the glob that matched
+    bool opted_in = false; // the package's wrapper.inject_arch_specific
+    [[nodiscard]] bool arch_specific() const {
+        return rule == ArchRule::AOnly || rule == ArchRule::PackageSources;
+    }
+    [[nodiscard]] bool may_inject() const { return !arch_specific() || opted_in; }
+};
+// `package` is the package's wrapper settings, nullptr without a package.
+TuClass classify_tu(const nvcc::Invocation& inv, const policy::WrapperSettings* package);
+// "plain-target", "family-target", "a-only", "arch_specific_sources": the log's words.
+std::string_view arch_rule_string(ArchRule rule);
+// The drop line's words: "arch-specific TU: every target is `a`", "generic TU: plain sm_80
+// beside sm_100f"; "" for a call with plain targets only (the ordinary case says nothing).
+std::string arch_rule_text(const TuClass& tu, const nvcc::Invocation& inv);
 
 } // namespace forge::frontend

@@ -102,12 +102,13 @@ std::string requested_text(const nvcc::Invocation& inv) {
 // One stderr line per TU for what the call missed (and the wrapper's clamp): the build log shows
 // every drop, not only the JSON log.
 void print_drops(const Call& call, const nvcc::Invocation& inv, const EffectivePolicy& pol,
-                 const std::vector<arch::Target>& dropped, const std::string& why,
-                 const std::vector<arch::Target>& injected = {},
+                 const TuClass& tu_class, const std::vector<arch::Target>& dropped,
+                 const std::string& why, const std::vector<arch::Target>& injected = {},
                  const std::vector<std::string>& clamped = {}) {
     if (dropped.empty() && injected.empty() && clamped.empty()) return;
-    DropReport report{target_names(injected), target_names(dropped), clamped,
-                      pol.list.to_string(),   requested_text(inv),   why};
+    DropReport report{target_names(injected),       target_names(dropped), clamped,
+                      pol.list.to_string(),         requested_text(inv),   why,
+                      arch_rule_text(tu_class, inv)};
     for (const auto& tu : tus_of(inv))
         say(drop_lines(tu, report, call.env.quiet));
 }
@@ -322,12 +323,10 @@ int run_call(const Call& call) {
         say("nvcc-forge: warning: -arch=native builds only for this machine's GPU (or nvcc's "
             "default without one); a distributable build needs explicit targets\n");
 
-    const bool arch_specific =
-        inv.arch_specific ||
-        (policy && std::any_of(inv.sources.begin(), inv.sources.end(), [&](const auto& s) {
-             return matches_source_glob(s, policy->wrapper.arch_specific_sources);
-         }));
+    const TuClass tu_class = classify_tu(inv, policy ? &policy->wrapper : nullptr);
+    const bool arch_specific = tu_class.arch_specific();
     rec.arch_specific = arch_specific;
+    rec.arch_rule = arch_rule_string(tu_class.rule);
     if (!policy || single_target) {
         if (call.plan) return plan_answer(call, inv, call.args, rec, *caps);
         if (env.log.empty()) return exec_untouched(call);
@@ -343,15 +342,14 @@ int run_call(const Call& call) {
     rec.missing = target_names(cmp.missing);
     rec.extra = target_names(cmp.extra);
     rec.action = kActionCompared;
-    const bool may_inject = !arch_specific || policy->wrapper.inject_arch_specific.value_or(false);
-    const std::string arch_specific_why =
-        arch_specific && !may_inject ? "arch-specific TU, nothing injected" : "";
+    const bool may_inject = tu_class.may_inject();
+    const std::string arch_specific_why = arch_specific && !may_inject ? "nothing injected" : "";
 
     // Observe, strict with nothing refused, inject with nothing to add: nvcc runs the call as
     // given, and the drops are printed once it has run (not after a signal).
     const auto run_as_given = [&]() -> int {
         if (call.plan) {
-            print_drops(call, inv, *policy, cmp.missing, arch_specific_why);
+            print_drops(call, inv, *policy, tu_class, cmp.missing, arch_specific_why);
             return plan_answer(call, inv, call.args, rec, *caps);
         }
         auto outcome = run_process(make_spec(call, call.args, false));
@@ -359,7 +357,8 @@ int run_call(const Call& call) {
             say(fmt::format("nvcc-forge: {}\n", outcome.error().to_string()));
             return kExitInput;
         }
-        if (outcome->signal == 0) print_drops(call, inv, *policy, cmp.missing, arch_specific_why);
+        if (outcome->signal == 0)
+            print_drops(call, inv, *policy, tu_class, cmp.missing, arch_specific_why);
         return finish(call, rec, *outcome);
     };
 
@@ -406,7 +405,7 @@ int run_call(const Call& call) {
              : injected_missing)
             .push_back(m);
     if (call.plan) {
-        print_drops(call, inv, *policy, still_missing,
+        print_drops(call, inv, *policy, tu_class, still_missing,
                     arch_specific_why.empty() ? "nvcc cannot emit them" : arch_specific_why,
                     injected_missing, rec.clamped);
         return plan_answer(call, inv, rw.argv, rec, *caps);
@@ -450,7 +449,7 @@ int run_call(const Call& call) {
         rec.injected.clear();
         rec.clamped.clear();
         if (first->signal == 0 && first->forwarded_signal == 0)
-            print_drops(call, inv, *policy, cmp.missing, arch_specific_why);
+            print_drops(call, inv, *policy, tu_class, cmp.missing, arch_specific_why);
         return finish(call, rec, *first);
     }
     // Told to stop (Ctrl-C, SIGTERM from make or CI): what nvcc made of it is the answer; a
@@ -458,7 +457,7 @@ int run_call(const Call& call) {
     if (first->succeeded() || first->signal != 0 || first->forwarded_signal != 0) {
         replay(*first);
         if (first->signal == 0 && first->forwarded_signal == 0)
-            print_drops(call, inv, *policy, still_missing,
+            print_drops(call, inv, *policy, tu_class, still_missing,
                         arch_specific_why.empty() ? "nvcc cannot emit them" : arch_specific_why,
                         injected_missing, rec.clamped);
         return finish(call, rec, *first);
@@ -490,7 +489,8 @@ int run_call(const Call& call) {
                                 tu, what, first->status_code()));
         }
         say("nvcc-forge: the rewritten call's diagnostics:\n" + indent(first->err + first->out));
-        if (second->succeeded()) print_drops(call, inv, *policy, cmp.missing, arch_specific_why);
+        if (second->succeeded())
+            print_drops(call, inv, *policy, tu_class, cmp.missing, arch_specific_why);
     }
     return finish(call, rec, *second);
 }

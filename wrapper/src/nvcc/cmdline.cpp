@@ -548,7 +548,9 @@ Result<Analysis> analyze(std::vector<std::string> argv, std::vector<Arg> effecti
         inv.has_a_target = inv.has_a_target || t.suffix == Suffix::Specific;
         inv.has_f_target = inv.has_f_target || t.suffix == Suffix::Family;
     }
-    inv.arch_specific = inv.has_a_target || inv.has_f_target;
+    inv.arch_specific = !inv.requested.empty() &&
+                        std::all_of(inv.requested.begin(), inv.requested.end(),
+                                    [](const Target& t) { return t.suffix == Suffix::Specific; });
     return an;
 }
 

@@ -60,10 +60,14 @@ struct Invocation {
     // Objects in, no sources: nvlink runs once per SASS target, and only SASS comes out (the
     // objects carry their own PTX).
     bool device_link_only = false;
-    std::string output;                // -o value, "" if none
-    std::set<arch::Target> requested;  // the images nvcc will emit, after expansions
-    bool targets_explicit = false;     // false: nvcc's default applies
-    bool arch_specific = false;        // any a/f target requested
+    std::string output;               // -o value, "" if none
+    std::set<arch::Target> requested; // the images nvcc will emit, after expansions
+    bool targets_explicit = false;    // false: nvcc's default applies
+    // Every target requested is `a`: the source may compile only for those CCs, so the front end
+    // adds nothing unless the package opts in. A plain or `f` target beside them (FA2's
+    // `arch=compute_100f,code=sm_100` next to sm_80; the compute_90 pass of `-arch=sm_90a`) means
+    // the source compiles generically (docs/arch-rules.md, "Which TUs get targets added").
+    bool arch_specific = false;
     bool has_a_target = false;         // any `a` (arch-specific) target
     bool has_f_target = false;         // any `f` (family) target (FA2's compute_100f ladder)
     bool uses_native = false;          // -arch=native

@@ -101,7 +101,8 @@ void judge(PlanReport& r) {
         if (r.mode.empty()) r.mode = rec.mode;
         if (rec.action == frontend::kActionPassthrough) continue;
         r.tus.push_back(TuRow{frontend::tu_name(rec), rec.requested, rec.missing, rec.extra,
-                              rec.injected, frontend::dropped_targets(rec), rec.action});
+                              rec.injected, frontend::dropped_targets(rec), rec.action,
+                              rec.arch_rule});
     }
     std::vector<std::string> short_tus;
     for (const auto& t : r.tus)
@@ -138,6 +139,9 @@ std::string to_text(const PlanReport& r) {
     std::string out =
         fmt::format("nvcc-forge plan: {} ({})\n", r.verdict, escape_control(r.reason));
     out += fmt::format("policy: {}{}\n", r.list, r.mode.empty() ? "" : " (mode " + r.mode + ")");
+    for (const auto& k : r.knobs)
+        out += fmt::format("knob: {}={} ({})\n", k.variable, escape_control(k.value),
+                           k.from_caller ? "the caller's, left alone" : "set by plan");
     out += fmt::format("calls: {} ({} compared, {} passed to the real nvcc)\n", r.calls.size(),
                        r.tus.size(), r.calls.size() - r.tus.size());
     for (const auto& t : r.tus) {
@@ -202,10 +206,18 @@ nlohmann::json to_json(const PlanReport& r) {
                        {"extra", t.extra},
                        {"injected", t.injected},
                        {"not_restored", t.dropped},
-                       {"action", t.action}});
+                       {"action", t.action},
+                       {"arch_rule", t.arch_rule.empty() ? nlohmann::json(nullptr)
+                                                         : nlohmann::json(t.arch_rule)}});
+    nlohmann::json knobs = nlohmann::json::array();
+    for (const auto& k : r.knobs)
+        knobs.push_back({{"variable", k.variable},
+                         {"value", k.value},
+                         {"set_by", k.from_caller ? "caller" : "plan"}});
     return {{"verdict", r.verdict},
             {"reason", r.reason},
             {"list", r.list},
+            {"arch_knobs", knobs},
             {"mode", r.mode},
             {"build_exit", r.build_exit},
             {"calls", calls},

@@ -21,10 +21,19 @@ struct TuRow {
     std::vector<std::string> requested, missing, extra, injected;
     std::vector<std::string> dropped; // missing and left out: the mode does not restore them
     std::string action;
+    std::string arch_rule; // the rule that classed the TU (frontend/config.h arch_rule_string)
+};
+
+// A package's own arch knob (policy/arch_knob.h) as the build saw it.
+struct KnobSetting {
+    std::string variable;
+    std::string value;
+    bool from_caller = false; // the caller's environment set it: plan left it alone
 };
 
 struct PlanReport {
     std::string list; // "SOURCE = LIST": what the calls and the gate were judged against
+    std::vector<KnobSetting> knobs;
     std::string mode; // the stand-in's mode, from the records ("" without any record)
     std::vector<frontend::LogRecord> calls;
     std::vector<TuRow> tus;  // the calls that were compared (passthroughs left out)

@@ -261,10 +261,10 @@ Result<PackageOverride> parse_arch_override(std::string_view text, const std::st
     pkg.override_file = file;
     const YAML::Node& r = *root;
     if (r.IsNull()) return pkg; // an empty file overrides nothing
-    FORGE_TRY_STATUS(
-        yamlx::check_map(file, r, "arch_override.yml",
-                         {"arch_list", "arch_list_by_cuda", "arch_list_aarch64",
-                          "arch_list_by_cuda_aarch64", "verify", "wrapper", "forward_ptx"}));
+    FORGE_TRY_STATUS(yamlx::check_map(file, r, "arch_override.yml",
+                                      {"arch_list", "arch_list_by_cuda", "arch_list_aarch64",
+                                       "arch_list_by_cuda_aarch64", "verify", "wrapper",
+                                       "forward_ptx", "arch_knobs"}));
     for (auto [name, slot] : {std::pair{"arch_list", &pkg.arch_list},
                               std::pair{"arch_list_aarch64", &pkg.arch_list_aarch64}}) {
         if (!r[name]) continue;
@@ -286,6 +286,11 @@ Result<PackageOverride> parse_arch_override(std::string_view text, const std::st
         auto f = parse_forward_ptx(file, r["forward_ptx"]);
         if (!f) return std::move(f).error();
         pkg.forward_ptx = std::move(*f);
+    }
+    if (r["arch_knobs"]) {
+        auto k = parse_arch_knobs(file, r["arch_knobs"]);
+        if (!k) return std::move(k).error();
+        pkg.arch_knobs = std::move(*k);
     }
     return pkg;
 }

@@ -4,6 +4,7 @@
 
 #include "arch/arch.h"
 #include "core/result.h"
+#include "policy/arch_knob.h"
 
 #include <filesystem>
 #include <map>
@@ -83,6 +84,8 @@ struct PackageOverride {
     std::vector<ExpectedExtension> extensions;
     WrapperSettings wrapper;
     std::optional<ForwardPtx> forward_ptx;
+    // arch_knobs: the variables the build script reads its archs from (policy/arch_knob.h)
+    std::vector<ArchKnob> arch_knobs;
     // build_matrix.yml
     std::vector<Combination> combinations;
 };

@@ -56,6 +56,26 @@ std::string gap_sentence(const arch::GapFinding& g) {
                                           : std::string("the arch below"));
 }
 
+// Each declared knob with its value for this list (null: not exported, see the notes).
+json knobs_json(const std::vector<ArchKnob>& declared, const KnobExport& exported) {
+    json out = json::array();
+    for (const auto& k : declared) {
+        auto v = std::find_if(exported.values.begin(), exported.values.end(),
+                              [&](const KnobValue& x) { return x.variable == k.variable; });
+        json accepts = nullptr;
+        if (k.accepts) accepts = k.accepts->to_string();
+        out.push_back({{"variable", k.variable},
+                       {"value", v == exported.values.end() ? json(nullptr) : json(v->value)},
+                       {"separator", k.separator},
+                       {"form", knob_form_string(k.form)},
+                       {"ptx", knob_ptx_string(k.ptx)},
+                       {"accepts", accepts},
+                       {"reason", k.reason},
+                       {"source", k.source}});
+    }
+    return out;
+}
+
 } // namespace
 
 Result<std::string> torch_arch_list(const Resolution& r) {
@@ -129,7 +149,22 @@ json resolution_json(const Resolution& r) {
     if (!r.wrapper.arch_list_separator.empty())
         w["arch_list_separator"] = r.wrapper.arch_list_separator;
     j["wrapper"] = w;
+    const KnobExport knobs = export_knobs(r.arch_knobs, r.list);
+    j["arch_knobs"] = knobs_json(r.arch_knobs, knobs);
+    json gaps = json::array();
+    for (const auto& g : knobs.cannot_express) {
+        json targets = json::array();
+        for (const auto& t : g.targets)
+            targets.push_back(t.name());
+        gaps.push_back({{"variable", g.variable},
+                        {"token", g.token},
+                        {"targets", targets},
+                        {"reason", g.reason}});
+    }
+    j["knob_cannot_express"] = gaps;
     j["notes"] = r.notes;
+    for (const auto& n : knobs.notes)
+        j["notes"].push_back(n);
     j["near_package"] =
         r.near_package.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.near_package);
     return j;

@@ -109,6 +109,7 @@ Result<Resolution> resolve_loaded(const ResolveRequest& req, const PolicyData& p
         res.expected_extensions = package->extensions;
         res.package_file = package->override_file;
         res.wrapper = package->wrapper;
+        res.arch_knobs = package->arch_knobs;
         if (package->override_file.empty() && package->matrix_file.empty())
             res.notes.push_back(
                 fmt::format("package '{}' has no packages/{}/ files: the policy row applies",

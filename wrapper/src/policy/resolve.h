@@ -79,6 +79,8 @@ struct Resolution {
     std::string ptx_not_added;
     std::vector<std::string> notes; // e.g. "torch clamp not applied: ..."
     WrapperSettings wrapper;        // packages/<pkg>/arch_override.yml `wrapper:`
+    // packages/<pkg>/arch_override.yml `arch_knobs:`; their values: export_knobs(arch_knobs, list)
+    std::vector<ArchKnob> arch_knobs;
 };
 
 // What to resolve. Empty cuda: the real nvcc on this machine decides, so toolkit must be set (the
