@@ -3,6 +3,7 @@
 #include "core/process.h"
 #include "frontend/compare.h"
 #include "frontend/compile_log.h"
+#include "frontend/notice.h"
 #include "toolkit/probe.h"
 
 #include <algorithm>
@@ -235,6 +236,34 @@ int plan_answer(const Call& call, const nvcc::Invocation& inv, const std::vector
     return kExitOk;
 }
 
+// No silent passthrough: a call without a policy says so once per build, and a mode that needs
+// one refuses; settings the build fixed say once which of the environment's they replaced.
+bool settings_usable(const FrontendEnv& env, std::optional<Mode> mode) {
+    if (!env.policy_configured()) {
+        constexpr const char* how =
+            "set NVCC_FORGE_ARCH_LIST or NVCC_FORGE_PACKAGE, e.g. eval \"$(nvcc-forge env "
+            "--package NAME)\"; under CMake, forge_arch_resolve() before forge_use_wrapper()";
+        if (mode && *mode != Mode::Observe) {
+            say(fmt::format("nvcc-forge: NVCC_FORGE_MODE={} needs a policy, and none is set: {}\n",
+                            mode_string(*mode), how));
+            return false;
+        }
+        say_once_per_build(env, "no-policy",
+                           fmt::format("nvcc-forge: no policy is set, so nvcc calls are neither "
+                                       "checked nor changed: {}\n",
+                                       how));
+    }
+    if (!env.env_not_used.empty())
+        say_once_per_build(
+            env, "env-not-used",
+            fmt::format("nvcc-forge: this build's settings were fixed by {}; the environment's {} "
+                        "{} not used (change the settings there: reconfigure the build, or re-run "
+                        "nvcc-forge env ... --shim DIR)\n",
+                        env.bound_by, fmt::join(env.env_not_used, ", "),
+                        env.env_not_used.size() == 1 ? "is" : "are"));
+    return true;
+}
+
 } // namespace
 
 int exec_untouched(const Call& call) {
@@ -255,6 +284,7 @@ int run_call(const Call& call) {
         }
         env_mode = *m;
     }
+    if (!settings_usable(env, env_mode)) return kExitInput;
     // Nothing to compare and nothing to log: be a plain exec (no probe, no parse).
     if (!env.policy_configured() && env.log.empty()) return exec_untouched(call);
 
@@ -316,6 +346,18 @@ int run_call(const Call& call) {
         return run_logged(call, call.args, rec);
     }
     rec.requested = target_names(inv.requested);
+    // Not on --dryrun: sccache 0.16 reads it, keys on the steps it lists (injected targets
+    // included) and shows none of its stderr; nor on -E (no_device, above), whose stderr ccache
+    // keeps to itself.
+    if (!call.cache_parent.empty() && !inv.dryrun)
+        say_once_per_build(
+            env, "unbound-under-cache",
+            fmt::format("nvcc-forge: warning: {} runs this nvcc, whose policy comes from the "
+                        "environment: the cache does not see it, and can answer a changed policy "
+                        "with objects of the old one. Bind the shim to the policy (eval "
+                        "\"$(nvcc-forge env ... --shim DIR)\") or put nvcc-forge in front of the "
+                        "cache (nvcc-forge {} nvcc ...)\n",
+                        call.cache_parent, call.cache_parent));
     for (const auto& w : inv.warnings)
         say(fmt::format("nvcc-forge: warning: {}\n", w));
     if (inv.uses_native && inv.warnings.empty())
