@@ -251,8 +251,12 @@ def no_policy_says_once(t):
     ft.check(first.rc == 0 and second.rc == 0, (first, second))
     ft.check("no policy is set" in first.err and "NVCC_FORGE_ARCH_LIST" in first.err, first.err)
     ft.check("no policy" not in second.err, f"said twice in one build: {second.err}")
-    # Another build (a driver process of its own, here perl) hears it again.
+    # Another build (a driver process of its own, here perl) hears it again; a call without
+    # device code (--version, -E, -M, --dryrun) stays byte for byte nvcc's.
     r = t.run(["perl", "-e", "exit(system(@ARGV) >> 8)", t.forge_exe, t.nvcc(), "--version"], env=env)
+    ft.check(r.rc == 0 and r.err == "", r)
+    r = t.run(["perl", "-e", "exit(system(@ARGV) >> 8)", t.forge_exe, t.nvcc(), "-c", k, "-o",
+               os.path.join(t.work, "d.o")], env=env, timeout=120)
     ft.check(r.rc == 0 and "no policy is set" in r.err, r)
     for mode in ("inject", "strict"):
         r = t.forge(t.nvcc(), "-c", k, "-o", os.path.join(t.work, "c.o"), env=dict(env, NVCC_FORGE_MODE=mode))

@@ -71,14 +71,28 @@ std::string build_key() {
     return driver == 0 ? std::string() : fmt::format("{}-{}", driver, driver_info.start);
 }
 
-void say_once_per_build(const FrontendEnv& env, std::string_view kind, const std::string& text) {
+namespace {
+
+fs::path stamp_path(const FrontendEnv& env, std::string_view kind) {
     const std::string key = build_key();
     const fs::path dir = cache_dir(env);
-    if (!key.empty() && !dir.empty()) {
+    if (key.empty() || dir.empty()) return {};
+    return dir / "notes" / fmt::format("{}-{}", kind, key);
+}
+
+} // namespace
+
+bool said_in_this_build(const FrontendEnv& env, std::string_view kind) {
+    const fs::path stamp = stamp_path(env, kind);
+    return !stamp.empty() && ::access(stamp.c_str(), F_OK) == 0;
+}
+
+void say_once_per_build(const FrontendEnv& env, std::string_view kind, const std::string& text) {
+    const fs::path stamp = stamp_path(env, kind);
+    if (!stamp.empty()) {
         std::error_code ec;
-        const fs::path notes = dir / "notes";
+        const fs::path notes = stamp.parent_path();
         fs::create_directories(notes, ec);
-        const fs::path stamp = notes / fmt::format("{}-{}", kind, key);
         const int fd = ::open(stamp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         if (fd < 0 && errno == EEXIST) return;
         if (fd >= 0) {

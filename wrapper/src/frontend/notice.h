@@ -16,6 +16,9 @@ namespace forge::frontend {
 // The build's driver as "<pid>-<start time>"; "" when /proc cannot tell.
 std::string build_key();
 
+// Has a call of this build said the note `kind`? (false when it cannot be known)
+bool said_in_this_build(const FrontendEnv& env, std::string_view kind);
+
 // Writes `text` to stderr unless a call of this build said the note `kind` already. Without a
 // usable cache directory or /proc, says it every time (a note said twice beats a silent build).
 void say_once_per_build(const FrontendEnv& env, std::string_view kind, const std::string& text);
