@@ -42,7 +42,15 @@ Commands
   nvcc-forge finds (``CMAKE_CUDA_COMPILER`` if set, else ``CUDACXX``, ``PATH``, ``CUDA_HOME``).
   A resolver error stops the configure step with the resolver's message. The resolved list is
   also recorded (global property ``FORGE_ARCH_LIST``) for ``forge_assert_fatbin`` and
-  ``forge_use_wrapper``; that property is this command's only side effect.
+  ``forge_use_wrapper``. The list is a configure-time fact: the policy file and the package's file
+  become configure dependencies (editing them reconfigures), and at the end of the top-level
+  ``CMakeLists.txt`` every CUDA target whose launcher runs nvcc-forge (``forge_use_wrapper``'s, or
+  ``-DCMAKE_CUDA_COMPILER_LAUNCHER="nvcc-forge;sccache"`` from the command line) gets the list and
+  package as the wrapper's arguments (``nvcc-forge NVCC_FORGE_ARCH_LIST=... sccache nvcc ...``),
+  and its CUDA sources an ``OBJECT_DEPENDS`` on a policy stamp: a changed list recompiles them with
+  either generator, and the gate checks the list they were built with. A ``CMAKE_CUDA_COMPILER``
+  that is a shim's ``bin/nvcc`` works (the real nvcc is the one its marker names); its bound
+  policy file is the stamp.
 
 .. command:: forge_assert_fatbin
 
@@ -84,8 +92,11 @@ Commands
 
   Routes the project's CUDA compiles through nvcc-forge by setting ``CMAKE_CUDA_COMPILER_LAUNCHER``
   in the caller's scope (targets created afterwards use it), keeping a launcher already set (such
-  as ccache) after nvcc-forge, so a policy change reaches the cache key. The policy the wrapper
-  compares against is the list recorded by ``forge_arch_resolve``. CMake does not run compiler
+  as ccache) after nvcc-forge, so a policy change reaches the cache key; an nvcc-forge already in
+  that list (by name or by the file it resolves to) is dropped. The settings go on the launcher's
+  command line (``nvcc-forge NVCC_FORGE_ARCH_LIST=... NVCC_FORGE_MODE=... ccache``), not in the
+  build's environment, which cannot change them. The policy the wrapper compares against is the
+  list recorded by ``forge_arch_resolve``. CMake does not run compiler
   launchers on the device-link step; ``-rdc`` projects that need injection there should set
   ``CMAKE_CUDA_COMPILER`` to an nvcc-forge shim instead (``nvcc-forge shim``).
 
