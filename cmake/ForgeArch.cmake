@@ -486,14 +486,19 @@ endfunction()
 
 # nvcc-forge's launcher followed by <existing> (ccache, sccache, a project's own), which then sees
 # the final flags, so a policy change reaches the cache key. An nvcc-forge already in <existing>
-# (found by name or by the file it resolves to, with its settings and a `cmake -E env` in front of
-# it) is dropped: this configure's settings win.
+# (found by name or by the file it resolves to, with a `cmake -E env` in front of it) is dropped;
+# of its settings, this configure's win.
 function(_forge_launcher_compose out existing)
   _forge_launcher(launcher)
   set(kept "")
   set(skip_settings FALSE)
   foreach(element IN LISTS existing)
-    if(skip_settings AND element MATCHES "^NVCC_FORGE_[A-Z_]+=")
+    if(skip_settings AND element MATCHES "^(NVCC_FORGE_[A-Z_]+)=")
+      # The dropped wrapper's own settings stay where this configure sets nothing of that name
+      # (a MODE given on the command line's launcher).
+      if(NOT launcher MATCHES "(^|;)${CMAKE_MATCH_1}=")
+        list(APPEND launcher "${element}")
+      endif()
       continue()
     endif()
     set(skip_settings FALSE)
