@@ -272,6 +272,21 @@ void say_build_notes(const Call& call, bool has_policy, const nvcc::Invocation& 
                         call.cache_parent, call.cache_parent));
 }
 
+// A call without a policy, before anything is probed: a mode that needs one refuses; nothing to
+// compare and nothing to log is a plain exec (no probe, no parse) once this build has been told
+// there is no policy (the first device compile parses the call to say it).
+std::optional<int> without_policy(const Call& call, std::optional<Mode> mode) {
+    const FrontendEnv& env = call.env;
+    if (env.policy_configured()) return std::nullopt;
+    if (mode && *mode != Mode::Observe) {
+        say(fmt::format("nvcc-forge: NVCC_FORGE_MODE={} needs a policy, and none is set: {}\n",
+                        mode_string(*mode), kHowToSetPolicy));
+        return kExitInput;
+    }
+    if (env.log.empty() && said_in_this_build(env, "no-policy")) return exec_untouched(call);
+    return std::nullopt;
+}
+
 } // namespace
 
 int exec_untouched(const Call& call) {
@@ -292,15 +307,7 @@ int run_call(const Call& call) {
         }
         env_mode = *m;
     }
-    if (!env.policy_configured() && env_mode && *env_mode != Mode::Observe) {
-        say(fmt::format("nvcc-forge: NVCC_FORGE_MODE={} needs a policy, and none is set: {}\n",
-                        mode_string(*env_mode), kHowToSetPolicy));
-        return kExitInput;
-    }
-    // Nothing to compare and nothing to log: be a plain exec (no probe, no parse) — once this
-    // build has been told so (the first device compile parses the call to say it).
-    if (!env.policy_configured() && env.log.empty() && said_in_this_build(env, "no-policy"))
-        return exec_untouched(call);
+    if (auto rc = without_policy(call, env_mode)) return *rc;
 
     auto caps = toolkit_caps(env, call.nvcc.nvcc);
     if (!caps && !env.policy_configured()) return exec_untouched(call);
