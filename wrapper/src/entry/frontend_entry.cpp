@@ -166,9 +166,11 @@ int run_as_launcher(int argc, char** argv) {
     int first = 1;
     for (; first < argc && frontend::is_setting_arg(argv[first]); ++first)
         fixed.emplace_back(argv[first]);
-    while (first < argc && is_self_token(argv[first], path_env, self))
-        for (++first; first < argc && frontend::is_setting_arg(argv[first]); ++first) {
-        }
+    while (first < argc && is_self_token(argv[first], path_env, self)) {
+        ++first;
+        while (first < argc && frontend::is_setting_arg(argv[first]))
+            ++first;
+    }
     if (!fixed.empty())
         if (auto st = frontend::bind_settings(call.env, fixed, "the launcher's arguments"); !st) {
             fmt::print(stderr, "nvcc-forge: {}\n", st.error().to_string());

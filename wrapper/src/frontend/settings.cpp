@@ -1,7 +1,7 @@
 #include "frontend/settings.h"
 
 #include <array>
-#include <cstdio>
+#include <cstdlib>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
