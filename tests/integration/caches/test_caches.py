@@ -11,7 +11,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -46,12 +45,6 @@ def targets(t, obj):
     return {e["arch"] for e in json.loads(r.out)}
 
 
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def base_env(t, **kw):
     """No policy, mode or cache settings of the caller's; private wrapper caches."""
     env = {k: v for k, v in os.environ.items()
@@ -64,7 +57,7 @@ def base_env(t, **kw):
 @contextlib.contextmanager
 def sccache_server(t, exe, env, **extra):
     """A private sccache server (own directory, loopback port, no idle timeout), stopped after."""
-    env = dict(env, SCCACHE_DIR=os.path.join(t.work, "sccache-dir"), SCCACHE_SERVER_PORT=str(free_port()),
+    env = dict(env, SCCACHE_DIR=os.path.join(t.work, "sccache-dir"), SCCACHE_SERVER_PORT=str(ft.free_loopback_port()),
                SCCACHE_IDLE_TIMEOUT="0", SCCACHE_CACHE_SIZE="1G", **extra)
     r = t.run([exe, "--start-server"], env=env, timeout=60)
     ft.check(r.rc == 0, f"{exe} --start-server: {r!r}")
@@ -372,7 +365,7 @@ def farm(t):
     os.makedirs(os.path.join(root, "toolchains"))
     os.makedirs(os.path.join(root, "builds"))
     key = t.run([dist, "auth", "generate-jwt-hs256-key"]).out.strip()
-    sched_port, server_port = free_port(), free_port()
+    sched_port, server_port = ft.free_loopback_port(), ft.free_loopback_port()
     token = t.run([dist, "auth", "generate-jwt-hs256-server-token", "--secret-key", key,
                    "--server", f"127.0.0.1:{server_port}"]).out.strip()
     ft.check(key and token, "sccache-dist auth did not answer")

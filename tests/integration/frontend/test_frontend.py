@@ -7,7 +7,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import struct
 import subprocess
 import sys
@@ -748,12 +747,6 @@ def launcher_and_ccache(t):
     expect(hits == 1, f"expected exactly the repeated policy to hit: {stats}")
 
 
-def free_loopback_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def sccache_counts(t, env):
     """(hits, misses) of the sccache server's CUDA compiles, from its JSON statistics."""
     p = t.run(["sccache", "--show-stats", "--stats-format", "json"], env=env)
@@ -777,7 +770,7 @@ def launcher_and_sccache(t):
     obj = os.path.join(t.out, "s.o")
     env = {k_: v for k_, v in t.env(NVCC_FORGE_LOG=t.log).items() if not k_.startswith("SCCACHE_")}
     # A private server: its own cache directory and port, no idle timeout to race with.
-    env.update(SCCACHE_DIR=os.path.join(t.dir, "sccache"), SCCACHE_SERVER_PORT=str(free_loopback_port()),
+    env.update(SCCACHE_DIR=os.path.join(t.dir, "sccache"), SCCACHE_SERVER_PORT=str(ft.free_loopback_port()),
                SCCACHE_IDLE_TIMEOUT="0", SCCACHE_CACHE_SIZE="1G")
     p = t.run(["sccache", "--start-server"], env=env)
     expect(p.returncode == 0, f"sccache --start-server: {p.out} {p.err}")
