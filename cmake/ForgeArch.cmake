@@ -42,7 +42,15 @@ Commands
   nvcc-forge finds (``CMAKE_CUDA_COMPILER`` if set, else ``CUDACXX``, ``PATH``, ``CUDA_HOME``).
   A resolver error stops the configure step with the resolver's message. The resolved list is
   also recorded (global property ``FORGE_ARCH_LIST``) for ``forge_assert_fatbin`` and
-  ``forge_use_wrapper``.
+  ``forge_use_wrapper``. The list is a configure-time fact: the policy file and the package's file
+  become configure dependencies (editing them reconfigures), and at the end of the top-level
+  ``CMakeLists.txt`` every CUDA target whose launcher runs nvcc-forge (``forge_use_wrapper``'s, or
+  ``-DCMAKE_CUDA_COMPILER_LAUNCHER="nvcc-forge;sccache"`` from the command line) gets the list and
+  package as the wrapper's arguments (``nvcc-forge NVCC_FORGE_ARCH_LIST=... sccache nvcc ...``),
+  and its CUDA sources an ``OBJECT_DEPENDS`` on a policy stamp: a changed list recompiles them with
+  either generator, and the gate checks the list they were built with. A ``CMAKE_CUDA_COMPILER``
+  that is a shim's ``bin/nvcc`` works (the real nvcc is the one its marker names); its bound
+  policy file is the stamp.
 
   A package whose build reads an arch variable of its own (``arch_knobs`` in its package file,
   such as flash-attention's ``FLASH_ATTN_CUDA_ARCHS``) gets it from the resolved list, in the form
@@ -91,8 +99,11 @@ Commands
 
   Routes the project's CUDA compiles through nvcc-forge by setting ``CMAKE_CUDA_COMPILER_LAUNCHER``
   in the caller's scope (targets created afterwards use it), keeping a launcher already set (such
-  as ccache) after nvcc-forge, so a policy change reaches the cache key. The policy the wrapper
-  compares against is the list recorded by ``forge_arch_resolve``. CMake does not run compiler
+  as ccache) after nvcc-forge, so a policy change reaches the cache key; an nvcc-forge already in
+  that list (by name or by the file it resolves to) is dropped. The settings go on the launcher's
+  command line (``nvcc-forge NVCC_FORGE_ARCH_LIST=... NVCC_FORGE_MODE=... ccache``), not in the
+  build's environment, which cannot change them. The policy the wrapper compares against is the
+  list recorded by ``forge_arch_resolve``. CMake does not run compiler
   launchers on the device-link step; ``-rdc`` projects that need injection there should set
   ``CMAKE_CUDA_COMPILER`` to an nvcc-forge shim instead (``nvcc-forge shim``).
 
@@ -166,6 +177,34 @@ function(forge_arch_resolve out_var)
   foreach(knob IN LISTS knobs)
     set(${knob} "$ENV{${knob}}" PARENT_SCOPE)
   endforeach()
+  # The list is a configure-time fact: the files it came from reconfigure the build when they
+  # change, and the wrapper's launcher carries it (with the package, for its wrapper settings).
+  set(settings "NVCC_FORGE_ARCH_LIST=${list}")
+  if(F_PACKAGE)
+    list(APPEND settings "NVCC_FORGE_PACKAGE=${F_PACKAGE}")
+    if(F_PACKAGES_DIR)
+      cmake_path(ABSOLUTE_PATH F_PACKAGES_DIR OUTPUT_VARIABLE dir)
+      list(APPEND settings "NVCC_FORGE_PACKAGES_DIR=${dir}")
+    endif()
+  endif()
+  set_property(GLOBAL PROPERTY FORGE_POLICY_SETTINGS "${settings}")
+  string(JSON policy_file GET "${json}" policy_file)
+  string(JSON package_file ERROR_VARIABLE no_package_file GET "${json}" package_file)
+  foreach(f IN ITEMS "${policy_file}" "${package_file}")
+    if(f)
+      cmake_path(ABSOLUTE_PATH f BASE_DIRECTORY "${CMAKE_BINARY_DIR}")
+    endif()
+    if(f AND EXISTS "${f}")
+      set_property(DIRECTORY "${CMAKE_SOURCE_DIR}" APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${f}")
+    endif()
+  endforeach()
+  if(DEFINED ENV{NVCC_FORGE_ARCH_LIST} AND NOT "$ENV{NVCC_FORGE_ARCH_LIST}" STREQUAL ""
+     AND NOT "$ENV{NVCC_FORGE_ARCH_LIST}" STREQUAL "${list}")
+    message(WARNING "forge_arch_resolve: NVCC_FORGE_ARCH_LIST in the environment "
+                    "('$ENV{NVCC_FORGE_ARCH_LIST}') is not this build's list: the compiles and the "
+                    "gate use '${list}'")
+  endif()
+  _forge_schedule_walk()
   set(${out_var} "${cmake_list}" PARENT_SCOPE)
 endfunction()
 
@@ -425,29 +464,24 @@ function(forge_use_wrapper)
   if(F_MODE AND NOT F_MODE MATCHES "^(observe|inject|strict)$")
     message(FATAL_ERROR "forge_use_wrapper: MODE must be observe, inject or strict, not '${F_MODE}'")
   endif()
-  _forge_find_executable(exe)
-  set(env "")
+  set(settings "")
   if(F_MODE)
-    list(APPEND env "NVCC_FORGE_MODE=${F_MODE}")
+    list(APPEND settings "NVCC_FORGE_MODE=${F_MODE}")
   endif()
   if(F_LOG)
-    list(APPEND env "NVCC_FORGE_LOG=${F_LOG}")
+    list(APPEND settings "NVCC_FORGE_LOG=${F_LOG}")
   endif()
-  get_property(l GLOBAL PROPERTY FORGE_ARCH_LIST)
-  if(l)
-    list(APPEND env "NVCC_FORGE_ARCH_LIST=${l}")
-  endif()
-  set(launcher "${exe}")
-  if(env)
-    set(launcher ${CMAKE_COMMAND} -E env ${env} "${exe}")
-  endif()
-  set_property(GLOBAL PROPERTY FORGE_CUDA_LAUNCHER "${launcher}")
-  set_property(GLOBAL PROPERTY FORGE_CUDA_LAUNCHER_EXE "${exe}")
+  set_property(GLOBAL PROPERTY FORGE_WRAPPER_SETTINGS "${settings}")
+  set_property(GLOBAL PROPERTY FORGE_WRAP_ALL TRUE)
   _forge_launcher_compose(launcher "${CMAKE_CUDA_COMPILER_LAUNCHER}")
   set(CMAKE_CUDA_COMPILER_LAUNCHER "${launcher}" PARENT_SCOPE)
   # A subproject that sets its own CMAKE_CUDA_COMPILER_LAUNCHER (or a target's
   # CUDA_COMPILER_LAUNCHER) replaces the variable above; the walk at the end of the top-level
   # directory puts nvcc-forge back in front of every such target.
+  _forge_schedule_walk()
+endfunction()
+
+function(_forge_schedule_walk)
   get_property(scheduled GLOBAL PROPERTY FORGE_WRAP_ALL_SCHEDULED)
   if(NOT scheduled)
     set_property(GLOBAL PROPERTY FORGE_WRAP_ALL_SCHEDULED TRUE)
@@ -455,33 +489,180 @@ function(forge_use_wrapper)
   endif()
 endfunction()
 
-# nvcc-forge's launcher followed by <existing> (ccache, sccache, a project's own), which then sees
-# the final flags, so a policy change reaches the cache key. An nvcc-forge already in <existing>
-# (with the `cmake -E env` in front of it) is dropped: the latest call's settings win.
-function(_forge_launcher_compose out existing)
-  get_property(launcher GLOBAL PROPERTY FORGE_CUDA_LAUNCHER)
-  get_property(exe GLOBAL PROPERTY FORGE_CUDA_LAUNCHER_EXE)
-  list(FIND existing "${exe}" at)
-  if(at GREATER_EQUAL 0)
-    list(GET existing 0 first)
-    if(at EQUAL 0 OR first STREQUAL CMAKE_COMMAND)
-      math(EXPR at "${at} + 1")
-      list(LENGTH existing n)
-      if(at LESS n)
-        list(SUBLIST existing ${at} -1 existing)
-      else()
-        set(existing "")
-      endif()
-    else()
-      list(REMOVE_ITEM existing "${exe}")
-    endif()
+# The launcher nvcc-forge runs as: the program, then the build's settings as arguments
+# (NVCC_FORGE_<NAME>=VALUE): the configure-time policy of forge_arch_resolve, the MODE and LOG of
+# forge_use_wrapper, else the NVCC_FORGE_MODE of the configure environment. On the command line,
+# ninja's command hash and every cache behind the wrapper see them; the environment of the build
+# cannot change them behind the build's back.
+function(_forge_launcher out)
+  _forge_find_executable(exe)
+  get_property(policy GLOBAL PROPERTY FORGE_POLICY_SETTINGS)
+  get_property(wrapper GLOBAL PROPERTY FORGE_WRAPPER_SETTINGS)
+  set(mode "${wrapper}")
+  list(FILTER mode INCLUDE REGEX "^NVCC_FORGE_MODE=")
+  if(NOT mode AND DEFINED ENV{NVCC_FORGE_MODE} AND NOT "$ENV{NVCC_FORGE_MODE}" STREQUAL "")
+    list(APPEND wrapper "NVCC_FORGE_MODE=$ENV{NVCC_FORGE_MODE}")
   endif()
-  list(APPEND launcher ${existing})
-  set(${out} "${launcher}" PARENT_SCOPE)
+  set(${out} "${exe}" ${policy} ${wrapper} PARENT_SCOPE)
 endfunction()
 
-# forge_use_wrapper's walk over every target, run at the end of the top-level directory.
+# Whether <element> of a launcher list is nvcc-forge: by name, or by the file it resolves to
+# (a bare name is looked up on PATH as the build would).
+function(_forge_is_wrapper out element)
+  set(${out} FALSE PARENT_SCOPE)
+  cmake_path(GET element FILENAME name)
+  if(name STREQUAL "nvcc-forge")
+    set(${out} TRUE PARENT_SCOPE)
+    return()
+  endif()
+  if(element MATCHES "^NVCC_FORGE_|^-")
+    return()
+  endif()
+  set(path "${element}")
+  if(NOT IS_ABSOLUTE "${element}")
+    find_program(_forge_launcher_element "${element}" NO_CACHE)
+    set(path "${_forge_launcher_element}")
+  endif()
+  _forge_find_executable(exe)
+  if(path AND EXISTS "${path}")
+    file(REAL_PATH "${path}" a)
+    file(REAL_PATH "${exe}" b)
+    if(a STREQUAL b)
+      set(${out} TRUE PARENT_SCOPE)
+    endif()
+  endif()
+endfunction()
+
+# nvcc-forge's launcher followed by <existing> (ccache, sccache, a project's own), which then sees
+# the final flags, so a policy change reaches the cache key. An nvcc-forge already in <existing>
+# (found by name or by the file it resolves to, with a `cmake -E env` in front of it) is dropped;
+# of its settings, this configure's win.
+function(_forge_launcher_compose out existing)
+  _forge_launcher(launcher)
+  set(kept "")
+  set(skip_settings FALSE)
+  foreach(element IN LISTS existing)
+    if(skip_settings AND element MATCHES "^(NVCC_FORGE_[A-Z_]+)=")
+      # The dropped wrapper's own settings stay where this configure sets nothing of that name
+      # (a MODE given on the command line's launcher).
+      if(NOT launcher MATCHES "(^|;)${CMAKE_MATCH_1}=")
+        list(APPEND launcher "${element}")
+      endif()
+      continue()
+    endif()
+    set(skip_settings FALSE)
+    _forge_is_wrapper(is_wrapper "${element}")
+    if(is_wrapper)
+      set(skip_settings TRUE)
+      # `cmake -E env VAR=... nvcc-forge` (the form before settings were arguments).
+      list(LENGTH kept n)
+      if(n GREATER_EQUAL 3)
+        list(GET kept 1 e1)
+        list(GET kept 2 e2)
+        if(e1 STREQUAL "-E" AND e2 STREQUAL "env")
+          set(kept "")
+        endif()
+      endif()
+      continue()
+    endif()
+    list(APPEND kept "${element}")
+  endforeach()
+  set(${out} ${launcher} ${kept} PARENT_SCOPE)
+endfunction()
+
+# Whether <launcher> (a list) runs nvcc-forge.
+function(_forge_has_wrapper out launcher)
+  set(${out} FALSE PARENT_SCOPE)
+  foreach(element IN LISTS launcher)
+    _forge_is_wrapper(is_wrapper "${element}")
+    if(is_wrapper)
+      set(${out} TRUE PARENT_SCOPE)
+      return()
+    endif()
+  endforeach()
+endfunction()
+
+# The CUDA sources of <target>, as paths (for OBJECT_DEPENDS).
+function(_forge_cuda_sources out target)
+  get_target_property(sources "${target}" SOURCES)
+  get_target_property(source_dir "${target}" SOURCE_DIR)
+  set(found "")
+  foreach(src IN LISTS sources)
+    if(src MATCHES "^\\$<")
+      continue()
+    endif()
+    cmake_path(ABSOLUTE_PATH src BASE_DIRECTORY "${source_dir}" OUTPUT_VARIABLE path)
+    get_source_file_property(lang "${path}" TARGET_DIRECTORY "${target}" LANGUAGE)
+    if(src MATCHES "\\.cu$" OR lang STREQUAL "CUDA")
+      list(APPEND found "${path}")
+    endif()
+  endforeach()
+  set(${out} "${found}" PARENT_SCOPE)
+endfunction()
+
+# The file the CUDA objects depend on for the policy: a shim compiler's policy file (rewritten
+# when the shim is bound to another policy), else one this configure writes when its settings
+# change. A generator that does not hash commands (Unix Makefiles) then recompiles on a change too.
+function(_forge_policy_stamp out)
+  set(${out} "" PARENT_SCOPE)
+  if(CMAKE_CUDA_COMPILER)
+    cmake_path(GET CMAKE_CUDA_COMPILER PARENT_PATH dir)
+    if(EXISTS "${dir}/.nvcc-forge-real")
+      if(EXISTS "${dir}/.nvcc-forge-policy")
+        set(${out} "${dir}/.nvcc-forge-policy" PARENT_SCOPE)
+      endif()
+      return()
+    endif()
+  endif()
+  _forge_launcher(launcher)
+  set(stamp "${CMAKE_BINARY_DIR}/CMakeFiles/nvcc-forge-policy.txt")
+  set(text "")
+  if(EXISTS "${stamp}")
+    file(READ "${stamp}" text)
+  endif()
+  list(JOIN launcher "\n" want)
+  if(NOT text STREQUAL "${want}\n")
+    file(WRITE "${stamp}" "${want}\n")
+  endif()
+  set(${out} "${stamp}" PARENT_SCOPE)
+endfunction()
+
+# CMAKE_CUDA_COMPILER a shim's nvcc: the policy it is bound to is what the compiles get; the
+# configure reruns when it is bound again, and says when it is not the list the gate checks.
+function(_forge_shim_check)
+  if(NOT CMAKE_CUDA_COMPILER)
+    return()
+  endif()
+  cmake_path(GET CMAKE_CUDA_COMPILER PARENT_PATH dir)
+  if(NOT EXISTS "${dir}/.nvcc-forge-real")
+    return()
+  endif()
+  get_property(list GLOBAL PROPERTY FORGE_ARCH_LIST)
+  if(NOT EXISTS "${dir}/.nvcc-forge-policy")
+    message(WARNING "ForgeArch: CMAKE_CUDA_COMPILER is an unbound nvcc-forge shim: a compiler "
+                    "cache in front of it cannot see the policy. Bind it: nvcc-forge env "
+                    "--arch-list '${list}' --shim ${dir}/..")
+    return()
+  endif()
+  set_property(DIRECTORY "${CMAKE_SOURCE_DIR}" APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
+               "${dir}/.nvcc-forge-policy")
+  file(STRINGS "${dir}/.nvcc-forge-policy" bound REGEX "^NVCC_FORGE_ARCH_LIST=")
+  string(REPLACE "NVCC_FORGE_ARCH_LIST=" "" bound "${bound}")
+  if(list AND NOT bound STREQUAL list)
+    message(WARNING "ForgeArch: the shim ${dir}/.. is bound to '${bound}', forge_arch_resolve "
+                    "gave '${list}': the gate will fail. Bind it to this build's list: nvcc-forge "
+                    "env --arch-list '${list}' --shim ${dir}/..")
+  endif()
+endfunction()
+
+# forge_use_wrapper's walk over every target, run at the end of the top-level directory (also
+# after forge_arch_resolve alone: a launcher list that already runs nvcc-forge, the project's or
+# the command line's, gets the configure-time policy). Every wrapped CUDA source depends on the
+# policy stamp.
 function(_forge_wrap_all)
+  get_property(wrap_all GLOBAL PROPERTY FORGE_WRAP_ALL)
+  _forge_shim_check()
+  _forge_policy_stamp(stamp)
   _forge_all_targets(targets "${CMAKE_SOURCE_DIR}" FALSE)
   set(kept "")
   set(unreached "")
@@ -489,7 +670,7 @@ function(_forge_wrap_all)
     get_target_property(type "${target}" TYPE)
     # ExternalProject_Add records its directories as _EP_* properties of its target.
     get_property(external TARGET "${target}" PROPERTY _EP_SOURCE_DIR SET)
-    if(type STREQUAL "UTILITY" AND external)
+    if(type STREQUAL "UTILITY" AND external AND wrap_all)
       list(APPEND unreached "${target} (ExternalProject: a build of its own, pass it \
 -DCMAKE_CUDA_COMPILER_LAUNCHER in CMAKE_ARGS)")
       continue()
@@ -505,8 +686,20 @@ function(_forge_wrap_all)
     if(NOT own)
       set(own "")
     endif()
+    _forge_has_wrapper(wrapped "${own}")
+    if(stamp AND (wrap_all OR wrapped OR stamp MATCHES "/\\.nvcc-forge-policy$"))
+      _forge_cuda_sources(sources "${target}")
+      set_property(SOURCE ${sources} TARGET_DIRECTORY "${target}" APPEND PROPERTY
+                   OBJECT_DEPENDS "${stamp}")
+    endif()
+    if(NOT wrap_all AND NOT wrapped)
+      continue()
+    endif()
     _forge_launcher_compose(launcher "${own}")
-    if(NOT launcher STREQUAL own)
+    if(NOT launcher STREQUAL own AND wrapped AND NOT wrap_all)
+      set_property(TARGET "${target}" PROPERTY CUDA_COMPILER_LAUNCHER "${launcher}")
+      list(APPEND kept "${target} (its nvcc-forge launcher given the configure-time settings)")
+    elseif(NOT launcher STREQUAL own)
       set_property(TARGET "${target}" PROPERTY CUDA_COMPILER_LAUNCHER "${launcher}")
       if(own)
         list(JOIN own " " own)

@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 
@@ -222,6 +223,13 @@ def only(items, pred=lambda x: True, what="record"):
     if len(sel) != 1:
         fail(f"expected one {what}, got {len(sel)}: {_show(items)}")
     return sel[0]
+
+
+def free_loopback_port():
+    """A TCP port on 127.0.0.1 free right now (for a private server a case starts: sccache)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def fresh_dir(path):

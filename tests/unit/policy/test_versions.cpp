@@ -2,6 +2,7 @@
 #include "policy/versions.h"
 
 #include <gtest/gtest.h>
+#include <sys/utsname.h>
 
 using namespace forge::policy;
 
@@ -41,6 +42,17 @@ TEST(Versions, PythonAndPlatform) {
     auto bad = normalize_platform("linux_arm64");
     ASSERT_FALSE(bad.ok());
     EXPECT_NE(bad.error().message.find("linux_aarch64"), std::string::npos);
+}
+
+TEST(Versions, TheDefaultPlatformIsTheBuildHosts) {
+    // The binary's own machine, as the kernel names it (under qemu-aarch64: aarch64).
+    struct utsname u {};
+    ASSERT_EQ(::uname(&u), 0);
+    const std::string machine = u.machine;
+    const std::string want =
+        machine == "aarch64" || machine == "arm64" ? "linux_aarch64" : "linux_x86_64";
+    EXPECT_EQ(host_platform(), want);
+    EXPECT_TRUE(normalize_platform(host_platform()).ok());
 }
 
 TEST(Versions, NumericOrder) {

@@ -2,15 +2,18 @@
 // the wrapper and the resolved policy into a build environment: eval "$(nvcc-forge env ...)".
 #include "cli/command.h"
 #include "cli/policy_options.h"
+#include "core/paths.h"
 #include "core/result.h"
 #include "frontend/config.h"
 #include "frontend/shim.h"
 #include "policy/report.h"
+#include "toolkit/locate.h"
 
 #include <boost/program_options.hpp>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fmt/ostream.h>
+#include <fmt/ranges.h>
 
 namespace forge::cli {
 
@@ -22,13 +25,52 @@ std::string export_line(std::string_view name, std::string_view value) {
     return fmt::format("export {}={}\n", name, frontend::shell_quote(value));
 }
 
+// The policy `env --shim` binds the shim to: everything that changes what the wrapper does to a
+// compile, so that a cache in front of the shim keys on it (frontend/settings.h). The mode is
+// always bound (a mode set later in the environment would change objects the key cannot see);
+// the package's wrapper settings are read from its file by the wrapper, and listed here as a
+// comment so that an edit to them changes the identity too.
+std::vector<std::string> shim_settings(const po::variables_map& vm, const policy::Resolution& res) {
+    std::string mode = vm.count("mode") ? vm["mode"].as<std::string>() : res.wrapper.mode;
+    std::vector<std::string> s{"NVCC_FORGE_ARCH_LIST=" + res.list.to_string(),
+                               "NVCC_FORGE_MODE=" + (mode.empty() ? std::string("inject") : mode)};
+    if (!res.package.empty()) {
+        std::error_code ec;
+        const auto dir = vm.count("packages-dir")
+                             ? std::filesystem::path(vm["packages-dir"].as<std::string>())
+                             : default_packages_dir();
+        s.push_back("NVCC_FORGE_PACKAGE=" + res.package);
+        // The shim's nvcc is a copy outside the install: it cannot find the data beside itself.
+        s.push_back("NVCC_FORGE_PACKAGES_DIR=" + std::filesystem::absolute(dir, ec).string());
+        s.push_back(fmt::format("# wrapper: inject_arch_specific={} arch_specific_sources={}",
+                                res.wrapper.inject_arch_specific
+                                    ? (*res.wrapper.inject_arch_specific ? "true" : "false")
+                                    : "unset",
+                                fmt::join(res.wrapper.arch_specific_sources, ",")));
+    }
+    return s;
+}
+
+// Binds the shim at `dir` to the resolved policy (its real CUDA root is the one it was made for).
+Status bind_env_shim(const std::filesystem::path& dir, const std::vector<std::string>& settings) {
+    auto real = toolkit::marker_target(dir / "bin");
+    if (!real || real->empty())
+        return Error{"the shim's marker names no real nvcc", (dir / "bin").string()};
+    frontend::ShimPlan plan;
+    plan.cuda_home = real->parent_path().parent_path();
+    plan.out = dir;
+    plan.wrapper = wrapper_exe();
+    plan.settings = settings;
+    return frontend::make_shim(plan);
+}
+
 int cmd_env(int argc, char** argv) {
     po::options_description desc("nvcc-forge env [resolve options] [--mode M] [--shim DIR]");
     add_resolve_options(desc, true);
     desc.add_options()("help,h", "show this help")("mode", po::value<std::string>(),
                                                    "NVCC_FORGE_MODE: observe | inject | strict")(
         "shim", po::value<std::string>(),
-        "a shim root (nvcc-forge shim): export CUDA_HOME and PATH")(
+        "a shim root (nvcc-forge shim): bind it to this policy, export CUDA_HOME and PATH")(
         "log", po::value<std::string>(), "NVCC_FORGE_LOG: the per-call JSON log");
     po::variables_map vm;
     if (!store_command_line(argc, argv, desc, nullptr, vm, "env")) return kExitInput;
@@ -76,6 +118,8 @@ int cmd_env(int argc, char** argv) {
         std::error_code ec;
         const std::string dir =
             std::filesystem::absolute(vm["shim"].as<std::string>(), ec).string();
+        if (auto st = bind_env_shim(dir, shim_settings(vm, *res)); !st)
+            return report_error("env", st.error());
         out += export_line("CUDA_HOME", dir);
         out += export_line("CUDA_PATH", dir);
         // "$PATH" stays unexpanded until eval: the caller's PATH at that moment.

@@ -23,8 +23,8 @@ void add_resolve_options(po::options_description& desc, bool with_arch_list) {
         "CUDA version (12.8, 12.8.1, cu128); default: the real nvcc found here");
     add("torch", po::value<std::string>(),
         "torch version (2.9, 2.9.1+cu128): clamps to what that torch can run");
-    add("platform", po::value<std::string>()->default_value("linux_x86_64"),
-        "linux_x86_64 | linux_aarch64 | win_amd64");
+    add("platform", po::value<std::string>()->default_value(std::string(policy::host_platform())),
+        "linux_x86_64 | linux_aarch64 | win_amd64 (default: this build host's)");
     add("python", po::value<std::string>(),
         "Python version (3.12): matches build_matrix combinations");
     add("package", po::value<std::string>(), "package name: its packages/<name>/ overrides apply");
@@ -65,8 +65,8 @@ Result<policy::Resolution> from_arch_list(const po::variables_map& vm) {
     r.list = std::move(*list);
     r.source = "--arch-list";
     r.requested = vm["arch-list"].as<std::string>();
-    auto platform = policy::normalize_platform(opt(vm, "platform").empty() ? "linux_x86_64"
-                                                                           : opt(vm, "platform"));
+    auto platform = policy::normalize_platform(
+        opt(vm, "platform").empty() ? std::string(policy::host_platform()) : opt(vm, "platform"));
     if (!platform) return std::move(platform).error();
     r.platform = *platform;
     if (auto c = opt(vm, "cuda"); !c.empty()) {

@@ -4,6 +4,7 @@
 
 #include "core/paths.h"
 #include "core/result.h"
+#include "frontend/settings.h"
 #include "frontend/wrapper.h"
 #include "toolkit/locate.h"
 
@@ -79,6 +80,20 @@ int run(Call& call) {
     return frontend::run_call(call);
 }
 
+// A token of the launcher list that is nvcc-forge again (`nvcc-forge nvcc-forge sccache nvcc`,
+// from a launcher list composed twice, spelled bare or by path): by name, or by identity when its
+// name does not say nvcc (a shim's `nvcc` pointing at us is the compiler, not a launcher).
+bool is_self_token(std::string_view token, const std::string& path_env, const fs::path& self) {
+    std::string_view base = token;
+    if (auto slash = base.rfind('/'); slash != std::string_view::npos)
+        base = base.substr(slash + 1);
+    if (base == "nvcc-forge") return true;
+    if (base.find("nvcc") != std::string_view::npos) return false;
+    if (token.find('/') != std::string_view::npos) return toolkit::same_file(token, self);
+    auto found = toolkit::find_on_path(std::string(token), path_env, fs::path());
+    return found && toolkit::same_file(found->nvcc, self);
+}
+
 bool looks_like_nvcc(std::string_view token, const fs::path& self) {
     std::string_view base = token;
     if (auto slash = base.rfind('/'); slash != std::string_view::npos)
@@ -87,12 +102,30 @@ bool looks_like_nvcc(std::string_view token, const fs::path& self) {
     return token.find('/') != std::string_view::npos && toolkit::same_file(token, self);
 }
 
+// The compiler cache that runs this nvcc (ccache, the sccache server), when the policy comes from
+// the environment, which neither hashes (frontend::Call::cache_parent).
+std::string unbound_cache_parent(const FrontendEnv& env) {
+    if (!env.bound_by.empty() || !env.policy_configured()) return {};
+    const auto parent = toolkit::process_info(static_cast<long>(::getppid()));
+    if (!parent || (parent->comm != "ccache" && parent->comm != "sccache")) return {};
+    return parent->comm;
+}
+
 } // namespace
 
 int run_as_nvcc(int argc, char** argv) {
     Call call;
     call.env = FrontendEnv::from_environ();
     if (!read_depth(call)) return kExitInput;
+    // A bound shim's nvcc carries the policy it was bound to (frontend/settings.h).
+    if (auto bound = frontend::read_shim_settings("/proc/self/exe")) {
+        const std::string origin =
+            fmt::format("the shim {}", self_exe().parent_path().parent_path().string());
+        if (auto st = frontend::bind_settings(call.env, *bound, origin); !st) {
+            fmt::print(stderr, "nvcc-forge: {}\n", st.error().to_string());
+            return kExitInput;
+        }
+    }
     auto located = toolkit::locate_real_nvcc(locate_input(call.env, argc > 0 ? argv[0] : "nvcc"));
     if (!located) {
         fmt::print(stderr, "nvcc-forge: {}\n", located.error().to_string());
@@ -114,10 +147,13 @@ int run_as_nvcc(int argc, char** argv) {
     }
     for (int i = 1; i < argc; ++i)
         call.args.emplace_back(argv[i]);
+    call.cache_parent = unbound_cache_parent(call.env);
     return run(call);
 }
 
-// argv[1..] = [launcher [launcher args]...] nvcc nvcc-args...
+// argv[1..] = [NVCC_FORGE_<NAME>=VALUE...] [launcher [launcher args]...] nvcc nvcc-args...
+// The settings are the build's (ForgeArch writes the configure-time policy there); a launcher
+// token that is nvcc-forge again is dropped with the settings after it: the first wins.
 int run_as_launcher(int argc, char** argv) {
     Call call;
     call.env = FrontendEnv::from_environ();
@@ -126,8 +162,23 @@ int run_as_launcher(int argc, char** argv) {
     const char* path_c = std::getenv("PATH");
     const std::string path_env = path_c != nullptr ? path_c : "";
 
+    std::vector<std::string> fixed;
+    int first = 1;
+    for (; first < argc && frontend::is_setting_arg(argv[first]); ++first)
+        fixed.emplace_back(argv[first]);
+    while (first < argc && is_self_token(argv[first], path_env, self)) {
+        ++first;
+        while (first < argc && frontend::is_setting_arg(argv[first]))
+            ++first;
+    }
+    if (!fixed.empty())
+        if (auto st = frontend::bind_settings(call.env, fixed, "the launcher's arguments"); !st) {
+            fmt::print(stderr, "nvcc-forge: {}\n", st.error().to_string());
+            return kExitInput;
+        }
+
     int nvcc_at = -1;
-    for (int i = 1; i < argc; ++i)
+    for (int i = first; i < argc; ++i)
         if (looks_like_nvcc(argv[i], self)) {
             nvcc_at = i;
             break;
@@ -135,8 +186,8 @@ int run_as_launcher(int argc, char** argv) {
     if (nvcc_at < 0) {
         fmt::print(stderr,
                    "nvcc-forge: no nvcc in the launcher command '{}'; expected nvcc-forge "
-                   "[ccache|sccache] /path/to/nvcc ARGS...\n",
-                   argc > 1 ? argv[1] : "");
+                   "[NVCC_FORGE_<NAME>=VALUE...] [ccache|sccache] /path/to/nvcc ARGS...\n",
+                   first < argc ? argv[first] : "");
         return kExitInput;
     }
     // The nvcc token: used when it is a real nvcc; when it is the wrapper itself (or a bare name
@@ -153,14 +204,14 @@ int run_as_launcher(int argc, char** argv) {
         }
         call.nvcc = std::move(*located);
     }
-    if (nvcc_at > 1) {
-        auto launcher = toolkit::find_on_path(argv[1], path_env, self);
+    if (nvcc_at > first) {
+        auto launcher = toolkit::find_on_path(argv[first], path_env, self);
         if (!launcher) {
-            fmt::print(stderr, "nvcc-forge: cannot find the launcher '{}' on PATH\n", argv[1]);
+            fmt::print(stderr, "nvcc-forge: cannot find the launcher '{}' on PATH\n", argv[first]);
             return kExitInput;
         }
         call.launchers.push_back(launcher->nvcc.string());
-        for (int i = 1; i < nvcc_at; ++i)
+        for (int i = first; i < nvcc_at; ++i)
             call.launcher_args.emplace_back(argv[i]);
     }
     for (int i = nvcc_at + 1; i < argc; ++i)

@@ -5,6 +5,7 @@
 //   nvcc ...                      (a symlink named nvcc: PATH-prepended, or a shim's bin/nvcc)
 //   nvcc-forge /path/to/nvcc ...  (compiler launcher: CMAKE_CUDA_COMPILER_LAUNCHER)
 //   nvcc-forge ccache|sccache /path/to/nvcc ...
+//   nvcc-forge NVCC_FORGE_ARCH_LIST=... [NVCC_FORGE_MODE=...] [ccache|sccache] nvcc ...
 //   nvcc-forge <command> ...      -> <prefix>/libexec/nvcc-forge-tools <command> ...
 #include "core/paths.h"
 #include "core/result.h"
@@ -65,10 +66,11 @@ int main(int argc, char** argv) {
             fmt::print("nvcc-forge {}\n", FORGE_VERSION);
             return forge::kExitOk;
         }
-        // No tool's name holds a '/' or "nvcc": such a first argument is the compiler of a
-        // launcher call (nvcc-forge /usr/local/cuda/bin/nvcc -c k.cu).
+        // No tool's name holds a '/' or "nvcc", or starts with NVCC_FORGE_: such a first argument
+        // is the compiler of a launcher call (nvcc-forge /usr/local/cuda/bin/nvcc -c k.cu), or a
+        // setting the build fixed in front of it (nvcc-forge NVCC_FORGE_ARCH_LIST=9.0 nvcc ...).
         if (first.find('/') != std::string_view::npos ||
-            first.find("nvcc") != std::string_view::npos)
+            first.find("nvcc") != std::string_view::npos || first.starts_with("NVCC_FORGE_"))
             return run_as_launcher(argc, argv);
     }
     return exec_tools(argv);

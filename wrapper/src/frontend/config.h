@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace forge::frontend {
 
@@ -34,6 +35,10 @@ struct FrontendEnv {
     std::string prepend;      // NVCC_PREPEND_FLAGS
     std::string append;       // NVCC_APPEND_FLAGS
     bool quiet = false;       // NVCC_FORGE_QUIET=1: no stderr line for drops injected back
+    // Settings the build fixed (frontend/settings.h) replace the variables above: where they came
+    // from, and the environment's values they replaced ("NAME=value"), for the note naming them.
+    std::string bound_by;
+    std::vector<std::string> env_not_used;
 
     static FrontendEnv from_environ();
     // TORCH_CUDA_ARCH_LIST is deliberately not a source: setup.py files rewrite it.

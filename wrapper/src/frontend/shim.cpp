@@ -1,9 +1,15 @@
 #include "frontend/shim.h"
 
+#include "frontend/settings.h"
+#include "policy/sha256.h"
 #include "toolkit/locate.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <fstream>
+#include <sstream>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace forge::frontend {
 
@@ -21,7 +27,86 @@ Status symlink_to(const fs::path& target, const fs::path& link) {
     return ok_status();
 }
 
+// A point in 2000-2030 drawn from the identity: a real time (tools that compare it with "now"
+// see nothing odd), different for every identity.
+timespec identity_mtime(const std::string& identity) {
+    const std::string hex = policy::sha256_hex(identity).substr(0, 15);
+    const unsigned long long h = std::stoull(hex, nullptr, 16);
+    constexpr long long kY2000 = 946684800, kSpan = 30LL * 365 * 24 * 3600;
+    timespec ts{};
+    ts.tv_sec = static_cast<time_t>(kY2000 + static_cast<long long>(h % kSpan));
+    ts.tv_nsec = static_cast<long>((h / kSpan) % 1000000000ULL);
+    return ts;
+}
+
+Status copy_with_trailer(const fs::path& wrapper, const fs::path& nvcc,
+                         const std::vector<std::string>& settings) {
+    std::ifstream in(wrapper, std::ios::binary);
+    if (!in) return Error{"cannot read the wrapper", wrapper.string()};
+    struct stat st {};
+    if (::stat(wrapper.c_str(), &st) != 0)
+        return Error{"cannot stat the wrapper", wrapper.string()};
+    const std::string trailer = shim_trailer(settings);
+    const fs::path tmp = fmt::format("{}.{}.tmp", nvcc.string(), ::getpid());
+    {
+        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+        out << in.rdbuf() << trailer;
+        if (!out.flush()) return Error{"cannot write", tmp.string()};
+    }
+    std::error_code ec;
+    fs::permissions(tmp, fs::perms(0755), ec);
+    const std::string identity =
+        fmt::format("{}|{}|{}.{}", trailer, static_cast<long long>(st.st_size),
+                    static_cast<long long>(st.st_mtim.tv_sec), st.st_mtim.tv_nsec);
+    const timespec times[2] = {identity_mtime(identity), identity_mtime(identity)};
+    if (ec || ::utimensat(AT_FDCWD, tmp.c_str(), times, 0) != 0) {
+        fs::remove(tmp, ec);
+        return Error{"cannot set the mode and time of", tmp.string()};
+    }
+    fs::rename(tmp, nvcc, ec);
+    if (ec) {
+        fs::remove(tmp, ec);
+        return Error{fmt::format("cannot write: {}", ec.message()), nvcc.string()};
+    }
+    return ok_status();
+}
+
+// bin/.nvcc-forge-policy: the settings as text, rewritten only when they change. Build systems
+// compare times, not identities: this file, not the copy's (drawn, often older) mtime, is what a
+// build's objects depend on to be rebuilt after a rebinding (ForgeArch's OBJECT_DEPENDS).
+Status write_policy_file(const fs::path& file, const std::vector<std::string>& settings) {
+    std::string text;
+    for (const auto& s : settings)
+        text += s + "\n";
+    std::error_code ec;
+    if (settings.empty()) {
+        fs::remove(file, ec);
+        return ok_status();
+    }
+    std::ifstream in(file, std::ios::binary);
+    std::ostringstream old;
+    old << in.rdbuf();
+    if (in && old.str() == text) return ok_status();
+    const fs::path tmp = fmt::format("{}.{}.tmp", file.string(), ::getpid());
+    {
+        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+        out << text;
+        if (!out.flush()) return Error{"cannot write", tmp.string()};
+    }
+    fs::rename(tmp, file, ec);
+    if (ec) return Error{fmt::format("cannot write: {}", ec.message()), file.string()};
+    return ok_status();
+}
+
 } // namespace
+
+Status bind_shim(const fs::path& dir, const fs::path& wrapper,
+                 const std::vector<std::string>& settings) {
+    const fs::path nvcc = dir / "bin" / "nvcc";
+    FORGE_TRY_STATUS(settings.empty() ? symlink_to(wrapper, nvcc)
+                                      : copy_with_trailer(wrapper, nvcc, settings));
+    return write_policy_file(dir / "bin" / kShimPolicyFile, settings);
+}
 
 bool is_shim(const fs::path& dir) {
     std::error_code ec;
@@ -65,7 +150,7 @@ Status make_shim(const ShimPlan& plan) {
         if (name == "nvcc" || name == toolkit::kRealNvccMarker) continue;
         FORGE_TRY_STATUS(symlink_to(real_root / "bin" / name, out / "bin" / name));
     }
-    FORGE_TRY_STATUS(symlink_to(plan.wrapper, out / "bin" / "nvcc"));
+    FORGE_TRY_STATUS(bind_shim(out, plan.wrapper, plan.settings));
     const fs::path marker = out / "bin" / toolkit::kRealNvccMarker;
     const fs::path tmp = marker.string() + ".tmp";
     {

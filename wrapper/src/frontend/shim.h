@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace forge::frontend {
 
@@ -18,6 +19,9 @@ struct ShimPlan {
     std::filesystem::path cuda_home; // the real toolkit root (resolved)
     std::filesystem::path out;       // the shim root to create or refresh
     std::filesystem::path wrapper;   // the nvcc-forge binary bin/nvcc points to
+    // The policy the shim is bound to (NVCC_FORGE_<NAME>=VALUE, frontend/settings.h); none: an
+    // unbound shim, whose nvcc reads the policy from each call's environment.
+    std::vector<std::string> settings;
 };
 
 // Creates or refreshes `out`. An existing non-empty directory that is not a shim is an error
@@ -26,6 +30,17 @@ Status make_shim(const ShimPlan& plan);
 
 // Is `dir` a shim root made by make_shim?
 bool is_shim(const std::filesystem::path& dir);
+
+// A bound shim's settings as text, one per line, beside its nvcc: what it is bound to.
+inline constexpr const char* kShimPolicyFile = ".nvcc-forge-policy";
+
+// Makes `dir`/bin/nvcc the wrapper: a symlink to it when `settings` is empty; else a copy of it
+// with the settings appended (settings.h), which caches in front of the shim see as another
+// compiler. The copy's mtime is a function of the settings and of the wrapper's own size and
+// mtime: binding the same policy again gives ccache (compiler_check=mtime) the same identity and
+// its earlier objects back; another policy, or another nvcc-forge, a new one.
+Status bind_shim(const std::filesystem::path& dir, const std::filesystem::path& wrapper,
+                 const std::vector<std::string>& settings);
 
 // POSIX shell single-quoting: 'it'\''s' — safe for eval whatever the bytes.
 std::string shell_quote(std::string_view s);

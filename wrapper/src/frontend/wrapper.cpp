@@ -3,6 +3,7 @@
 #include "core/process.h"
 #include "frontend/compare.h"
 #include "frontend/compile_log.h"
+#include "frontend/notice.h"
 #include "toolkit/probe.h"
 
 #include <algorithm>
@@ -236,6 +237,57 @@ int plan_answer(const Call& call, const nvcc::Invocation& inv, const std::vector
     return kExitOk;
 }
 
+constexpr const char* kHowToSetPolicy =
+    "set NVCC_FORGE_ARCH_LIST or NVCC_FORGE_PACKAGE, e.g. eval \"$(nvcc-forge env --package "
+    "NAME)\"; under CMake, forge_arch_resolve() before forge_use_wrapper()";
+
+// No silent passthrough (said on a device compile, once per build: calls without device code and
+// --dryrun stay byte for byte nvcc's): no policy; settings the build fixed that replaced the
+// environment's; a compiler cache in front of a wrapper whose policy it cannot see.
+void say_build_notes(const Call& call, bool has_policy, const nvcc::Invocation& inv) {
+    // Not on --dryrun, which stays nvcc's own output: sccache 0.16 reads it, keys on the steps it
+    // lists (injected targets included) and shows none of its stderr.
+    if (inv.dryrun) return;
+    const FrontendEnv& env = call.env;
+    if (!has_policy)
+        say_once_per_build(env, "no-policy",
+                           fmt::format("nvcc-forge: no policy is set, so nvcc calls are neither "
+                                       "checked nor changed: {}\n",
+                                       kHowToSetPolicy));
+    if (!env.env_not_used.empty())
+        say_once_per_build(
+            env, "env-not-used",
+            fmt::format("nvcc-forge: this build's settings were fixed by {}; the environment's {} "
+                        "{} not used (change the settings there: reconfigure the build, or re-run "
+                        "nvcc-forge env ... --shim DIR)\n",
+                        env.bound_by, fmt::join(env.env_not_used, ", "),
+                        env.env_not_used.size() == 1 ? "is" : "are"));
+    if (!call.cache_parent.empty())
+        say_once_per_build(
+            env, "unbound-under-cache",
+            fmt::format("nvcc-forge: warning: {} runs this nvcc, whose policy comes from the "
+                        "environment: the cache does not see it, and can answer a changed policy "
+                        "with objects of the old one. Bind the shim to the policy (eval "
+                        "\"$(nvcc-forge env ... --shim DIR)\") or put nvcc-forge in front of the "
+                        "cache (nvcc-forge {} nvcc ...)\n",
+                        call.cache_parent, call.cache_parent));
+}
+
+// A call without a policy, before anything is probed: a mode that needs one refuses; nothing to
+// compare and nothing to log is a plain exec (no probe, no parse) once this build has been told
+// there is no policy (the first device compile parses the call to say it).
+std::optional<int> without_policy(const Call& call, std::optional<Mode> mode) {
+    const FrontendEnv& env = call.env;
+    if (env.policy_configured()) return std::nullopt;
+    if (mode && *mode != Mode::Observe) {
+        say(fmt::format("nvcc-forge: NVCC_FORGE_MODE={} needs a policy, and none is set: {}\n",
+                        mode_string(*mode), kHowToSetPolicy));
+        return kExitInput;
+    }
+    if (env.log.empty() && said_in_this_build(env, "no-policy")) return exec_untouched(call);
+    return std::nullopt;
+}
+
 } // namespace
 
 int exec_untouched(const Call& call) {
@@ -256,10 +308,10 @@ int run_call(const Call& call) {
         }
         env_mode = *m;
     }
-    // Nothing to compare and nothing to log: be a plain exec (no probe, no parse).
-    if (!env.policy_configured() && env.log.empty()) return exec_untouched(call);
+    if (auto rc = without_policy(call, env_mode)) return *rc;
 
     auto caps = toolkit_caps(env, call.nvcc.nvcc);
+    if (!caps && !env.policy_configured()) return exec_untouched(call);
     if (!caps) {
         say(fmt::format("nvcc-forge: cannot probe the real nvcc: {}\n", caps.error().to_string()));
         if (env_mode == Mode::Strict) return kExitInput;
@@ -317,6 +369,7 @@ int run_call(const Call& call) {
         return run_logged(call, call.args, rec);
     }
     rec.requested = target_names(inv.requested);
+    say_build_notes(call, policy.has_value(), inv);
     for (const auto& w : inv.warnings)
         say(fmt::format("nvcc-forge: warning: {}\n", w));
     if (inv.uses_native && inv.warnings.empty())

@@ -50,6 +50,9 @@ struct Call {
     // Set when started from a plan's shadow root: the call is answered by the stand-in
     // (standin.h) after the usual parse, compare and rewrite.
     std::optional<PlanConfig> plan;
+    // The compiler cache running this nvcc ("ccache", "sccache") when the policy comes from the
+    // environment, which the cache does not hash: a compile says so, once per build.
+    std::string cache_parent;
 };
 
 // Runs the call and returns the exit code to return; a child killed by a signal re-raises it

@@ -62,7 +62,7 @@ Result<Resolution> resolve_loaded(const ResolveRequest& req, const PolicyData& p
                                   const PackageOverride* package,
                                   const std::vector<arch::Gpu>& gpus) {
     Resolution res;
-    auto platform = normalize_platform(req.platform.empty() ? "linux_x86_64" : req.platform);
+    auto platform = normalize_platform(req.platform.empty() ? host_platform() : req.platform);
     if (!platform) return std::move(platform).error();
     res.platform = *platform;
     const bool aarch64 = res.platform == "linux_aarch64";

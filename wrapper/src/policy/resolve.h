@@ -89,7 +89,7 @@ struct ResolveRequest {
     std::string cuda;  // any spelling normalize_cuda accepts
     std::string torch; // "" = no torch clamp
     std::string python;
-    std::string platform = "linux_x86_64";
+    std::string platform;               // "" = host_platform()
     std::string package;                // "" = policy row only
     std::filesystem::path policy_file;  // "" = default_policy_file()
     std::filesystem::path packages_dir; // "" = default_packages_dir()

