@@ -478,6 +478,10 @@ def case_gap_ptx_one_rule(t):
     arm = ("--cuda", "13.0", "--platform", "linux_aarch64")
     out = run("resolve", *arm, "--package", "gappy", "--packages-dir", pk).stdout.strip()
     check(out == "8.0+PTX 10.0+PTX 12.0+PTX", out)  # Thor JITs compute_100, H100/GH200 compute_80
+    # the case: 8.0+PTX already nets Thor, but the rule puts its PTX on 10.0
+    ft.write(os.path.join(pk, "netted", "arch_override.yml"), 'arch_list_aarch64: "8.0+PTX 10.0 12.0"\n')
+    out = run("resolve", *arm, "--package", "netted", "--packages-dir", pk).stdout.strip()
+    check(out == "8.0+PTX 10.0+PTX 12.0+PTX", out)
     # coverage of the list as written advises exactly that, from the same rule
     p = run("coverage", "--arch-list", "8.0 10.0 12.0", *arm, "--fail-on-gap", expect=1)
     check("major 9 has no cubin and no PTX below it: add +PTX on 8.0" in p.stdout, p.stdout)
@@ -500,8 +504,8 @@ def case_aarch64_torch_rows(t):
     j = json.loads(run("resolve", "--cuda", "12.8", "--torch", "2.7", "--platform",
                        "linux_aarch64", "--format", "json").stdout)
     check([c["token"] for c in j["clamped"]] == ["8.0"], j["clamped"])
-    # Orin is Tegra (the seeds disagree; docs/arch-rules.md): the SBSA torch has no sm_87, so on
-    # an aarch64 cell with a torch it is dead (torch), not native through the 8.0 cubin
+    # Orin is Tegra (docs/arch-rules.md, where the design documents disagree): the SBSA torch has
+    # no sm_87, so on an aarch64 cell with a torch it is dead (torch), not native through sm_80
     cov = coverage_json("--cuda", "12.8", "--torch", "2.9", "--platform", "linux_aarch64")
     check(cov["8.7"]["tier"] == "dead (torch)", cov["8.7"])
     # cu128 without a torch: no Volta cubin (the exceptions add it for torch 2.8-2.10 only)

@@ -230,6 +230,12 @@ TEST(GapPtx, EachGapGetsPtxOnTheHighestArchBelowIt) {
     EXPECT_FALSE(advice.gaps[1].ptx_placed);
     EXPECT_EQ(advice.gaps[1].suggested_sm, 100);
     EXPECT_NE(coverage_text(given, advice).find("+PTX belongs on 10.0"), std::string::npos);
+    // A lower PTX that already nets the gap is not where the rule puts it: 10.0 still gets its own.
+    auto netted = parse_arch_override("arch_list_aarch64: \"8.0+PTX 10.0 12.0\"\n", "n.yml");
+    ASSERT_TRUE(netted.ok());
+    netted->name = "netted";
+    EXPECT_EQ(must(resolve_loaded(req, shipped(), &*netted, gpus())).list.to_string(),
+              "8.0+PTX 10.0+PTX 12.0+PTX");
     // 12.8 aarch64 names Thor 10.1, a Tegra part of major 10: no major-11 GPU, no 10.0+PTX.
     req.cuda = "12.8";
     EXPECT_EQ(must(resolve_loaded(req, shipped(), &*pkg, gpus())).list.to_string(),
