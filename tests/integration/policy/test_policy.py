@@ -431,6 +431,10 @@ def case_package_target_forms(t):
     for cc in ("10.3", "12.1"):
         check(j[cc]["tier"] == "dead", (cc, j[cc]))
     check(j["10.0"]["via"] == ["sm_100a"], j["10.0"])
+    # its list leaves out 7.5 (narrowed): that costs Turing, not B300/GB10, which the forms lose
+    text = run("coverage", "--cuda", "12.8", "--torch", "2.8", "--package", "sageattention").stdout
+    costs = text[text.index("costs:"):text.index("Clamped")]
+    check("7.5 " in costs and "10.3" not in costs and "12.1" not in costs, costs)
     r = json.loads(run("resolve", "--cuda", "12.8", "--torch", "2.8", "--package", "sageattention",
                        "--format", "json").stdout)
     check(r["builds_as"] == ["sm_80", "sm_86", "sm_89", "sm_90a", "sm_100a", "sm_120a"], r["builds_as"])

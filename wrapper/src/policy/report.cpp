@@ -242,7 +242,14 @@ std::string coverage_text(const Resolution& r, const CoverageReport& report) {
         std::vector<arch::Gpu> gpus;
         for (const auto& row : report.rows)
             gpus.push_back(row.gpu);
-        auto promised = arch::coverage(r.row_list.targets(), gpus);
+        // What the build would run with the dropped tokens back: the cost is the narrowing's
+        // alone, not the package's spelling of the tokens it kept (target_forms).
+        arch::ArchList with_row = r.builds_as();
+        for (const auto& n : r.narrowed)
+            if (auto back = arch::ArchList::parse(n.token); back)
+                for (const auto& e : back->entries())
+                    with_row.add(e);
+        auto promised = arch::coverage(with_row.targets(), gpus);
         std::vector<std::string> cost;
         for (std::size_t i = 0; i < gpus.size() && i < promised.size(); ++i)
             // A GPU the torch cannot run is lost to the torch, not to the narrowing.
