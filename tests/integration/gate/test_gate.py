@@ -190,9 +190,39 @@ def case_gap(t):
     check_eq(cov["9.0"]["tier"], "jit", "H100 with the second PTX")
 
 
+@ft.case("gate.resolve.target_forms_lost_lines")
+def case_target_forms(t):
+    # A SageAttention-like package: 9.0 and 10.0 are built as a targets, 10.3 is asked for but the
+    # build skips it. The gate expects the forms, so the only finding is the GPU really lost.
+    pk = package(t, "akern", 'arch_list:\n  list: "8.0 9.0 10.0 10.3"\n  reason: "r"\n'
+                             '  source: "a test"\n'
+                             'target_forms:\n  reason: "a kernels"\n  source: "a test"\n'
+                             '  forms:\n    "9.0": {sass: sm_90a, ptx: compute_90a}\n'
+                             '    "10.0": {sass: sm_100a, ptx: compute_100a}\n'
+                             'forward_ptx: {value: false, reason: "a kernels"}\n')
+    args = ["--package", "akern", "--packages-dir", pk, "--cuda", "13.0"]
+    j = t.forge_json("resolve", *args, "--format", "json")
+    check_eq(j["builds_as"], ["sm_80", "sm_90a", "sm_100a", "sm_103"], "builds_as")
+    check_eq(j["arch_list"], "8.0 9.0 10.0 10.3", "the request stays plain")
+    so = build(t, "akern.so", ["arch=compute_80,code=sm_80", "arch=compute_90a,code=sm_90a",
+                               "arch=compute_100a,code=sm_100a"])
+    v = verify(t, so, *args, "--format", "json").expect_rc(1).json()
+    (e,) = v["extensions"]
+    check_eq(sorted(e["expected"]), ["sm_100a", "sm_103", "sm_80", "sm_90a"], "expected")
+    check_eq(e["missing_sass"], ["sm_103"], "only 10.3 is missing, not a plain sm_100")
+    check_eq([g["cc"] for g in e["lost_gpus"]], ["10.3"], "lost")
+    verify(t, so, *args).expect_rc(1).expect_out("10.3 (B300, GB300): native -> dead")
+    # coverage of the same cell says the same: B300 is served only by the sm_103 it asks for
+    cov = t.forge_json("coverage", *args, "--format", "json")
+    check_eq(cov["10.3"]["via"], ["sm_103"], "10.3 via")
+    check_eq(cov["10.0"]["via"], ["sm_100a"], "10.0 via")
+
+
 @ft.case("gate.coverage.major_boundary")
 def case_major_boundary(t):
-    cov = t.forge_json("coverage", "--arch-list", "8.0 10.0+PTX", "--format", "json")
+    # Thor (11.0) is an aarch64 part named 11.0 from CUDA 13.0
+    cov = t.forge_json("coverage", "--arch-list", "8.0 10.0+PTX", "--platform", "linux_aarch64",
+                       "--cuda", "13.0", "--format", "json")
     row = cov["11.0"]
     check_eq(row["tier"], "jit", "11.0 through compute_100")
     check_in("compute_100", row["why"])

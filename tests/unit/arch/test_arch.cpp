@@ -171,14 +171,52 @@ TEST(Coverage, TegraCubinsComeFromTheGivenSet) {
 }
 
 TEST(Coverage, MajorGapNeedsSecondPtx) {
-    auto gaps = major_gaps(parse_ok("8.0 9.0+PTX 10.0 12.0+PTX").targets());
+    const std::vector<Gpu> with_thor{gpu(80), gpu(90), gpu(100), gpu(110), gpu(120)};
+    auto gaps = major_gaps(parse_ok("8.0 9.0+PTX 10.0 12.0+PTX").targets(), with_thor);
     ASSERT_EQ(gaps.size(), 1u);
     EXPECT_EQ(gaps[0].major, 11);
     EXPECT_TRUE(gaps[0].has_ptx_net);
-    auto missing = major_gaps(parse_ok("8.0 9.0 10.0 12.0+PTX").targets());
+    EXPECT_EQ(gaps[0].net, "compute_90");
+    // The net is there, but not where the rule puts it: on 10.0, the highest arch below the gap.
+    EXPECT_EQ(gaps[0].suggested_sm, 100);
+    EXPECT_FALSE(gaps[0].ptx_placed);
+    auto missing = major_gaps(parse_ok("8.0 9.0 10.0 12.0+PTX").targets(), with_thor);
     ASSERT_EQ(missing.size(), 1u);
     EXPECT_FALSE(missing[0].has_ptx_net);
     EXPECT_EQ(missing[0].suggested_sm, 100);
+    auto placed = major_gaps(parse_ok("8.0 9.0+PTX 10.0+PTX 12.0+PTX").targets(), with_thor);
+    ASSERT_EQ(placed.size(), 1u);
+    EXPECT_TRUE(placed[0].ptx_placed);
+    EXPECT_EQ(placed[0].net, "compute_100"); // the driver JITs the highest PTX below
+}
+
+TEST(Coverage, AGapIsAMajorWithGpusAndNoCubin) {
+    // 8.0 10.0 12.0: majors 9 and 11 have no cubin. Where the cell has a major-11 GPU (Thor as
+    // 11.0: aarch64 on CUDA 13.x) both are gaps, each with its own +PTX below it.
+    const std::vector<Gpu> arm13{gpu(80), gpu(87, true), gpu(90), gpu(100), gpu(110), gpu(120)};
+    auto both = major_gaps(parse_ok("8.0 10.0 12.0").targets(), arm13);
+    ASSERT_EQ(both.size(), 2u);
+    EXPECT_EQ(both[0].major, 9);
+    EXPECT_EQ(both[0].suggested_sm, 80);
+    EXPECT_EQ(both[1].major, 11);
+    EXPECT_EQ(both[1].suggested_sm, 100);
+    // x86-64 has no major-11 part: nothing there needs a net, so major 11 is no gap.
+    const std::vector<Gpu> x86{gpu(80), gpu(90), gpu(100), gpu(120)};
+    auto one = major_gaps(parse_ok("8.0 10.0 12.0").targets(), x86);
+    ASSERT_EQ(one.size(), 1u);
+    EXPECT_EQ(one[0].major, 9);
+    // A retired part makes no gap either; an a-only major below gives no place for the PTX.
+    Gpu retired = gpu(110);
+    retired.retired = true;
+    EXPECT_EQ(major_gaps(parse_ok("10.0 12.0").targets(), {retired, gpu(120)}).size(), 0u);
+    auto a_only = major_gaps(parse_ok("9.0a 12.0").targets(), {gpu(100), gpu(120)});
+    ASSERT_EQ(a_only.size(), 1u);
+    EXPECT_EQ(a_only[0].suggested_sm, 0);
+}
+
+TEST(Coverage, TorchDeadIsItsOwnTier) {
+    EXPECT_EQ(tier_string(Tier::TorchDead), "dead (torch)");
+    EXPECT_EQ(tier_string(Tier::Dead), "dead");
 }
 
 TEST(Gencode, OneSpellingForEveryEmitter) {

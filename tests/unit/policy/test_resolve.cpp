@@ -312,12 +312,16 @@ TEST(SeedTraps, ForwardPtxFalseSkipsTheTailAndSaysWhy) {
     EXPECT_FALSE(r.ptx_added_sm.has_value());
     EXPECT_EQ(r.ptx_not_added, "packages/inline/arch_override.yml:forward_ptx: a targets only");
     EXPECT_EQ(resolution_json(r)["ptx_not_added"], r.ptx_not_added);
-    // A +PTX the list writes itself stays: only the normalisation is skipped.
+    // A +PTX the list writes itself goes too (the build ships no forward tail), each with the
+    // package's reason: the list never promises PTX the wheel will not carry.
     auto written = override_from("arch_list: \"8.0 9.0+PTX\"\n"
                                  "forward_ptx: {value: false, reason: \"x\"}\n");
     r = must(shipped_with(&written, "12.8", ""));
-    EXPECT_EQ(r.list.to_string(), "8.0 9.0+PTX");
-    EXPECT_TRUE(r.ptx_not_added.empty());
+    EXPECT_EQ(r.list.to_string(), "8.0 9.0");
+    ASSERT_EQ(r.ptx_dropped.size(), 1u);
+    EXPECT_EQ(r.ptx_dropped[0].token, "9.0+PTX");
+    EXPECT_EQ(r.ptx_dropped[0].reason, "packages/inline/arch_override.yml:forward_ptx: x");
+    EXPECT_EQ(resolution_json(r)["ptx_dropped"][0]["token"], "9.0+PTX");
 }
 
 TEST(SeedTraps, TorchListInThePackagesSeparator) {
@@ -368,10 +372,13 @@ TEST(SeedTraps, SecondPtxIsKeptWhenTheRowCarriesIt) {
                            arch::Target{arch::Kind::Ptx, 90, arch::Suffix::None}));
     EXPECT_TRUE(std::count(targets.begin(), targets.end(),
                            arch::Target{arch::Kind::Ptx, 120, arch::Suffix::None}));
-    auto gaps = arch::major_gaps(targets);
-    ASSERT_EQ(gaps.size(), 1u);
-    EXPECT_EQ(gaps[0].major, 11);
-    EXPECT_TRUE(gaps[0].has_ptx_net);
+    // x86-64 has no major-11 part (Thor is a Jetson): the row has no gap there, and adds nothing.
+    EXPECT_TRUE(arch::major_gaps(targets, gpus_for(gpus(), "linux_x86_64", "13.0")).empty());
+    EXPECT_EQ(r.list.to_string(), "7.5 8.0 8.6 9.0+PTX 10.0 12.0+PTX");
+    // The aarch64 13.x rows carry Thor's own 11.0 cubin: no gap either.
+    auto arm = must(shipped_with(nullptr, "13.0", "", "linux_aarch64"));
+    EXPECT_TRUE(
+        arch::major_gaps(arm.list.targets(), gpus_for(gpus(), "linux_aarch64", "13.0")).empty());
 }
 
 TEST(SeedTraps, ExceptionsOnlyAddInResolution) {
@@ -401,7 +408,7 @@ TEST(Resolution, CarriesPackageSettings) {
 
 TEST(Coverage, IssueRowTiers) {
     auto r = must(resolve_with(shipped_policy(), "12.8"));
-    auto report = coverage_report(r.list, gpus());
+    auto report = coverage_report(r, gpus());
     auto tier = [&](int sm) {
         for (const auto& row : report.rows)
             if (row.gpu.sm == sm) return row.tier;
@@ -410,10 +417,19 @@ TEST(Coverage, IssueRowTiers) {
     };
     for (int sm : {89, 103, 121, 75, 80, 86, 90, 100, 120})
         EXPECT_EQ(tier(sm), arch::Tier::Native) << sm;
-    EXPECT_EQ(tier(110), arch::Tier::Jit);
-    for (int sm : {70, 87, 50, 61})
+    for (int sm : {70, 50, 61})
         EXPECT_EQ(tier(sm), arch::Tier::Dead) << sm;
-    EXPECT_EQ(report.rows.size(), gpus().size());
+    // An x86-64 cell has no Jetson parts: no 5.3/6.2/7.2/8.7, no Thor (10.1, 11.0).
+    for (const auto& row : report.rows)
+        for (int jetson : {53, 62, 72, 87, 101, 110})
+            EXPECT_NE(row.gpu.sm, jetson);
+    EXPECT_EQ(report.rows.size(), gpus().size() - 6);
+    // The aarch64 cell of CUDA 12.8 has them, with Thor as 10.1 (its CUDA 12 name).
+    auto arm = must(resolve_with(shipped_policy(), "12.8", "", "linux_aarch64"));
+    auto arm_report = coverage_report(arm, gpus());
+    EXPECT_EQ(arm_report.rows.size(), gpus().size() - 1);
+    EXPECT_TRUE(std::none_of(arm_report.rows.begin(), arm_report.rows.end(),
+                             [](const arch::CoverageRow& row) { return row.gpu.sm == 110; }));
 }
 
 // ---- cell keys ----
@@ -462,6 +478,7 @@ TEST(ResolveNormalise, MajorGapGetsItsPtx) {
     auto pkg = override_from(
         "arch_list:\n  list: \"8.0 10.0 12.0\"\n  reason: \"floor\"\n  source: \"a test\"\n");
     auto r = must(shipped_with(&pkg, "13.0", ""));
+    // x86-64: major 9 (H100) is a gap, major 11 has no part on this platform.
     EXPECT_EQ(r.list.to_string(), "8.0+PTX 10.0 12.0+PTX");
     ASSERT_EQ(r.ptx_added.size(), 2u);
     EXPECT_EQ(r.ptx_added[0].sm, 120);

@@ -13,6 +13,8 @@ std::string_view tier_string(Tier t) {
         return "native";
     case Tier::Jit:
         return "jit";
+    case Tier::TorchDead:
+        return "dead (torch)";
     case Tier::Dead:
         break;
     }
@@ -98,7 +100,8 @@ std::vector<CoverageRow> coverage(const std::vector<Target>& targets, const std:
     return rows;
 }
 
-std::vector<GapFinding> major_gaps(const std::vector<Target>& targets) {
+std::vector<GapFinding> major_gaps(const std::vector<Target>& targets,
+                                   const std::vector<Gpu>& gpus) {
     std::set<int> majors;
     for (const auto& t : targets)
         if (t.kind == Kind::Sass) majors.insert(sm_major(t.sm));
@@ -106,16 +109,24 @@ std::vector<GapFinding> major_gaps(const std::vector<Target>& targets) {
     if (majors.size() < 2) return out;
     for (int m = *majors.begin() + 1; m < *majors.rbegin(); ++m) {
         if (majors.count(m)) continue;
+        // A major without a GPU of this cell is no gap: nothing there needs the net.
+        if (std::none_of(gpus.begin(), gpus.end(),
+                         [&](const Gpu& g) { return !g.retired && sm_major(g.sm) == m; }))
+            continue;
         GapFinding g;
         g.major = m;
         for (const auto& t : targets)
             if (t.kind == Kind::Sass && t.suffix == Suffix::None && sm_major(t.sm) < m)
                 g.suggested_sm = std::max(g.suggested_sm, t.sm);
+        int net_sm = 0;
         for (const auto& t : targets) {
-            if (t.kind == Kind::Ptx && t.suffix == Suffix::None && sm_major(t.sm) < m) {
-                g.has_ptx_net = true;
+            if (t.kind != Kind::Ptx || t.suffix != Suffix::None || sm_major(t.sm) >= m) continue;
+            g.has_ptx_net = true;
+            if (t.sm > net_sm) {
+                net_sm = t.sm;
                 g.net = t.name();
             }
+            if (t.sm == g.suggested_sm) g.ptx_placed = true;
         }
         out.push_back(g);
     }

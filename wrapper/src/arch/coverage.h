@@ -7,6 +7,9 @@
 //    data, policy/gpus.yml's `tegra: true`, handed in as a TegraSet;
 //  - PTX compute_X JITs onto every CC >= X; compute_Xa only onto X; compute_Xf only onto later
 //    minors of X's major.
+// A fourth tier, dead (torch), is the policy's: a GPU the paired torch build itself cannot run
+// (policy::torch_runs, the same function as resolve's torch clamp) is dead inside that torch
+// process whatever the extension carries.
 #pragma once
 
 #include "arch/arch.h"
@@ -16,8 +19,8 @@
 
 namespace forge::arch {
 
-enum class Tier : std::uint8_t { Native, Jit, Dead };
-std::string_view tier_string(Tier t); // "native", "jit", "dead"
+enum class Tier : std::uint8_t { Native, Jit, Dead, TorchDead };
+std::string_view tier_string(Tier t); // "native", "jit", "dead", "dead (torch)"
 
 struct Gpu {
     int sm = 0;                        // CC as an SM number
@@ -27,6 +30,13 @@ struct Gpu {
     // A real part no supported nvcc emits for (Kepler): gpus.yml's `retired:`. Known to the lint
     // (a build script may still name it); coverage, which reasons about built wheels, skips it.
     bool retired = false;
+    // Where the part exists (gpus.yml `platforms:`, `since_cuda:`, `until_cuda:`): the platforms
+    // it runs ("linux_aarch64" for Jetson/DRIVE; empty: every platform) and the CUDA releases that
+    // name it with this CC (Thor is 10.1 up to CUDA 12.9 and 11.0 from 13.0; empty: every one).
+    // policy::gpus_for() reads them; arch/ only carries them.
+    std::vector<std::string> platforms{};
+    std::string since_cuda{};
+    std::string until_cuda{};
 };
 
 // The CCs of integrated (Jetson/DRIVE) parts. arch/ keeps no list of them: the set is read off a
@@ -58,14 +68,19 @@ std::vector<CoverageRow> coverage(const std::vector<Target>& targets, const std:
 std::vector<CoverageRow> coverage(const std::vector<Target>& targets, const std::vector<Gpu>& gpus,
                                   const TegraSet& tegra);
 
-// The second PTX (docs/arch-rules.md, "PTX once per major"): a major with no cubin between the
-// lowest and the highest cubin major is caught only by a PTX below it; one finding per bare gap.
+// PTX below every gap (docs/arch-rules.md, "PTX once per major"). A gap is a major that has GPUs
+// in `gpus` (the cell's own: a platform without Thor has no major 11) but no cubin, between the
+// lowest and the highest cubin major. Its GPUs are reached only by a plain PTX below it, and the
+// rule puts that PTX on the highest plain cubin below the gap: one finding per gap. `resolve`
+// adds +PTX where `ptx_placed` is false and `coverage` advises it, both from this function.
 struct GapFinding {
     int major = 0;        // the major with no cubin (e.g. 11)
-    int suggested_sm = 0; // highest plain cubin below the gap: where +PTX belongs
+    int suggested_sm = 0; // highest plain cubin below the gap: where +PTX belongs (0: none)
     bool has_ptx_net = false;
-    std::string net; // the PTX that catches it, if any
+    std::string net;         // the PTX the driver JITs there (the highest plain one below), if any
+    bool ptx_placed = false; // the suggested arch carries its plain PTX
 };
-std::vector<GapFinding> major_gaps(const std::vector<Target>& targets);
+std::vector<GapFinding> major_gaps(const std::vector<Target>& targets,
+                                   const std::vector<Gpu>& gpus);
 
 } // namespace forge::arch

@@ -89,7 +89,8 @@ int run_files(const std::vector<std::string>& files, const std::vector<arch::Gpu
             if (!empty.empty())
                 text += fmt::format("  kernel-less {} (runs nothing, not counted)\n",
                                     fmt::join(empty, " "));
-            policy::CoverageReport report{arch::coverage(targets, gpus), arch::major_gaps(targets)};
+            policy::CoverageReport report{arch::coverage(targets, gpus),
+                                          arch::major_gaps(targets, gpus)};
             text += "\n" + policy::coverage_rows_text(report) + "\n";
             j["coverage"] = policy::coverage_json(report);
             exts.push_back(j);
@@ -164,7 +165,7 @@ int run_coverage(int argc, char** argv) {
     if (!res) return report_error("coverage", res.error());
     auto gpus = gpus_from_options(vm);
     if (!gpus) return report_error("coverage", gpus.error());
-    auto report = policy::coverage_report(res->list, *gpus);
+    auto report = policy::coverage_report(*res, *gpus);
     if (format == "json")
         fmt::print("{}\n", json_text(policy::coverage_json(report), 2));
     else if (format == "markdown")

@@ -41,6 +41,15 @@ int run_resolve(int argc, char** argv) {
     for (const auto& n : res->narrowed)
         fmt::print(stderr, "nvcc-forge resolve: narrowed {}: dropped against {} ({})\n", n.token,
                    n.against, n.reason.empty() ? "the override gives no reason" : n.reason);
+    for (const auto& d : res->ptx_dropped)
+        fmt::print(stderr, "nvcc-forge resolve: ptx_dropped {}: {}\n", d.token, d.reason);
+    if (res->built) {
+        std::vector<std::string> names;
+        for (const auto& t : res->built->targets())
+            names.push_back(t.name());
+        fmt::print(stderr, "nvcc-forge resolve: builds_as {} ({})\n", fmt::join(names, " "),
+                   res->forms_source);
+    }
     for (const auto& p : res->ptx_added)
         fmt::print(stderr, "nvcc-forge resolve: ptx_added {}: {}\n", arch::cc_string(p.sm), p.why);
     for (const auto& n : res->notes)

@@ -99,6 +99,16 @@ Result<policy::Resolution> from_arch_list(const po::variables_map& vm) {
         r.wrapper = pkg->wrapper;
         r.arch_knobs = pkg->arch_knobs;
     }
+    // A list with a torch: that torch's ceiling applies to its coverage as to a resolved cell.
+    if (!r.torch.empty() && !r.cuda.empty()) {
+        auto policy = policy::load_policy(policy_file_from_options(vm));
+        if (!policy) return std::move(policy).error();
+        auto ceiling =
+            policy::find_torch_build(*policy, r.cuda, r.torch, r.platform == "linux_aarch64");
+        if (!ceiling) return std::move(ceiling).error();
+        r.torch_ceiling = ceiling->ceiling;
+        if (!ceiling->note.empty()) r.notes.push_back(ceiling->note);
+    }
     return r;
 }
 

@@ -20,8 +20,9 @@ void add_resolve_options(boost::program_options::options_description& desc, bool
 
 // --arch-list wins (source "--arch-list"); otherwise runs the resolver. Errors carry exit codes
 // (2 unusable input, 1 a list that collapses to empty).
-// With --arch-list the list is taken as given (no clamp, no +PTX); --package still loads the
-// package's verify/wrapper settings, and --cuda/--torch/--platform/--python are recorded.
+// With --arch-list the list is taken as given (no clamp, no +PTX, no target_forms: write sm_90a
+// to mean sm_90a); --package still loads the package's verify/wrapper settings, and
+// --cuda/--torch/--platform/--python are recorded (--cuda with --torch: that torch's ceiling).
 // Without --cuda the real nvcc on this machine gives the CUDA version and what it can emit.
 Result<policy::Resolution> resolve_from_options(const boost::program_options::variables_map& vm);
 

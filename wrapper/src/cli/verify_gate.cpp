@@ -87,7 +87,9 @@ Result<GateOutcome> run_gate(const boost::program_options::variables_map& vm,
             verify::Options module_opts = opts;
             const bool named_host_only = verify::expected_host_only(expected, ext.file, ext.member);
             if (named_host_only) module_opts.allow_pure_python = true;
-            reports.push_back(verify::verify_extension(ext, resolution.list, module_opts));
+            // What the package's build compiles (its target_forms: sm_100a for 10.0), so the
+            // checks and the lost lines read the forms the wheel really carries.
+            reports.push_back(verify::verify_extension(ext, resolution.builds_as(), module_opts));
             // A module the package names with `device_code: false` is judged (and accepted
             // without device code), not set aside as a vendored host library.
             if (named_host_only) reports.back().host_only = false;
@@ -110,7 +112,11 @@ Result<GateOutcome> run_gate(const boost::program_options::variables_map& vm,
     out.json = verify::to_json(reports, run);
     if (expected.empty()) run.expected = nullptr;
     out.text = verify::to_text(
-        reports, fmt::format("{} = {}", resolution.source, resolution.list.to_string()), run);
+        reports,
+        resolution.built ? fmt::format("{} = {}, built as {}", resolution.source,
+                                       resolution.list.to_string(), resolution.built->to_string())
+                         : fmt::format("{} = {}", resolution.source, resolution.list.to_string()),
+        run);
     out.github =
         ci::to_github(verify::to_findings(reports, run)) + verify::verdict_line(reports, run);
     out.junit = ci::to_junit("nvcc-forge verify", verify::to_test_cases(reports, run));

@@ -3,6 +3,7 @@
 #include <cctype>
 
 #include "core/file.h"
+#include "policy/policy_file.h"
 #include "policy/versions.h"
 #include "policy/yaml_util.h"
 
@@ -252,7 +253,131 @@ Result<ForwardPtx> parse_forward_ptx(const std::string& file, const YAML::Node& 
     return f;
 }
 
+// One form: `sm_90a` (the cubin; +PTX stays plain) or {sass: sm_90a, ptx: compute_90a,
+// since_cuda: "12.9"}. The targets keep the token's SM: a form renames the suffix, never the GPU.
+Result<TargetForm> parse_target_form(const std::string& file, const YAML::Node& node,
+                                     const std::string& where, int sm) {
+    TargetForm f;
+    f.line = yamlx::line_of(node).value_or(0);
+    auto target = [&](const YAML::Node& n, std::string_view field,
+                      arch::Kind kind) -> Result<arch::Target> {
+        const std::string at = fmt::format("{}.{}", where, field);
+        auto text = yamlx::scalar(file, n, at);
+        if (!text) return std::move(text).error();
+        auto t = arch::parse_target(*text, file);
+        if (!t || t->kind != kind || t->sm != sm)
+            return error_at(
+                file, n, at,
+                fmt::format("'{}' is not a {} target of this token's CC (expected {}{}, "
+                            "{}{}a or {}{}f)",
+                            *text, kind == arch::Kind::Sass ? "cubin" : "PTX",
+                            kind == arch::Kind::Sass ? "sm_" : "compute_", sm,
+                            kind == arch::Kind::Sass ? "sm_" : "compute_", sm,
+                            kind == arch::Kind::Sass ? "sm_" : "compute_", sm));
+        return *t;
+    };
+    if (!node.IsMap()) {
+        auto sass = target(node, "sass", arch::Kind::Sass);
+        if (!sass) return std::move(sass).error();
+        f.sass = *sass;
+        return f;
+    }
+    FORGE_TRY_STATUS(yamlx::check_map(file, node, where, {"sass", "ptx", "since_cuda"}));
+    if (!node["sass"]) return error_at(file, node, where, "missing 'sass:' (the cubin it emits)");
+    auto sass = target(node["sass"], "sass", arch::Kind::Sass);
+    if (!sass) return std::move(sass).error();
+    f.sass = *sass;
+    if (node["ptx"]) {
+        auto ptx = target(node["ptx"], "ptx", arch::Kind::Ptx);
+        if (!ptx) return std::move(ptx).error();
+        f.ptx = *ptx;
+    }
+    if (node["since_cuda"]) {
+        auto text = yamlx::scalar(file, node["since_cuda"], where + ".since_cuda");
+        if (!text) return std::move(text).error();
+        auto n = normalize_cuda(*text);
+        if (!n || *n != *text)
+            return error_at(file, node["since_cuda"], where + ".since_cuda",
+                            "expected a CUDA major.minor such as 12.9");
+        f.since_cuda = *text;
+    }
+    return f;
+}
+
+Result<TargetForms> parse_target_forms(const std::string& file, const YAML::Node& node) {
+    TargetForms out;
+    out.line = yamlx::line_of(node).value_or(0);
+    FORGE_TRY_STATUS(yamlx::check_map(file, node, "target_forms", {"forms", "reason", "source"}));
+    for (const char* f : {"forms", "reason", "source"})
+        if (!node[f])
+            return error_at(file, node, "target_forms",
+                            fmt::format("missing '{}:' (the forms are read off the package's build "
+                                        "script: say which, and why they matter)",
+                                        f));
+    for (auto [key, slot] : {std::pair{"reason", &out.reason}, std::pair{"source", &out.source}}) {
+        auto v = yamlx::scalar(file, node[key], fmt::format("target_forms.{}", key));
+        if (!v) return std::move(v).error();
+        if (v->find_first_not_of(" \t") == std::string::npos)
+            return error_at(file, node[key], "target_forms", fmt::format("'{}:' is empty", key));
+        *slot = *v;
+    }
+    const YAML::Node forms = node["forms"];
+    FORGE_TRY_STATUS(yamlx::check_any_map(file, forms, "target_forms.forms"));
+    for (auto it = forms.begin(); it != forms.end(); ++it) {
+        const std::string key = it->first.Scalar();
+        const std::string where = fmt::format("target_forms.forms[{}]", key);
+        auto cc = parse_cc(key, file);
+        if (!cc) return error_at(file, it->first, where, "keys are CCs such as 9.0");
+        auto f = parse_target_form(file, it->second, where, *cc);
+        if (!f) return std::move(f).error();
+        out.by_sm.emplace(*cc, std::move(*f));
+    }
+    return out;
+}
+
+// A +PTX that the build turns into compute_Xa (one CC) or compute_Xf (one family) is no forward
+// tail: the package must say it ships none (docs/arch-rules.md, "a-kernel packages and +PTX").
+Status check_forms_against_forward_ptx(const std::string& file, const PackageOverride& pkg) {
+    if (!pkg.target_forms || (pkg.forward_ptx && !pkg.forward_ptx->value)) return ok_status();
+    for (const auto& [sm, form] : pkg.target_forms->by_sm) {
+        if (!form.ptx || form.ptx->suffix == arch::Suffix::None) continue;
+        Error e{
+            fmt::format("a +PTX on {} becomes {}, which JITs onto {} only: that is no forward "
+                        "tail, so declare forward_ptx: {{value: false, reason: \"...\", source: "
+                        "\"...\"}}",
+                        arch::cc_string(sm), form.ptx->name(),
+                        form.ptx->suffix == arch::Suffix::Specific
+                            ? fmt::format("CC {}", arch::cc_string(sm))
+                            : fmt::format("the {}.x family", arch::sm_major(sm))),
+            file};
+        e.line = form.line;
+        e.key = fmt::format("target_forms.forms[{}].ptx", arch::cc_string(sm));
+        return e;
+    }
+    return ok_status();
+}
+
 } // namespace
+
+arch::ArchList apply_target_forms(const arch::ArchList& list, const TargetForms& forms,
+                                  std::string_view cuda) {
+    arch::ArchList out;
+    for (const auto& e : list.entries()) {
+        auto it = e.suffix == arch::Suffix::None ? forms.by_sm.find(e.sm) : forms.by_sm.end();
+        bool applies = it != forms.by_sm.end();
+        if (applies && !it->second.since_cuda.empty())
+            applies = !cuda.empty() && !version_less(cuda, it->second.since_cuda);
+        if (!applies) {
+            out.add(e);
+            continue;
+        }
+        const TargetForm& f = it->second;
+        if (e.sass) out.add(f.sass);
+        if (e.ptx) out.add(f.ptx.value_or(arch::Target{arch::Kind::Ptx, e.sm, arch::Suffix::None}));
+        if (e.lto) out.add(arch::Target{arch::Kind::Lto, e.sm, arch::Suffix::None});
+    }
+    return out;
+}
 
 Result<PackageOverride> parse_arch_override(std::string_view text, const std::string& file) {
     auto root = yamlx::load_text(text, file);
@@ -264,7 +389,7 @@ Result<PackageOverride> parse_arch_override(std::string_view text, const std::st
     FORGE_TRY_STATUS(yamlx::check_map(file, r, "arch_override.yml",
                                       {"arch_list", "arch_list_by_cuda", "arch_list_aarch64",
                                        "arch_list_by_cuda_aarch64", "verify", "wrapper",
-                                       "forward_ptx", "arch_knobs"}));
+                                       "forward_ptx", "arch_knobs", "target_forms"}));
     for (auto [name, slot] : {std::pair{"arch_list", &pkg.arch_list},
                               std::pair{"arch_list_aarch64", &pkg.arch_list_aarch64}}) {
         if (!r[name]) continue;
@@ -292,6 +417,12 @@ Result<PackageOverride> parse_arch_override(std::string_view text, const std::st
         if (!k) return std::move(k).error();
         pkg.arch_knobs = std::move(*k);
     }
+    if (r["target_forms"]) {
+        auto forms = parse_target_forms(file, r["target_forms"]);
+        if (!forms) return std::move(forms).error();
+        pkg.target_forms = std::move(*forms);
+    }
+    FORGE_TRY_STATUS(check_forms_against_forward_ptx(file, pkg));
     return pkg;
 }
 

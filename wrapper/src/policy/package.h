@@ -60,6 +60,33 @@ struct ForwardPtx {
     int line = 0;
 };
 
+// `target_forms`: how the package's build script spells a token of its list (docs/arch-rules.md,
+// "What a package really compiles"). SageAttention turns 9.0 into sm_90a and 10.0 into sm_100a,
+// flash-attention turns 10.0 into sm_100f from CUDA 12.9: the list stays the request
+// (TORCH_CUDA_ARCH_LIST), the forms say what the wheel then carries, and coverage, resolve's
+// `builds_as` and the gate read the forms. One declaration serves both lanes: the same build script
+// builds the x86-64 and the aarch64 wheel.
+struct TargetForm {
+    arch::Target sass; // the cubin the build emits for the token (same SM): sm_90a, sm_100f
+    // What a +PTX on the token becomes (compute_90a); unset: the plain compute_X torch would emit.
+    std::optional<arch::Target> ptx;
+    std::string since_cuda; // "" = every release; else the form from that CUDA on, plain before
+    int line = 0;
+};
+
+struct TargetForms {
+    std::map<int, TargetForm> by_sm; // the token's CC as an SM number (90 for "9.0")
+    std::string reason;              // required
+    std::string source;              // required: the build script (repo, path, tag or commit)
+    int line = 0;
+};
+
+// The targets `list` becomes in a build that spells its tokens as `forms` says, for CUDA `cuda`:
+// a plain token with a form gets the form's cubin (and its PTX for +PTX); every other token stays
+// as it is. A form with since_cuda applies only when `cuda` is given and not older.
+arch::ArchList apply_target_forms(const arch::ArchList& list, const TargetForms& forms,
+                                  std::string_view cuda);
+
 struct Combination {
     int index = 0; // position in `combinations:`
     int line = 0;
@@ -86,6 +113,7 @@ struct PackageOverride {
     std::optional<ForwardPtx> forward_ptx;
     // arch_knobs: the variables the build script reads its archs from (policy/arch_knob.h)
     std::vector<ArchKnob> arch_knobs;
+    std::optional<TargetForms> target_forms;
     // build_matrix.yml
     std::vector<Combination> combinations;
 };

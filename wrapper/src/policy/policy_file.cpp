@@ -329,6 +329,44 @@ Result<PolicyData> load_policy(const std::filesystem::path& file) {
 
 namespace {
 
+// Where a part exists: `platforms: [linux_aarch64]` (Jetson/DRIVE boards run aarch64 only) and
+// the CUDA releases that name it with this CC (`since_cuda`, `until_cuda`: Thor).
+Status parse_gpu_where(const std::string& file, const YAML::Node& row, const std::string& where,
+                       arch::Gpu& g) {
+    if (row["platforms"]) {
+        if (!row["platforms"].IsSequence())
+            return error_at(file, row["platforms"], where + ".platforms",
+                            "expected a list such as [linux_aarch64]");
+        for (const auto& p : row["platforms"]) {
+            auto s = yamlx::scalar(file, p, where + ".platforms");
+            if (!s) return std::move(s).error();
+            auto n = normalize_platform(*s);
+            if (!n || *n != *s)
+                return error_at(
+                    file, p, where + ".platforms",
+                    fmt::format("'{}' is not linux_x86_64, linux_aarch64 or win_amd64", *s));
+            g.platforms.push_back(*s);
+        }
+        if (g.platforms.empty())
+            return error_at(file, row["platforms"], where + ".platforms",
+                            "an empty list puts the part on no platform: leave the key out");
+    }
+    for (auto [key, slot] :
+         {std::pair{"since_cuda", &g.since_cuda}, std::pair{"until_cuda", &g.until_cuda}}) {
+        if (!row[key]) continue;
+        const std::string at = fmt::format("{}.{}", where, key);
+        auto s = yamlx::scalar(file, row[key], at);
+        if (!s) return std::move(s).error();
+        auto n = normalize_cuda(*s);
+        if (!n || *n != *s)
+            return error_at(file, row[key], at, "expected a CUDA major.minor such as 13.0");
+        *slot = *s;
+    }
+    if (!g.since_cuda.empty() && !g.until_cuda.empty() && version_less(g.until_cuda, g.since_cuda))
+        return error_at(file, row, where, "until_cuda is before since_cuda: no release names it");
+    return ok_status();
+}
+
 // The rows of one CC map of the gpus file: `gpus:` (products, tegra, note) or `retired:` (products,
 // note; a retired part gets no Tegra reasoning, coverage skips it).
 Status parse_gpu_rows(const std::string& file, const YAML::Node& table, bool retired,
@@ -348,7 +386,9 @@ Status parse_gpu_rows(const std::string& file, const YAML::Node& table, bool ret
         if (retired)
             FORGE_TRY_STATUS(yamlx::check_map(file, row, where, {"products", "note"}));
         else
-            FORGE_TRY_STATUS(yamlx::check_map(file, row, where, {"products", "tegra", "note"}));
+            FORGE_TRY_STATUS(yamlx::check_map(
+                file, row, where,
+                {"products", "tegra", "note", "platforms", "since_cuda", "until_cuda"}));
         arch::Gpu g;
         g.sm = *cc;
         g.retired = retired;
@@ -369,6 +409,7 @@ Status parse_gpu_rows(const std::string& file, const YAML::Node& table, bool ret
             if (!s) return std::move(s).error();
             g.note = *s;
         }
+        FORGE_TRY_STATUS(parse_gpu_where(file, row, where, g));
         out.push_back(std::move(g));
     }
     return ok_status();
@@ -387,6 +428,20 @@ Result<std::vector<arch::Gpu>> parse_gpus(std::string_view text, const std::stri
     // Read and checked either way, so a broken `retired:` fails every command alike.
     if (retired == Retired::Skip) std::erase_if(out, [](const arch::Gpu& g) { return g.retired; });
     std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.sm < b.sm; });
+    return out;
+}
+
+std::vector<arch::Gpu> gpus_for(const std::vector<arch::Gpu>& gpus, std::string_view platform,
+                                std::string_view cuda) {
+    std::vector<arch::Gpu> out;
+    for (const auto& g : gpus) {
+        if (!platform.empty() && !g.platforms.empty() &&
+            std::find(g.platforms.begin(), g.platforms.end(), platform) == g.platforms.end())
+            continue;
+        if (!cuda.empty() && !g.since_cuda.empty() && version_less(cuda, g.since_cuda)) continue;
+        if (!cuda.empty() && !g.until_cuda.empty() && version_less(g.until_cuda, cuda)) continue;
+        out.push_back(g);
+    }
     return out;
 }
 

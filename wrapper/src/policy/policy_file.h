@@ -71,6 +71,14 @@ Result<std::vector<arch::Gpu>> load_gpus(const std::filesystem::path& file,
 Result<std::vector<arch::Gpu>> parse_gpus(std::string_view text, const std::string& file,
                                           Retired retired = Retired::Skip);
 
+// The parts a cell of `platform` and CUDA `cuda` can meet (gpus.yml `platforms:`, `since_cuda:`,
+// `until_cuda:`; docs/arch-rules.md, "The GPUs of a cell"): no Jetson CC on x86-64 or Windows,
+// Thor as 10.1 up to CUDA 12.9 and as 11.0 from 13.0. An empty platform or cuda does not filter
+// on that axis (a list given without --cuda shows both names of Thor). The Tegra set is still
+// the whole table's: a Tegra cubin runs only on its SoC wherever the list was built.
+std::vector<arch::Gpu> gpus_for(const std::vector<arch::Gpu>& gpus, std::string_view platform,
+                                std::string_view cuda);
+
 // Parses a CC key "8.7" -> 87.
 Result<int> parse_cc(std::string_view text, std::string_view origin);
 

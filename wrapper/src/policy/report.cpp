@@ -4,6 +4,7 @@
 #include "policy/versions.h"
 
 #include <algorithm>
+#include <array>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -46,6 +47,10 @@ std::string cc_list(const std::vector<const arch::CoverageRow*>& rows) {
 // Printed by `coverage` (a test asserts its start), so worded as before: the "second PTX" it
 // names is the PTX below a major gap (docs/arch-rules.md, "PTX once per major").
 std::string gap_sentence(const arch::GapFinding& g) {
+    if (g.has_ptx_net && !g.ptx_placed && g.suggested_sm > 0)
+        return fmt::format("major {} has no cubin; {} PTX below it is the JIT net, but +PTX "
+                           "belongs on {}, the highest arch below the gap (resolve adds it there)",
+                           g.major, g.net, arch::cc_string(g.suggested_sm));
     if (g.has_ptx_net)
         return fmt::format("major {} has no cubin; {} PTX below it is the JIT net", g.major, g.net);
     return fmt::format("major {} has no cubin and no PTX below it: add +PTX on {} (the second PTX, "
@@ -76,6 +81,13 @@ json knobs_json(const std::vector<ArchKnob>& declared, const KnobExport& exporte
     return out;
 }
 
+std::vector<std::string> target_names(const arch::ArchList& list) {
+    std::vector<std::string> out;
+    for (const auto& t : list.targets())
+        out.push_back(t.name());
+    return out;
+}
+
 } // namespace
 
 Result<std::string> torch_arch_list(const Resolution& r) {
@@ -96,10 +108,10 @@ json resolution_json(const Resolution& r) {
     for (const auto& e : r.list.entries())
         tokens.push_back(e.token());
     j["tokens"] = tokens;
-    json targets = json::array();
-    for (const auto& t : r.list.targets())
-        targets.push_back(t.name());
-    j["targets"] = targets;
+    j["targets"] = target_names(r.list);
+    // What the package's build compiles (its target_forms): the gate expects these targets.
+    j["builds_as"] = target_names(r.builds_as());
+    j["target_forms"] = r.forms_source.empty() ? json(nullptr) : json(r.forms_source);
     j["source"] = r.source;
     j["requested"] = r.requested;
     j["reason"] = r.reason;
@@ -116,6 +128,11 @@ json resolution_json(const Resolution& r) {
         narrowed.push_back({{"token", n.token}, {"against", n.against}, {"reason", n.reason}});
     j["narrowed"] = narrowed;
     j["ptx_not_added"] = r.ptx_not_added.empty() ? json(nullptr) : json(r.ptx_not_added);
+    json dropped = json::array();
+    for (const auto& c : r.ptx_dropped)
+        dropped.push_back({{"token", c.token}, {"reason", c.reason}});
+    j["ptx_dropped"] = dropped;
+    j["torch_ceiling"] = r.torch_ceiling ? json(r.torch_ceiling->where) : json(nullptr);
     auto torch = torch_arch_list(r);
     j["torch_arch_list"] = torch ? json(*torch) : json(nullptr);
     j["cuda"] = r.cuda;
@@ -171,9 +188,20 @@ json resolution_json(const Resolution& r) {
     return j;
 }
 
-CoverageReport coverage_report(const arch::ArchList& list, const std::vector<arch::Gpu>& gpus) {
-    auto targets = list.targets();
-    return CoverageReport{arch::coverage(targets, gpus), arch::major_gaps(targets)};
+CoverageReport coverage_report(const Resolution& r, const std::vector<arch::Gpu>& gpus) {
+    const auto targets = r.builds_as().targets();
+    const auto cell = gpus_for(gpus, r.platform, r.cuda);
+    CoverageReport report{arch::coverage(targets, cell, arch::TegraSet(gpus)),
+                          arch::major_gaps(targets, cell)};
+    for (auto& row : report.rows) {
+        const std::string why = torch_ceiling_reason(r, row.gpu.sm, gpus);
+        if (why.empty()) continue;
+        // Whatever the extension carries, no kernel of the torch it runs in loads there.
+        row.why = fmt::format("{}; the extension alone would be {} ({})", why,
+                              arch::tier_string(row.tier), row.why);
+        row.tier = arch::Tier::TorchDead;
+    }
+    return report;
 }
 
 json coverage_json(const CoverageReport& report) {
@@ -201,11 +229,19 @@ std::string coverage_rows_text(const CoverageReport& report) {
     }
     auto jit = rows_with(report, arch::Tier::Jit);
     auto dead = rows_with(report, arch::Tier::Dead);
+    auto torch_dead = rows_with(report, arch::Tier::TorchDead);
     out += fmt::format("\nnative: {}\njit:    {}\ndead:   {}\n",
                        cc_list(rows_with(report, arch::Tier::Native)), cc_list(jit), cc_list(dead));
+    if (!torch_dead.empty()) out += fmt::format("dead (torch): {}\n", cc_list(torch_dead));
     if (!dead.empty()) {
         out += "\nExcluded (these GPUs get cudaErrorNoKernelImageForDevice at first launch):\n";
         for (const auto* d : dead)
+            out += fmt::format("  - {} {}: {}\n", arch::cc_string(d->gpu.sm), products_of(d->gpu),
+                               d->why);
+    }
+    if (!torch_dead.empty()) {
+        out += "\nExcluded by the torch ceiling (the paired torch itself cannot run there):\n";
+        for (const auto* d : torch_dead)
             out += fmt::format("  - {} {}: {}\n", arch::cc_string(d->gpu.sm), products_of(d->gpu),
                                d->why);
     }
@@ -224,8 +260,16 @@ std::string coverage_text(const Resolution& r, const CoverageReport& report) {
         out += fmt::format("cell:      cuda {} torch {} platform {}{}\n", r.cuda,
                            r.torch.empty() ? "-" : r.torch, r.platform,
                            r.package.empty() ? "" : fmt::format(" package {}", r.package));
+    if (r.built)
+        out += fmt::format("builds as: {} ({})\n", fmt::join(target_names(r.builds_as()), " "),
+                           r.forms_source);
     out += "\n";
     out += coverage_rows_text(report);
+    if (!r.ptx_dropped.empty()) {
+        out += "\nPTX left out (the package's build ships no forward tail):\n";
+        for (const auto& c : r.ptx_dropped)
+            out += fmt::format("  - {}: {}\n", c.token, c.reason);
+    }
     if (!r.narrowed.empty()) {
         out += fmt::format("\nNarrowed against {} ({}):\n", r.narrowed.front().against,
                            r.reason.empty() ? "no reason given" : r.reason);
@@ -234,10 +278,19 @@ std::string coverage_text(const Resolution& r, const CoverageReport& report) {
         std::vector<arch::Gpu> gpus;
         for (const auto& row : report.rows)
             gpus.push_back(row.gpu);
-        auto promised = arch::coverage(r.row_list.targets(), gpus);
+        // What the build would run with the dropped tokens back: the cost is the narrowing's
+        // alone, not the package's spelling of the tokens it kept (target_forms).
+        arch::ArchList with_row = r.builds_as();
+        for (const auto& n : r.narrowed)
+            if (auto back = arch::ArchList::parse(n.token); back)
+                for (const auto& e : back->entries())
+                    with_row.add(e);
+        auto promised = arch::coverage(with_row.targets(), gpus);
         std::vector<std::string> cost;
         for (std::size_t i = 0; i < gpus.size() && i < promised.size(); ++i)
-            if (report.rows[i].tier != promised[i].tier &&
+            // A GPU the torch cannot run is lost to the torch, not to the narrowing.
+            if (report.rows[i].tier != arch::Tier::TorchDead &&
+                report.rows[i].tier != promised[i].tier &&
                 (promised[i].tier == arch::Tier::Native || report.rows[i].tier == arch::Tier::Dead))
                 cost.push_back(fmt::format(
                     "{} {}: {} -> {}", arch::cc_string(gpus[i].sm), products_of(gpus[i]),
@@ -276,6 +329,8 @@ std::string coverage_markdown(const Resolution& r, const CoverageReport& report)
                            arch::tier_string(row.tier), products_of(row.gpu), why);
     }
     auto dead = rows_with(report, arch::Tier::Dead);
+    for (const auto* d : rows_with(report, arch::Tier::TorchDead))
+        dead.push_back(d);
     if (!dead.empty()) {
         out += "\n### Excluded\n\n";
         for (const auto* d : dead)
@@ -320,7 +375,7 @@ std::vector<MatrixCell> policy_matrix(const PolicyData& policy, const PackageOve
         req.platform = cell.platforms.front();
         auto res = resolve_loaded(req, policy, package, gpus);
         if (res) {
-            cell.coverage = coverage_report(res->list, gpus);
+            cell.coverage = coverage_report(*res, gpus);
             cell.resolution = std::move(*res);
         } else {
             cell.error = res.error().to_string();
@@ -356,9 +411,9 @@ std::vector<MatrixCell> policy_matrix(const PolicyData& policy, const PackageOve
         // torch_runnable was read from (policy/arch_policy.yml).
         if (!policy.torch_runnable_aarch64.count(cuda) && cells.back().resolution)
             cells.back().resolution->notes.push_back(
-                fmt::format("torch clamp not applied: no torch_runnable_aarch64[{}] row (PyTorch's "
-                            "SBSA wheels are not in the torch_runnable table)",
-                            cuda));
+                fmt::format("torch clamp not applied: no torch_runnable_aarch64[{}] row (no "
+                            "aarch64 torch build of CUDA {} has been read)",
+                            cuda, cuda));
     }
     return cells;
 }
@@ -380,6 +435,150 @@ json matrix_json(const std::vector<MatrixCell>& cells) {
     return out;
 }
 
+namespace {
+
+struct TierStyle {
+    const char* cls;
+    const char* letter;
+    const char* colour;
+    const char* words;
+};
+
+// One style per tier; the legend and the cells read the same table.
+constexpr std::array kTierStyles = {
+    TierStyle{"n", "N", "#2e9e44", "native: a cubin runs it"},
+    TierStyle{"j", "J", "#f2b632", "jit: only a PTX tail reaches it (slow first load)"},
+    TierStyle{"d", "D", "#c8342c", "dead: no kernel image"},
+    TierStyle{"x", "T", "#5b2a86",
+              "dead (torch): the paired torch build cannot run on this GPU, whatever the "
+              "extension carries"},
+};
+
+const TierStyle& style_of(arch::Tier t) {
+    return kTierStyles.at(static_cast<std::size_t>(t));
+}
+
+std::string matrix_legend() {
+    std::string h = "<div class=\"legend\">";
+    for (const auto& st : kTierStyles)
+        h += fmt::format("<span><svg width=\"16\" height=\"16\" aria-hidden=\"true\"><rect "
+                         "width=\"16\" height=\"16\" rx=\"3\" class=\"{}\" fill=\"{}\"/></svg>{} "
+                         "{}</span>",
+                         st.cls, st.colour, st.letter, html_escape(st.words));
+    h += "</div>\n<p class=\"legend-words\">A cell shows the GPUs its platform and CUDA release "
+         "have (policy/gpus.yml): Jetson and DRIVE parts (Tegra) run aarch64 only, so the "
+         "x86-64/Windows table has no Tegra column; Thor is CC 10.1 up to CUDA 12.9 and CC 11.0 "
+         "from CUDA 13.0, so a row has one of the two and the other is a grey, empty cell. A "
+         "<span class=\"tegra\">dotted underline</span> marks a Tegra CC: it runs only its own "
+         "cubin, never a desktop cubin of its major. The letters N, J, D and T repeat the "
+         "colours.</p>\n";
+    return h;
+}
+
+// The columns of one lane: every GPU that some cell of the lane can meet, in table order.
+std::vector<arch::Gpu> lane_columns(const std::vector<const MatrixCell*>& lane,
+                                    const std::vector<arch::Gpu>& gpus) {
+    std::vector<arch::Gpu> out;
+    for (const auto& g : gpus) {
+        const bool used = std::any_of(lane.begin(), lane.end(), [&](const MatrixCell* c) {
+            return !gpus_for({g}, c->platforms.front(), c->cuda).empty();
+        });
+        if (used) out.push_back(g);
+    }
+    return out;
+}
+
+std::string absent_title(const arch::Gpu& g, const MatrixCell& c) {
+    std::string where;
+    if (!g.platforms.empty()) where += fmt::format("{} only", fmt::join(g.platforms, ", "));
+    if (!g.since_cuda.empty())
+        where += fmt::format("{}named CC {} from CUDA {}", where.empty() ? "" : "; ",
+                             arch::cc_string(g.sm), g.since_cuda);
+    if (!g.until_cuda.empty())
+        where += fmt::format("{}named CC {} up to CUDA {}", where.empty() ? "" : "; ",
+                             arch::cc_string(g.sm), g.until_cuda);
+    return fmt::format("{} {}: not a GPU of CUDA {} on {} ({})", arch::cc_string(g.sm),
+                       products_of(g), c.cuda, c.platforms.front(), where);
+}
+
+std::string cell_words(const MatrixCell& c) {
+    const Resolution& r = *c.resolution;
+    std::string words = fmt::format("<b>{}</b> <span class=\"src\">({})</span>",
+                                    html_escape(r.list.to_string()), html_escape(r.source));
+    if (r.built)
+        words +=
+            fmt::format("<br>builds as {}",
+                        html_escape(fmt::format("{}", fmt::join(target_names(*r.built), " "))));
+    std::vector<std::string> dead, torch_dead;
+    for (const auto& row : c.coverage.rows) {
+        if (row.tier != arch::Tier::Dead && row.tier != arch::Tier::TorchDead) continue;
+        (row.tier == arch::Tier::Dead ? dead : torch_dead)
+            .push_back(fmt::format(
+                "{}{}", arch::cc_string(row.gpu.sm),
+                row.gpu.products.empty() ? "" : fmt::format(" ({})", row.gpu.products.front())));
+    }
+    if (!dead.empty())
+        words +=
+            fmt::format("<br>excluded: {}", html_escape(fmt::format("{}", fmt::join(dead, ", "))));
+    if (!torch_dead.empty())
+        words += fmt::format("<br>dead (torch): {} (torch {} cannot run there: {})",
+                             html_escape(fmt::format("{}", fmt::join(torch_dead, ", "))),
+                             html_escape(r.torch),
+                             html_escape(r.torch_ceiling ? r.torch_ceiling->where : std::string()));
+    for (const auto& cl : r.clamped)
+        words += fmt::format("<br>clamped {}: {}", html_escape(cl.token), html_escape(cl.reason));
+    for (const auto& cl : r.ptx_dropped)
+        words +=
+            fmt::format("<br>no +PTX on {}: {}", html_escape(cl.token), html_escape(cl.reason));
+    for (const auto& g : c.coverage.gaps)
+        if (!g.has_ptx_net) words += fmt::format("<br>finding: {}", html_escape(gap_sentence(g)));
+    for (const auto& n : r.notes)
+        words += fmt::format("<br><i>{}</i>", html_escape(n));
+    return words;
+}
+
+std::string matrix_row(const MatrixCell& c, const std::vector<arch::Gpu>& columns) {
+    std::string h = fmt::format("<tr><th class=\"cell\">CUDA {} &middot; torch {} &middot; {}</th>",
+                                html_escape(c.cuda), c.torch.empty() ? "any" : html_escape(c.torch),
+                                html_escape(fmt::format("{}", fmt::join(c.platforms, ", "))));
+    if (!c.resolution)
+        return h + fmt::format("<td class=\"err\" colspan=\"{}\">{}</td></tr>\n",
+                               columns.size() + 1, html_escape(c.error));
+    for (const auto& g : columns) {
+        auto row = std::find_if(c.coverage.rows.begin(), c.coverage.rows.end(),
+                                [&](const arch::CoverageRow& r) { return r.gpu.sm == g.sm; });
+        if (row == c.coverage.rows.end()) {
+            h +=
+                fmt::format("<td class=\"na\" title=\"{}\"></td>", html_escape(absent_title(g, c)));
+            continue;
+        }
+        const TierStyle& st = style_of(row->tier);
+        h += fmt::format("<td class=\"t {}\" title=\"{} {}: {}\">{}</td>", st.cls,
+                         arch::cc_string(row->gpu.sm), arch::tier_string(row->tier),
+                         html_escape(row->why), st.letter);
+    }
+    return h + fmt::format("<td class=\"words\">{}</td></tr>\n", cell_words(c));
+}
+
+std::string lane_table(const std::string& lane, const std::vector<const MatrixCell*>& cells,
+                       const std::vector<arch::Gpu>& gpus) {
+    const auto columns = lane_columns(cells, gpus);
+    std::string h =
+        fmt::format("<h2>{}</h2>\n<table class=\"grid\">\n<thead><tr><th class=\"cell\">"
+                    "CUDA &middot; torch &middot; platform</th>",
+                    html_escape(lane));
+    for (const auto& g : columns)
+        h += fmt::format("<th title=\"{}\"{}>{}</th>",
+                         html_escape(products_of(g) + (g.note.empty() ? "" : " - " + g.note)),
+                         g.tegra ? " class=\"tegra\"" : "", arch::cc_string(g.sm));
+    h += "<th class=\"cell\">arch list, clamped and excluded</th></tr></thead>\n<tbody>\n";
+    for (const auto* c : cells)
+        h += matrix_row(*c, columns);
+    return h + "</tbody></table>\n";
+}
+
+} // namespace
+
 std::string matrix_html(const PolicyData& policy, const std::vector<MatrixCell>& cells,
                         const std::vector<arch::Gpu>& gpus, const std::string& title) {
     std::string h;
@@ -388,19 +587,21 @@ std::string matrix_html(const PolicyData& policy, const std::vector<MatrixCell>&
     h += R"(<style>
 body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px;color:#1d1d1f;background:#fff}
 h1{font-size:20px;margin:0 0 4px}
+h2{font-size:15px;margin:18px 0 6px}
 .meta{color:#555;margin:0 0 14px;font-size:12px}
 table.grid{border-collapse:collapse;font-size:12px}
 .grid th,.grid td{border:1px solid #d0d0d0;padding:0}
 .grid thead th{padding:4px 2px;background:#f4f4f4;font-weight:600;writing-mode:vertical-rl;transform:rotate(180deg);height:48px}
 .grid th.cell{writing-mode:horizontal-tb;transform:none;text-align:left;padding:4px 8px;white-space:nowrap;background:#fafafa;font-weight:500}
 .grid thead th.cell{height:auto;vertical-align:bottom}
-.grid td.t{width:30px;height:26px;text-align:center;font-weight:700;font-size:11px}
-.n{background:#2e9e44;color:#fff}.j{background:#f2b632;color:#3a2a00}.d{background:#c8342c;color:#fff}
+.grid td.t,.grid td.na{width:30px;height:26px;text-align:center;font-weight:700;font-size:11px}
+.n{background:#2e9e44;color:#fff}.j{background:#f2b632;color:#3a2a00}.d{background:#c8342c;color:#fff}.x{background:#5b2a86;color:#fff}
+.grid td.na{background:#ececec}
 .grid td.words{padding:4px 8px;font-size:12px;color:#333;min-width:360px;max-width:640px}
 .grid td.err{padding:4px 8px;color:#c8342c}
-tr.lane th{background:#e9eef6;text-align:left;padding:6px 8px;font-size:13px}
-.legend{display:flex;gap:18px;align-items:center;margin:0 0 14px;font-size:13px}
+.legend{display:flex;gap:18px;align-items:center;flex-wrap:wrap;margin:0 0 6px;font-size:13px}
 .legend span{display:inline-flex;align-items:center;gap:6px}
+.legend-words{font-size:12px;color:#333;max-width:1100px;margin:0 0 14px}
 .src{color:#666;font-size:11px}
 .tegra{text-decoration:underline dotted}
 </style></head><body>
@@ -410,80 +611,19 @@ tr.lane th{background:#e9eef6;text-align:left;padding:6px 8px;font-size:13px}
                      "&middot; {} cells</p>\n",
                      html_escape(policy.file), policy.sha256.substr(0, 16), policy.build_epoch,
                      cells.size());
-    h += "<div class=\"legend\">";
-    for (auto [cls, letter, label] :
-         {std::tuple{"n", "N", "native: a cubin runs it"},
-          std::tuple{"j", "J", "jit: only a PTX tail reaches it (slow first load)"},
-          std::tuple{"d", "D", "dead: no kernel image"}})
-        h += fmt::format("<span><svg width=\"16\" height=\"16\" aria-hidden=\"true\"><rect "
-                         "width=\"16\" height=\"16\" "
-                         "rx=\"3\" class=\"{}\" fill=\"{}\"/></svg>{} {}</span>",
-                         cls,
-                         std::string(cls) == "n"   ? "#2e9e44"
-                         : std::string(cls) == "j" ? "#f2b632"
-                                                   : "#c8342c",
-                         letter, html_escape(label));
-    h += "<span class=\"tegra\">underlined CC = Tegra (own cubin only)</span></div>\n";
-    h += "<table class=\"grid\">\n<thead><tr><th class=\"cell\">CUDA &middot; torch &middot; "
-         "platform</th>";
-    for (const auto& g : gpus)
-        h += fmt::format("<th title=\"{}\"{}>{}</th>",
-                         html_escape(products_of(g) + (g.note.empty() ? "" : " - " + g.note)),
-                         g.tegra ? " class=\"tegra\"" : "", arch::cc_string(g.sm));
-    h += "<th class=\"cell\">arch list, clamped and excluded</th></tr></thead>\n<tbody>\n";
-    std::string lane;
+    h += matrix_legend();
+    // One table per lane: the lanes have different GPUs (no Jetson on x86-64 or Windows).
+    std::vector<std::pair<std::string, std::vector<const MatrixCell*>>> lanes;
     for (const auto& c : cells) {
-        std::string this_lane = c.platforms.front() == "linux_aarch64"
-                                    ? "linux_aarch64 (arch_policy_aarch64)"
-                                    : "linux_x86_64 / win_amd64 (arch_policy)";
-        if (this_lane != lane) {
-            lane = this_lane;
-            h += fmt::format("<tr class=\"lane\"><th colspan=\"{}\">{}</th></tr>\n",
-                             gpus.size() + 2, html_escape(lane));
-        }
-        h += fmt::format("<tr><th class=\"cell\">CUDA {} &middot; torch {} &middot; {}</th>",
-                         html_escape(c.cuda), c.torch.empty() ? "any" : html_escape(c.torch),
-                         html_escape(fmt::format("{}", fmt::join(c.platforms, ", "))));
-        if (!c.resolution) {
-            h += fmt::format("<td class=\"err\" colspan=\"{}\">{}</td></tr>\n", gpus.size() + 1,
-                             html_escape(c.error));
-            continue;
-        }
-        for (const auto& row : c.coverage.rows) {
-            const char* cls = row.tier == arch::Tier::Native ? "n"
-                              : row.tier == arch::Tier::Jit  ? "j"
-                                                             : "d";
-            const char* letter = row.tier == arch::Tier::Native ? "N"
-                                 : row.tier == arch::Tier::Jit  ? "J"
-                                                                : "D";
-            h += fmt::format("<td class=\"t {}\" title=\"{} {}: {}\">{}</td>", cls,
-                             arch::cc_string(row.gpu.sm), arch::tier_string(row.tier),
-                             html_escape(row.why), letter);
-        }
-        const Resolution& r = *c.resolution;
-        std::string words = fmt::format("<b>{}</b> <span class=\"src\">({})</span>",
-                                        html_escape(r.list.to_string()), html_escape(r.source));
-        std::vector<std::string> dead;
-        for (const auto& row : c.coverage.rows)
-            if (row.tier == arch::Tier::Dead)
-                dead.push_back(fmt::format("{}{}", arch::cc_string(row.gpu.sm),
-                                           row.gpu.products.empty()
-                                               ? ""
-                                               : fmt::format(" ({})", row.gpu.products.front())));
-        if (!dead.empty())
-            words += fmt::format("<br>excluded: {}",
-                                 html_escape(fmt::format("{}", fmt::join(dead, ", "))));
-        for (const auto& cl : r.clamped)
-            words +=
-                fmt::format("<br>clamped {}: {}", html_escape(cl.token), html_escape(cl.reason));
-        for (const auto& g : c.coverage.gaps)
-            if (!g.has_ptx_net)
-                words += fmt::format("<br>finding: {}", html_escape(gap_sentence(g)));
-        for (const auto& n : r.notes)
-            words += fmt::format("<br><i>{}</i>", html_escape(n));
-        h += fmt::format("<td class=\"words\">{}</td></tr>\n", words);
+        const std::string lane = c.platforms.front() == "linux_aarch64"
+                                     ? "linux_aarch64 (arch_policy_aarch64)"
+                                     : "linux_x86_64 / win_amd64 (arch_policy)";
+        if (lanes.empty() || lanes.back().first != lane) lanes.push_back({lane, {}});
+        lanes.back().second.push_back(&c);
     }
-    h += "</tbody></table>\n</body></html>\n";
+    for (const auto& [lane, lane_cells] : lanes)
+        h += lane_table(lane, lane_cells, gpus);
+    h += "</body></html>\n";
     return h;
 }
 

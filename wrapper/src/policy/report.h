@@ -21,7 +21,12 @@ struct CoverageReport {
     std::vector<arch::CoverageRow> rows;
     std::vector<arch::GapFinding> gaps; // majors with no cubin; has_ptx_net=false is a finding
 };
-CoverageReport coverage_report(const arch::ArchList& list, const std::vector<arch::Gpu>& gpus);
+// The coverage of a resolved cell, the one computation behind `coverage`, the matrix and its
+// page: what the package's build compiles (Resolution::builds_as(), its target_forms), on the GPUs
+// of the cell's platform and CUDA (gpus_for), with the paired torch's ceiling: a GPU that torch
+// cannot run is `dead (torch)` (torch_ceiling_reason, the reason resolve clamps with). `gpus` is
+// the whole table (its Tegra flags decide what a Tegra cubin runs on).
+CoverageReport coverage_report(const Resolution& r, const std::vector<arch::Gpu>& gpus);
 
 // {"8.9": {"tier": "native", "products": [...], "via": [...], "why": "...", "tegra": false}, ...}
 nlohmann::ordered_json coverage_json(const CoverageReport& report);

@@ -46,7 +46,135 @@ std::string describe_build(const TorchBuild& b) {
                        ptx.empty() ? "none" : fmt::format("{}", fmt::join(ptx, " ")));
 }
 
+// forward_ptx: false: the package's build ships no forward tail (its +PTX would become
+// compute_Xa, or it emits no PTX at all), so every +PTX of the winning list goes, the policy
+// row's included, each with the package's reason.
+void drop_forward_ptx(const PackageOverride* package, arch::ArchList& list, Resolution& res) {
+    if (package == nullptr || !package->forward_ptx || package->forward_ptx->value) return;
+    for (auto& e : list.mutable_entries()) {
+        if (!e.ptx || !e.sass) continue;
+        res.ptx_dropped.push_back(
+            {e.token(), fmt::format("packages/{}/arch_override.yml:forward_ptx: {}", package->name,
+                                    package->forward_ptx->reason)});
+        e.ptx = false;
+    }
+}
+
+// Clamp 1: what this toolkit can emit, in the spelling the package's build uses (target_forms:
+// nvcc 12.8 emits sm_120a but no sm_121a, so SageAttention's 12.1 goes there).
+std::vector<arch::ArchEntry> clamp_to_toolkit(const arch::ArchList& list,
+                                              const PackageOverride* package,
+                                              const std::set<arch::Target>& emittable,
+                                              const std::string& nvcc_name, Resolution& res) {
+    std::vector<arch::ArchEntry> kept;
+    for (const auto& e : list.entries()) {
+        arch::ArchList one;
+        one.add(e);
+        if (package != nullptr && package->target_forms)
+            one = apply_target_forms(one, *package->target_forms, res.cuda);
+        std::optional<arch::Target> missing;
+        for (const auto& t : one.targets())
+            if (!emittable.count(t)) {
+                missing = t;
+                break;
+            }
+        if (missing)
+            res.clamped.push_back({e.token(), fmt::format("{} cannot emit {} ({})", nvcc_name,
+                                                          missing->name(), res.nvcc_source)});
+        else
+            kept.push_back(e);
+    }
+    return kept;
+}
+
+// +PTX on the highest plain entry, then on the highest plain entry below every gap of this
+// cell's GPUs that the rule's PTX does not net yet (arch::major_gaps, the same function
+// `coverage` advises from); a note per gap says where its GPUs land.
+void normalize_ptx(const PackageOverride* package, const std::vector<arch::Gpu>& cell_gpus,
+                   const std::set<arch::Target>& emittable, arch::ArchList& list, Resolution& res) {
+    if (package != nullptr && package->forward_ptx && !package->forward_ptx->value) {
+        if (const arch::ArchEntry* h = list.highest_portable(); h != nullptr && !h->ptx)
+            res.ptx_not_added = fmt::format("packages/{}/arch_override.yml:forward_ptx: {}",
+                                            package->name, package->forward_ptx->reason);
+    } else {
+        if (int sm = list.ensure_ptx_on_highest_base(); sm >= 0) {
+            res.ptx_added_sm = sm;
+            res.ptx_added.push_back({sm, "highest plain arch", ""});
+        }
+        for (const auto& gap : arch::major_gaps(list.targets(), cell_gpus)) {
+            if (gap.ptx_placed || gap.suggested_sm == 0) continue;
+            if (!emittable.count({arch::Kind::Ptx, gap.suggested_sm, arch::Suffix::None})) continue;
+            bool added = false;
+            for (auto& e : list.mutable_entries())
+                if (e.sm == gap.suggested_sm && e.suffix == arch::Suffix::None && !e.ptx)
+                    e.ptx = added = true;
+            if (added)
+                res.ptx_added.push_back(
+                    {gap.suggested_sm,
+                     fmt::format("highest plain arch below the major {} gap", gap.major), "jit"});
+        }
+    }
+    for (const auto& gap : arch::major_gaps(list.targets(), cell_gpus)) {
+        std::vector<std::string> ccs;
+        for (const auto& g : cell_gpus)
+            if (arch::sm_major(g.sm) == gap.major) ccs.push_back(arch::cc_string(g.sm));
+        const std::string where = ccs.empty() ? fmt::format("major {}", gap.major)
+                                              : fmt::format("CC {}", fmt::join(ccs, " "));
+        res.notes.push_back(
+            gap.has_ptx_net ? fmt::format("major {} has no cubin: {} lands in jit through {} PTX",
+                                          gap.major, where, gap.net)
+                            : fmt::format("major {} has no cubin and no PTX below it: {} is dead",
+                                          gap.major, where));
+    }
+}
+
 } // namespace
+
+Result<TorchLookup> find_torch_build(const PolicyData& policy, const std::string& cuda,
+                                     const std::string& torch, bool aarch64) {
+    TorchLookup out;
+    if (torch.empty()) return out;
+    const auto& table = aarch64 ? policy.torch_runnable_aarch64 : policy.torch_runnable;
+    const char* table_name = aarch64 ? "torch_runnable_aarch64" : "torch_runnable";
+    auto it = table.find(cuda);
+    if (it == table.end() && aarch64) {
+        // The aarch64 table holds the builds read so far; one it lacks is unknown, not absent.
+        out.note = fmt::format("torch clamp not applied: no torch_runnable_aarch64[{}] row (no "
+                               "aarch64 torch build of CUDA {} has been read)",
+                               cuda, cuda);
+        return out;
+    }
+    if (it == table.end())
+        return input_error(fmt::format("no {}[{}] row: what torch can run on CUDA {} is unknown",
+                                       table_name, cuda, cuda),
+                           policy.file, fmt::format("{}[{}]", table_name, cuda));
+    const TorchIndex& idx = it->second;
+    if (std::find(idx.releases.begin(), idx.releases.end(), torch) == idx.releases.end()) {
+        if (aarch64) {
+            out.note = fmt::format("torch clamp not applied: torch_runnable_aarch64[{}] has no "
+                                   "row for torch {} (rows read: {})",
+                                   cuda, torch, fmt::join(idx.releases, " "));
+            return out;
+        }
+        return input_error(fmt::format("torch {} has no build on the CUDA {} index (releases: {})",
+                                       torch, cuda, fmt::join(idx.releases, " ")),
+                           policy.file, fmt::format("{}[{}].releases", table_name, cuda),
+                           idx.line > 0 ? std::optional<int>(idx.line) : std::nullopt);
+    }
+    out.ceiling = TorchCeiling{idx.build_for(torch),
+                               idx.by_torch.count(torch)
+                                   ? fmt::format("{}[{}].by_torch[{}]", table_name, cuda, torch)
+                                   : fmt::format("{}[{}]", table_name, cuda)};
+    return out;
+}
+
+std::string torch_ceiling_reason(const Resolution& r, int sm, const std::vector<arch::Gpu>& gpus) {
+    if (!r.torch_ceiling || torch_runs(r.torch_ceiling->build, sm, gpus)) return {};
+    return fmt::format("torch {} (CUDA {}) cannot run on CC {}: it ships {} and none of it loads "
+                       "or JITs there, so a cubin for it is unreachable ({})",
+                       r.torch, r.cuda, arch::cc_string(sm), describe_build(r.torch_ceiling->build),
+                       r.torch_ceiling->where);
+}
 
 bool torch_runs(const TorchBuild& build, int sm, const std::vector<arch::Gpu>& gpus) {
     arch::Gpu gpu{sm, {}, false, {}};
@@ -214,6 +342,7 @@ Result<Resolution> resolve_loaded(const ResolveRequest& req, const PolicyData& p
     res.requested = win->text;
     res.reason = win->reason;
     arch::ArchList list = win->list;
+    drop_forward_ptx(package, list, res);
 
     // ---- clamp 1: what this toolkit can emit ----
     const std::set<arch::Target>* emittable = nullptr;
@@ -233,69 +362,23 @@ Result<Resolution> resolve_loaded(const ResolveRequest& req, const PolicyData& p
         nvcc_name = fmt::format("nvcc {}", cuda);
         res.nvcc_source = fmt::format("nvcc_supported[{}] ({})", cuda, it->second.read_from);
     }
-    std::vector<arch::ArchEntry> kept;
-    for (const auto& e : list.entries()) {
-        std::optional<arch::Target> missing;
-        for (const auto& t : e.targets())
-            if (!emittable->count(t)) {
-                missing = t;
-                break;
-            }
-        if (missing)
-            res.clamped.push_back({e.token(), fmt::format("{} cannot emit {} ({})", nvcc_name,
-                                                          missing->name(), res.nvcc_source)});
-        else
-            kept.push_back(e);
-    }
+    std::vector<arch::ArchEntry> kept = clamp_to_toolkit(list, package, *emittable, nvcc_name, res);
 
     // ---- clamp 2: what the paired torch can run ----
-    const TorchBuild* torch_build = nullptr;
-    if (!res.torch.empty()) {
-        const auto& table = aarch64 ? policy.torch_runnable_aarch64 : policy.torch_runnable;
-        const char* table_name = aarch64 ? "torch_runnable_aarch64" : "torch_runnable";
-        auto it = table.find(cuda);
-        if (it == table.end() && aarch64) {
-            // Printed note (resolve output), worded as before: the "table" it names is the PyTorch
-            // snapshot torch_runnable was read from (policy/arch_policy.yml).
-            res.notes.push_back(
-                fmt::format("torch clamp not applied: no torch_runnable_aarch64[{}] row (the "
-                            "torch_runnable table covers PyTorch's x86-64 wheels only)",
-                            cuda));
-        } else if (it == table.end()) {
-            return input_error(
-                fmt::format("no {}[{}] row: what torch can run on CUDA {} is unknown", table_name,
-                            cuda, cuda),
-                policy.file, fmt::format("{}[{}]", table_name, cuda));
-        } else {
-            const TorchIndex& idx = it->second;
-            if (std::find(idx.releases.begin(), idx.releases.end(), res.torch) ==
-                idx.releases.end())
-                return input_error(
-                    fmt::format("torch {} has no build on the CUDA {} index (releases: {})",
-                                res.torch, cuda, fmt::join(idx.releases, " ")),
-                    policy.file, fmt::format("{}[{}].releases", table_name, cuda),
-                    idx.line > 0 ? std::optional<int>(idx.line) : std::nullopt);
-            const TorchBuild& build = idx.build_for(res.torch);
-            torch_build = &build;
-            std::string where =
-                idx.by_torch.count(res.torch)
-                    ? fmt::format("{}[{}].by_torch[{}]", table_name, cuda, res.torch)
-                    : fmt::format("{}[{}]", table_name, cuda);
-            std::vector<arch::ArchEntry> runnable;
-            for (const auto& e : kept) {
-                if (torch_runs(build, e.sm, gpus)) {
-                    runnable.push_back(e);
-                    continue;
-                }
-                res.clamped.push_back(
-                    {e.token(),
-                     fmt::format(
-                         "torch {} (CUDA {}) cannot run on CC {}: it ships {} and none of it "
-                         "loads or JITs there, so a cubin for it is unreachable ({})",
-                         res.torch, cuda, arch::cc_string(e.sm), describe_build(build), where)});
-            }
-            kept = std::move(runnable);
+    auto ceiling = find_torch_build(policy, cuda, res.torch, aarch64);
+    if (!ceiling) return std::move(ceiling).error();
+    if (!ceiling->note.empty()) res.notes.push_back(ceiling->note);
+    res.torch_ceiling = ceiling->ceiling;
+    const TorchBuild* torch_build = res.torch_ceiling ? &res.torch_ceiling->build : nullptr;
+    if (torch_build != nullptr) {
+        std::vector<arch::ArchEntry> runnable;
+        for (const auto& e : kept) {
+            if (std::string why = torch_ceiling_reason(res, e.sm, gpus); !why.empty())
+                res.clamped.push_back({e.token(), why});
+            else
+                runnable.push_back(e);
         }
+        kept = std::move(runnable);
     }
 
     if (kept.empty()) {
@@ -353,48 +436,16 @@ Result<Resolution> resolve_loaded(const ResolveRequest& req, const PolicyData& p
     }
 
     // ---- Step 3: +PTX on the highest plain token (never on an a/f token), and on the highest
-    // plain token below every major left without a cubin and without a PTX net (the second PTX,
-    // docs/arch-rules.md "PTX once per major") ----
-    // A package may opt out with its reason (forward_ptx: false); the resolution says why.
-    if (package != nullptr && package->forward_ptx && !package->forward_ptx->value) {
-        if (const arch::ArchEntry* h = clamped_list.highest_portable(); h != nullptr && !h->ptx)
-            res.ptx_not_added = fmt::format("packages/{}/arch_override.yml:forward_ptx: {}",
-                                            package->name, package->forward_ptx->reason);
-    } else {
-        if (int sm = clamped_list.ensure_ptx_on_highest_base(); sm >= 0) {
-            res.ptx_added_sm = sm;
-            res.ptx_added.push_back({sm, "highest plain arch", ""});
-        }
-        // One PTX below a gap nets every major above it, so the gaps are read again after each add.
-        for (bool added = true; added;) {
-            added = false;
-            for (const auto& gap : arch::major_gaps(clamped_list.targets())) {
-                if (gap.has_ptx_net || gap.suggested_sm == 0) continue;
-                if (!emittable->count({arch::Kind::Ptx, gap.suggested_sm, arch::Suffix::None}))
-                    continue;
-                for (auto& e : clamped_list.mutable_entries())
-                    if (e.sm == gap.suggested_sm && e.suffix == arch::Suffix::None) e.ptx = true;
-                res.ptx_added.push_back(
-                    {gap.suggested_sm,
-                     fmt::format("highest plain arch below the major {} gap", gap.major), "jit"});
-                added = true;
-                break;
-            }
-        }
-    }
-    for (const auto& gap : arch::major_gaps(clamped_list.targets())) {
-        std::vector<std::string> ccs;
-        for (const auto& g : gpus)
-            if (arch::sm_major(g.sm) == gap.major) ccs.push_back(arch::cc_string(g.sm));
-        const std::string where = ccs.empty() ? fmt::format("major {}", gap.major)
-                                              : fmt::format("CC {}", fmt::join(ccs, " "));
-        res.notes.push_back(
-            gap.has_ptx_net ? fmt::format("major {} has no cubin: {} lands in jit through {} PTX",
-                                          gap.major, where, gap.net)
-                            : fmt::format("major {} has no cubin and no PTX below it: {} is dead",
-                                          gap.major, where));
-    }
+    // plain token below every gap (the second PTX, docs/arch-rules.md "PTX once per major") ----
+    const std::vector<arch::Gpu> cell_gpus = gpus_for(gpus, res.platform, res.cuda);
+    normalize_ptx(package, cell_gpus, *emittable, clamped_list, res);
     res.list = std::move(clamped_list);
+    if (package != nullptr && package->target_forms) {
+        arch::ArchList built = apply_target_forms(res.list, *package->target_forms, res.cuda);
+        if (!(built == res.list)) res.built = std::move(built);
+        res.forms_source = fmt::format("packages/{}/arch_override.yml:target_forms ({})",
+                                       package->name, package->target_forms->source);
+    }
     return res;
 }
 

@@ -43,6 +43,13 @@ struct PtxAdded {
     std::string gap_tier; // for a gap: the tier the major's GPUs land in ("jit"), else ""
 };
 
+// The paired torch build of a cell (a torch_runnable row): what it ships bounds what can run in
+// its process (docs/arch-rules.md, "The torch ceiling").
+struct TorchCeiling {
+    TorchBuild build;
+    std::string where; // "torch_runnable[12.8].by_torch[2.7]"
+};
+
 struct Resolution {
     arch::ArchList list; // final, clamped, +PTX ensured
     std::string source;  // which table/field won: "arch_policy[12.8]",
@@ -81,6 +88,16 @@ struct Resolution {
     WrapperSettings wrapper;        // packages/<pkg>/arch_override.yml `wrapper:`
     // packages/<pkg>/arch_override.yml `arch_knobs:`; their values: export_knobs(arch_knobs, list)
     std::vector<ArchKnob> arch_knobs;
+
+    // What the package's build compiles: `list` in its target_forms (9.0 -> sm_90a); unset when
+    // no form changes anything. `list` stays the request (TORCH_CUDA_ARCH_LIST).
+    std::optional<arch::ArchList> built;
+    std::string forms_source; // "packages/<pkg>/arch_override.yml:target_forms (<source>)"
+    [[nodiscard]] const arch::ArchList& builds_as() const { return built ? *built : list; }
+    // Every +PTX the package's forward_ptx: false took off the winning list, row or override.
+    std::vector<ClampedToken> ptx_dropped;
+    // The paired torch build, when the cell has a torch and its row is known: its ceiling.
+    std::optional<TorchCeiling> torch_ceiling;
 };
 
 // What to resolve. Empty cuda: the real nvcc on this machine decides, so toolkit must be set (the
@@ -110,6 +127,20 @@ Result<Resolution> resolve_loaded(const ResolveRequest& request, const PolicyDat
 // True when the torch build's own cubins/PTX reach CC `sm` (natively or by JIT), the coverage
 // rules of arch/coverage.h with the Tegra flag from `gpus`.
 bool torch_runs(const TorchBuild& build, int sm, const std::vector<arch::Gpu>& gpus);
+
+// The torch row of a cell: torch_runnable[cuda] (x86-64, Windows) or torch_runnable_aarch64[cuda].
+// No torch: nothing. x86 without the row or the release: an error (exit 2). aarch64 rows hold the
+// builds read so far: a missing one is a note ("torch clamp not applied"), never a guess.
+struct TorchLookup {
+    std::optional<TorchCeiling> ceiling;
+    std::string note;
+};
+Result<TorchLookup> find_torch_build(const PolicyData& policy, const std::string& cuda,
+                                     const std::string& torch, bool aarch64);
+
+// Why the cell's torch cannot run on CC `sm`, "" when it can or the cell has no torch ceiling.
+// The one answer for resolve's torch clamp and coverage's `dead (torch)` tier.
+std::string torch_ceiling_reason(const Resolution& r, int sm, const std::vector<arch::Gpu>& gpus);
 
 // Stable key of a build cell: sha256 over cuda/torch/python/platform/package, the resolved list
 // and build_epoch, so a build_epoch bump changes every cell's key.
