@@ -244,6 +244,33 @@ def injection_failed(t):
 
 
 @case
+def packages_dir_unusable_warns(t):
+    """NVCC_FORGE_PACKAGES_DIR naming no usable directory: the wrapper warns naming it and the
+    call runs as without the variable (the bundled packages/), never failing a build."""
+    w = t.path_wrapper()
+    bad_file = os.path.join(t.dir, "not_a_dir")
+    ft.write(bad_file, "a file\n")
+    values = {"missing": os.path.join(t.dir, "no", "such", "dir"), "a file": bad_file,
+              "130000 bytes": "/" + "d" * 129999, "a newline": t.dir + "\n"}
+    obj = os.path.join(t.out, "k.o")
+    for what, value in values.items():
+        env = t.env(PATH=w + os.pathsep + os.environ["PATH"], NVCC_FORGE_ARCH_LIST="8.0",
+                    NVCC_FORGE_PACKAGE="flash_attn", NVCC_FORGE_PACKAGES_DIR=value)
+        # One real compile; the other values show the warning on a call nvcc answers at once.
+        args = (["-c", os.path.join(t.kernels, "k.cu"), "-o", obj, "-gencode",
+                 "arch=compute_80,code=sm_80"] if what == "missing" else ["--version"])
+        p = t.run(["nvcc"] + args, env=env)
+        expect(p.returncode == 0, f"{what}: the call must run: {p.err[:2000]}")
+        expect("warning" in p.err and "NVCC_FORGE_PACKAGES_DIR" in p.err and value[:20] in p.err,
+               f"{what}: no warning naming it: {p.err[:2000]}")
+        expect(len(p.err) < 2000, f"{what}: the warning must not repeat the whole value")
+        if what == "missing":
+            expect(t.targets(obj) == {"sm_80"}, t.targets(obj))
+        else:
+            expect("Cuda compilation tools" in p.out, p.out)
+
+
+@case
 def rdc_dlink(t):
     w = t.path_wrapper()
     env = t.env(PATH=w + os.pathsep + os.environ["PATH"], NVCC_FORGE_ARCH_LIST="8.0 9.0+PTX",

@@ -26,6 +26,11 @@ std::string escape_control(std::string_view s, bool keep_newlines) {
     return out;
 }
 
+std::string shown_value(std::string_view s, std::size_t max_bytes) {
+    if (s.size() <= max_bytes) return escape_control(s);
+    return fmt::format("{}... ({} bytes)", escape_control(s.substr(0, max_bytes)), s.size());
+}
+
 const char* markup_entity(char c) {
     switch (c) {
     case '&':

@@ -13,6 +13,10 @@ namespace forge {
 // (a message that is meant to span lines).
 std::string escape_control(std::string_view s, bool keep_newlines = false);
 
+// A value the user gave (a variable, an option), for a message: escape_control'd and, past
+// `max_bytes`, cut with its length said ("/aaaa... (131072 bytes)").
+std::string shown_value(std::string_view s, std::size_t max_bytes = 120);
+
 // The entity for a character that HTML and XML text or attributes cannot carry as itself
 // (& < > " '), or nullptr for any other character.
 const char* markup_entity(char c);

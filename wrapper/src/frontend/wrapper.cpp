@@ -264,6 +264,7 @@ int run_call(const Call& call) {
         if (env_mode == Mode::Strict) return kExitInput;
         return exec_untouched(call);
     }
+    if (auto warning = packages_dir_warning(env)) say(*warning);
     auto policy_r = effective_policy(env, *caps, call.nvcc.nvcc);
     if (!policy_r) {
         say(fmt::format("nvcc-forge: no usable policy: {}\n", policy_r.error().to_string()));
