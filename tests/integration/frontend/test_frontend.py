@@ -244,6 +244,30 @@ def injection_failed(t):
 
 
 @case
+def fallback_own_failure(t):
+    """inject: the rewritten call fails for a reason of the call's own (an output nvcc cannot
+    write), and the caller's call fails the same way: the log says call-failed, not
+    injection-failed, stderr says so, and exit code and nvcc's output are the caller's own."""
+    w = t.path_wrapper()
+    env = t.env(PATH=w + os.pathsep + os.environ["PATH"], NVCC_FORGE_ARCH_LIST="8.0 9.0",
+                NVCC_FORGE_LOG=t.log)
+    # Writable by nobody, root included: a directory that does not exist.
+    cmd = ["-c", os.path.join(t.kernels, "k.cu"), "-o", os.path.join(t.out, "no_dir", "k.o"),
+           "-gencode", "arch=compute_90,code=sm_90"]
+    real = t.run([t.nvcc] + cmd)
+    expect(real.returncode != 0, f"the real nvcc must fail: {real.err}")
+    p = t.run(["nvcc"] + cmd, env=env)
+    expect(p.returncode == real.returncode, (p.returncode, real.returncode))
+    expect(p.stdout == real.stdout, "stdout differs")
+    expect(p.stderr.startswith(real.stderr), f"nvcc's own diagnostics first:\n{p.err}")
+    r = only(t.records())
+    expect(r["action"] == "call-failed" and r["exit_code"] == real.returncode, r)
+    expect(r["injected"] == ["sm_80"], r)
+    expect("its own failure, not the injection's" in p.err, p.err)
+    expect("injection failed" not in p.err, p.err)
+
+
+@case
 def packages_dir_unusable_warns(t):
     """NVCC_FORGE_PACKAGES_DIR naming no usable directory: the wrapper warns naming it and the
     call runs as without the variable (the bundled packages/), never failing a build."""
@@ -409,8 +433,9 @@ def failing_compile(t):
     mine = t.run(["nvcc"] + cmd, env=env)
     expect(mine.returncode == real.returncode, (mine.returncode, real.returncode))
     expect(mine.stderr.startswith(real.stderr), f"original diagnostics first:\n{mine.err}")
+    # The source fails for every target: the call's own failure, not the injection's.
     recs = t.records()
-    expect(recs[-1]["exit_code"] == real.returncode and recs[-1]["action"] == "injection-failed",
+    expect(recs[-1]["exit_code"] == real.returncode and recs[-1]["action"] == "call-failed",
            recs[-1])
 
 

@@ -6,6 +6,7 @@
 #include "toolkit/probe.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <fmt/format.h>
@@ -72,6 +73,21 @@ void write_log(const Call& call, LogRecord& rec, int exit_code) {
 std::string display_name(const std::string& tu) {
     auto slash = tu.rfind('/');
     return slash == std::string::npos || slash + 1 == tu.size() ? tu : tu.substr(slash + 1);
+}
+
+bool is_name_char(char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_';
+}
+
+// `name` (sm_80) in `text` as a word of its own: not inside sm_800 or xsm_80.
+bool names_token(const std::string& text, const std::string& name) {
+    for (std::size_t at = text.find(name); at != std::string::npos; at = text.find(name, at + 1)) {
+        const std::size_t end = at + name.size();
+        if ((at == 0 || !is_name_char(text[at - 1])) &&
+            (end == text.size() || !is_name_char(text[end])))
+            return true;
+    }
+    return false;
 }
 
 std::vector<std::string> unique_names(std::vector<arch::Target> targets) {
@@ -235,7 +251,76 @@ int plan_answer(const Call& call, const nvcc::Invocation& inv, const std::vector
     return kExitOk;
 }
 
+// What the fallback after a failed rewritten call needs of the call it stands for.
+struct InjectedCall {
+    const nvcc::Invocation& inv;
+    const EffectivePolicy& policy;
+    const nvcc::Rewrite& rw;
+    const std::vector<arch::Target>& missing;
+    const std::string& arch_specific_why;
+    int stdin_fd = -1;
+};
+
+// The stderr lines after the fallback: whose failure it was, and what the rewritten call said.
+void say_fallback(const Call& call, const InjectedCall& c, const ProcessOutcome& first,
+                  const ProcessOutcome& second, bool own_failure) {
+    std::string what =
+        c.rw.injected.empty() ? std::string() : "injected " + join_names(c.rw.injected);
+    if (!c.rw.clamped_targets.empty())
+        what += (what.empty() ? "" : ", ") + std::string("clamped ") +
+                fmt::format("{}", fmt::join(unique_names(c.rw.clamped_targets), ", "));
+    for (const auto& tu : tus_of(c.inv)) {
+        if (own_failure)
+            say(fmt::format("nvcc-forge: {}: the call fails as given too (exit {}), as it did "
+                            "with {}: its own failure, not the injection's (its diagnostics are "
+                            "above)\n",
+                            tu, second.status_code(), what));
+        else if (second.succeeded())
+            say(fmt::format("nvcc-forge: {}: injection failed: the call with {} exited {}; "
+                            "built the original call instead, which lacks them\n",
+                            tu, what, first.status_code()));
+        else
+            say(fmt::format("nvcc-forge: {}: injection failed: the call with {} exited {}, "
+                            "and the original call failed too (its diagnostics are above)\n",
+                            tu, what, first.status_code()));
+    }
+    // Its own failure: the rewritten call said what the caller's call just said.
+    if (!own_failure)
+        say("nvcc-forge: the rewritten call's diagnostics:\n" + indent(first.err + first.out));
+    if (second.succeeded()) print_drops(call, c.inv, c.policy, c.missing, c.arch_specific_why);
+}
+
+// The rewritten call failed (not by a signal): the caller's own call runs with inherited stdio,
+// and its exit, output and signal are the caller's. The log and stderr say whose failure it was:
+// injection-failed when the injected targets are to blame, call-failed when the call fails on
+// its own (failure_is_the_calls_own).
+int run_original_after_failure(const Call& call, const InjectedCall& c, const ProcessOutcome& first,
+                               LogRecord& rec) {
+    ProcessSpec second_spec = make_spec(call, call.args, false);
+    second_spec.stdin_fd = c.stdin_fd;
+    auto second = run_process(second_spec);
+    if (!second) {
+        replay(first);
+        say(fmt::format("nvcc-forge: {}\n", second.error().to_string()));
+        return kExitInput;
+    }
+    const bool own_failure = failure_is_the_calls_own(first, *second, c.rw.injected);
+    rec.action = own_failure ? kActionCallFailed : kActionInjectionFailed;
+    if (second->signal == 0) say_fallback(call, c, first, *second, own_failure);
+    return finish(call, rec, *second);
+}
+
 } // namespace
+
+bool failure_is_the_calls_own(const ProcessOutcome& rewritten, const ProcessOutcome& original,
+                              const std::vector<arch::Target>& injected) {
+    if (original.succeeded() || original.signal != 0 || original.forwarded_signal != 0 ||
+        original.status_code() != rewritten.status_code())
+        return false;
+    const std::string said = rewritten.err + rewritten.out;
+    return std::none_of(injected.begin(), injected.end(),
+                        [&](const arch::Target& t) { return names_token(said, t.name()); });
+}
 
 int exec_untouched(const Call& call) {
     ProcessSpec spec = make_spec(call, call.args, false);
@@ -465,35 +550,8 @@ int run_call(const Call& call) {
         return finish(call, rec, *first);
     }
 
-    ProcessSpec second_spec = make_spec(call, call.args, false);
-    second_spec.stdin_fd = stdin_fd;
-    auto second = run_process(second_spec);
-    if (!second) {
-        replay(*first);
-        say(fmt::format("nvcc-forge: {}\n", second.error().to_string()));
-        return kExitInput;
-    }
-    rec.action = kActionInjectionFailed;
-    if (second->signal == 0) {
-        std::string what =
-            rec.injected.empty() ? std::string() : "injected " + join_names(rw.injected);
-        if (!rw.clamped_targets.empty())
-            what += (what.empty() ? "" : ", ") + std::string("clamped ") +
-                    fmt::format("{}", fmt::join(unique_names(rw.clamped_targets), ", "));
-        for (const auto& tu : tus_of(inv)) {
-            if (second->succeeded())
-                say(fmt::format("nvcc-forge: {}: injection failed: the call with {} exited {}; "
-                                "built the original call instead, which lacks them\n",
-                                tu, what, first->status_code()));
-            else
-                say(fmt::format("nvcc-forge: {}: injection failed: the call with {} exited {}, "
-                                "and the original call failed too (its diagnostics are above)\n",
-                                tu, what, first->status_code()));
-        }
-        say("nvcc-forge: the rewritten call's diagnostics:\n" + indent(first->err + first->out));
-        if (second->succeeded()) print_drops(call, inv, *policy, cmp.missing, arch_specific_why);
-    }
-    return finish(call, rec, *second);
+    return run_original_after_failure(
+        call, {inv, *policy, rw, cmp.missing, arch_specific_why, stdin_fd}, *first, rec);
 }
 
 } // namespace forge::frontend
