@@ -417,5 +417,62 @@ def case_stub_parallel(t):
         s.check(all(os.path.getsize(t.path(f"k{i}.o")) > 0 for i in range(3)), "outputs written")
 
 
+# ---- the kept stubs are checked before use ------------------------------------------------------
+
+def kept_stubs(cache):
+    d = os.path.join(cache, "plan")
+    return {f[:-4] for f in os.listdir(d) if f.endswith(".out")} if os.path.isdir(d) else set()
+
+
+@ft.case("plan.stub.poisoned_cache_is_refused_and_rebuilt")
+def case_stub_poisoned(t):
+    """A kept stub is checked before use. With the stub of another flag set in its place (its
+    checksum file too), junk, or an empty file, plan named the file and trusted it: a false PASS,
+    a build 'failure', a false FAIL. Each is named, removed and compiled again, and the verdict is
+    the clean cache's."""
+    root, calls = logging_toolkit(t)
+    src = ft.write(t.path("k.cu"), "#error the stand-in never compiles the TU\n")
+    cache = t.path("cache")
+    env = base_env(t, NVCC_FORGE_CACHE_DIR=cache)
+    env["PATH"] = os.path.join(root, "bin") + os.pathsep + env["PATH"]
+
+    def build(gencode):
+        return ["sh", "-c", f"nvcc -c -Xcompiler -fPIC {gencode} {shlex.quote(src)} -o k.o && "
+                "nvcc -shared k.o -o k.so"]
+
+    narrow = build("-gencode arch=compute_80,code=sm_80")
+    wide = build("-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90")
+    plan(t, "8.0", ["k.so"], narrow, env=env).expect_rc(0)
+    key_narrow = ft.only(list(kept_stubs(cache)), what="kept stub")
+    r = plan(t, "8.0", ["k.so"], wide, env=env)
+    r.expect_rc(1)  # the clean cache's verdict: sm_90 is extra
+    key_wide = ft.only(list(kept_stubs(cache) - {key_narrow}), what="kept stub")
+    d = os.path.join(cache, "plan")
+    with open(os.path.join(d, key_narrow + ".out"), "rb") as f:
+        narrow_out = f.read()
+    narrow_sum = os.path.join(d, key_narrow + ".sum")
+    poisons = {"another flag set's stub": (narrow_out, None),
+               "junk": (b"this is not an object file\n", None), "empty": (b"", None)}
+    with ft.Soft() as s:
+        if s.check(os.path.exists(narrow_sum), "a kept stub has its checksum file"):
+            with open(narrow_sum, "rb") as f:
+                poisons["another flag set's stub and checksum"] = (narrow_out, f.read())
+        for what, (data, sum_data) in poisons.items():
+            ft.write(os.path.join(d, key_wide + ".out"), data)
+            if sum_data is not None:
+                ft.write(os.path.join(d, key_wide + ".sum"), sum_data)
+            before = len(stub_calls(calls)[0])
+            r = plan(t, "8.0", ["k.so"], wide, env=env)
+            s.check_eq(r.rc, 1, f"{what}: the verdict of a clean cache ({r.err[-1500:]})")
+            if r.rc in (0, 1):
+                s.check_eq(carried(r.json()["gate"]), {"k": (["sm_80", "sm_90"], [])},
+                           f"{what}: the targets the call asked for")
+            s.check(os.path.join(d, key_wide + ".out") in r.err and "refusing" in r.err,
+                    f"{what}: the kept stub is not named: {r.err[-1500:]}")
+            s.check_eq(len(stub_calls(calls)[0]) - before, 1, f"{what}: stub compiles")
+            with open(os.path.join(d, key_wide + ".out"), "rb") as f:
+                s.check(f.read() != data, f"{what}: rebuilt in place")
+
+
 if __name__ == "__main__":
     sys.exit(ft.main())

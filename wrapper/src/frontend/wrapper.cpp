@@ -168,6 +168,78 @@ bool write_all_to(const std::string& path, const std::string& text) {
     return static_cast<bool>(f.flush());
 }
 
+// One stub compile of the stand-in: the call without launchers (no ccache in front of a stub),
+// what the stub is built with, and where it is kept.
+struct StubJob {
+    const Call& bare;
+    const StubPlan& plan;
+    const toolkit::ToolkitCaps& caps;
+    const std::filesystem::path& dir;
+    const std::string& key;
+};
+
+Result<ProcessOutcome> compile_stub(const Call& call, const StubJob& job, const std::string& out) {
+    auto compile = [&](bool full_header) {
+        std::vector<std::string> args =
+            stub_compile_args(job.plan, call.plan->state_dir, job.caps.version, full_header);
+        if (job.plan.per_output) args.push_back("-DNVCC_FORGE_PLAN_ID=0x" + job.key.substr(0, 7));
+        args.push_back(stub_source_path(call.plan->state_dir).string());
+        args.push_back("-o");
+        args.push_back(out);
+        return run_process(make_spec(job.bare, args, true));
+    };
+    auto outcome = compile(false);
+    // A toolkit whose headers the short cuda_runtime.h does not suit: the stub with the toolkit's
+    // own header, as any TU compiles. Not after a signal: that ends the call.
+    if (outcome && outcome->exit_code != 0 && outcome->signal == 0 &&
+        outcome->forwarded_signal == 0)
+        outcome = compile(true);
+    return outcome;
+}
+
+// The stub for `output`: the kept one when it is sound, else compiled and kept. A kept one that
+// is not (standin.h, read_kept_stub) is named, removed and built again. nullopt: the call ends
+// with `exit_code`, said and logged.
+std::optional<StubFile> obtain_stub(const Call& call, const StubJob& job, const std::string& output,
+                                    LogRecord& rec, int& exit_code) {
+    KeptStub kept = read_kept_stub(job.dir, job.key);
+    if (kept.stub) return std::move(kept.stub);
+    if (!kept.problem.empty()) {
+        say(fmt::format(
+            "nvcc-forge: plan: refusing the kept stub {}; removed, compiling it again\n",
+            kept.problem));
+        drop_kept_stub(job.dir, job.key);
+    }
+    const std::string tmp =
+        fmt::format("{}.{}.tmp", (job.dir / (job.key + ".out")).string(), ::getpid());
+    auto outcome = compile_stub(call, job, tmp);
+    std::error_code ec;
+    if (!outcome || !outcome->succeeded()) std::filesystem::remove(tmp, ec);
+    if (!outcome) {
+        say(fmt::format("nvcc-forge: plan: {}\n", outcome.error().to_string()));
+        write_log(call, rec, kExitInput);
+        exit_code = kExitInput;
+        return std::nullopt;
+    }
+    if (!outcome->succeeded()) {
+        // Told to stop: the call ends as nvcc did, with no word of a failed stub.
+        if (outcome->signal == 0 && outcome->forwarded_signal == 0)
+            say(fmt::format("nvcc-forge: plan: the stub compile for {} failed:\n{}", output,
+                            indent(outcome->err + outcome->out)));
+        exit_code = finish(call, rec, *outcome);
+        return std::nullopt;
+    }
+    auto stub = keep_stub(job.dir, job.key, tmp);
+    if (!stub) {
+        std::filesystem::remove(tmp, ec);
+        say(fmt::format("nvcc-forge: plan: {}\n", stub.error().to_string()));
+        write_log(call, rec, kExitInput);
+        exit_code = kExitInput;
+        return std::nullopt;
+    }
+    return std::move(*stub);
+}
+
 // The stand-in's answer (standin.h): `args` is the call as the mode would run it. A link of
 // objects runs for real (its inputs are stubs); anything with sources gets the stub, built once
 // per flag set by the real nvcc and copied to each output.
@@ -178,7 +250,7 @@ int plan_answer(const Call& call, const nvcc::Invocation& inv, const std::vector
     if (inv.sources.empty()) return run_logged(call, link_args(*fin, args), rec);
 
     const StubPlan plan = plan_stub(*fin);
-    Call bare = call; // the stub compile needs no ccache in front of it
+    Call bare = call;
     bare.launchers.clear();
     bare.launcher_args.clear();
     const std::filesystem::path stubs =
@@ -190,51 +262,12 @@ int plan_answer(const Call& call, const nvcc::Invocation& inv, const std::vector
             plan.per_output ? std::filesystem::absolute(output, ec).string() : std::string();
         const std::string key =
             stub_cache_key(toolkit, plan.flags, call.env.prepend, call.env.append, unique);
-        const std::filesystem::path cached = stubs / (key + ".out");
         const StubLock lock(stubs / (key + ".lock"));
-        if (!std::filesystem::exists(cached, ec)) {
-            const std::string tmp = fmt::format("{}.{}.tmp", cached.string(), ::getpid());
-            auto compile = [&](bool full_header) {
-                std::vector<std::string> stub_args =
-                    stub_compile_args(plan, call.plan->state_dir, caps.version, full_header);
-                if (plan.per_output)
-                    stub_args.push_back("-DNVCC_FORGE_PLAN_ID=0x" + key.substr(0, 7));
-                stub_args.push_back(stub_source_path(call.plan->state_dir).string());
-                stub_args.push_back("-o");
-                stub_args.push_back(tmp);
-                return run_process(make_spec(bare, stub_args, true));
-            };
-            auto outcome = compile(false);
-            // A toolkit whose headers the short cuda_runtime.h does not suit: the stub with the
-            // toolkit's own header, as any TU compiles. Not after a signal: that ends the call.
-            if (outcome && outcome->exit_code != 0 && outcome->signal == 0 &&
-                outcome->forwarded_signal == 0)
-                outcome = compile(true);
-            if (!outcome) {
-                say(fmt::format("nvcc-forge: plan: {}\n", outcome.error().to_string()));
-                write_log(call, rec, kExitInput);
-                return kExitInput;
-            }
-            if (!outcome->succeeded()) {
-                say(fmt::format("nvcc-forge: plan: the stub compile for {} failed:\n{}", output,
-                                indent(outcome->err + outcome->out)));
-                return finish(call, rec, *outcome);
-            }
-            std::filesystem::rename(tmp, cached, ec);
-            if (ec) {
-                say(fmt::format("nvcc-forge: plan: cannot store the stub {}: {}\n", cached.string(),
-                                ec.message()));
-                write_log(call, rec, kExitInput);
-                return kExitInput;
-            }
-        }
-        const std::string tmp_out = fmt::format("{}.nvcc-forge-plan.{}", output, ::getpid());
-        std::filesystem::copy_file(cached, tmp_out,
-                                   std::filesystem::copy_options::overwrite_existing, ec);
-        if (!ec) std::filesystem::rename(tmp_out, output, ec);
-        if (ec) {
-            std::filesystem::remove(tmp_out, ec);
-            say(fmt::format("nvcc-forge: plan: cannot write {}\n", output));
+        int exit_code = kExitOk;
+        auto stub = obtain_stub(call, {bare, plan, caps, stubs, key}, output, rec, exit_code);
+        if (!stub) return exit_code;
+        if (auto written = write_stub_output(*stub, output); !written) {
+            say(fmt::format("nvcc-forge: plan: {}\n", written.error().to_string()));
             write_log(call, rec, kExitInput);
             return kExitInput;
         }
