@@ -311,6 +311,57 @@ def injection_failed(t):
 
 
 @case
+def fallback_own_failure(t):
+    """inject: the rewritten call fails for a reason of the call's own (an output nvcc cannot
+    write), and the caller's call fails the same way: the log says call-failed, not
+    injection-failed, stderr says so, and exit code and nvcc's output are the caller's own."""
+    w = t.path_wrapper()
+    env = t.env(PATH=w + os.pathsep + os.environ["PATH"], NVCC_FORGE_ARCH_LIST="8.0 9.0",
+                NVCC_FORGE_LOG=t.log)
+    # Writable by nobody, root included: a directory that does not exist.
+    cmd = ["-c", os.path.join(t.kernels, "k.cu"), "-o", os.path.join(t.out, "no_dir", "k.o"),
+           "-gencode", "arch=compute_90,code=sm_90"]
+    real = t.run([t.nvcc] + cmd)
+    expect(real.returncode != 0, f"the real nvcc must fail: {real.err}")
+    p = t.run(["nvcc"] + cmd, env=env)
+    expect(p.returncode == real.returncode, (p.returncode, real.returncode))
+    expect(p.stdout == real.stdout, "stdout differs")
+    expect(p.stderr.startswith(real.stderr), f"nvcc's own diagnostics first:\n{p.err}")
+    r = only(t.records())
+    expect(r["action"] == "call-failed" and r["exit_code"] == real.returncode, r)
+    expect(r["injected"] == ["sm_80"], r)
+    expect("its own failure, not the injection's" in p.err, p.err)
+    expect("injection failed" not in p.err, p.err)
+
+
+@case
+def packages_dir_unusable_warns(t):
+    """NVCC_FORGE_PACKAGES_DIR naming no usable directory: the wrapper warns naming it and the
+    call runs as without the variable (the bundled packages/), never failing a build."""
+    w = t.path_wrapper()
+    bad_file = os.path.join(t.dir, "not_a_dir")
+    ft.write(bad_file, "a file\n")
+    values = {"missing": os.path.join(t.dir, "no", "such", "dir"), "a file": bad_file,
+              "130000 bytes": "/" + "d" * 129999, "a newline": t.dir + "\n"}
+    obj = os.path.join(t.out, "k.o")
+    for what, value in values.items():
+        env = t.env(PATH=w + os.pathsep + os.environ["PATH"], NVCC_FORGE_ARCH_LIST="8.0",
+                    NVCC_FORGE_PACKAGE="flash_attn", NVCC_FORGE_PACKAGES_DIR=value)
+        # One real compile; the other values show the warning on a call nvcc answers at once.
+        args = (["-c", os.path.join(t.kernels, "k.cu"), "-o", obj, "-gencode",
+                 "arch=compute_80,code=sm_80"] if what == "missing" else ["--version"])
+        p = t.run(["nvcc"] + args, env=env)
+        expect(p.returncode == 0, f"{what}: the call must run: {p.err[:2000]}")
+        expect("warning" in p.err and "NVCC_FORGE_PACKAGES_DIR" in p.err and value[:20] in p.err,
+               f"{what}: no warning naming it: {p.err[:2000]}")
+        expect(len(p.err) < 2000, f"{what}: the warning must not repeat the whole value")
+        if what == "missing":
+            expect(t.targets(obj) == {"sm_80"}, t.targets(obj))
+        else:
+            expect("Cuda compilation tools" in p.out, p.out)
+
+
+@case
 def rdc_dlink(t):
     w = t.path_wrapper()
     env = t.env(PATH=w + os.pathsep + os.environ["PATH"], NVCC_FORGE_ARCH_LIST="8.0 9.0+PTX",
@@ -449,8 +500,9 @@ def failing_compile(t):
     mine = t.run(["nvcc"] + cmd, env=env)
     expect(mine.returncode == real.returncode, (mine.returncode, real.returncode))
     expect(mine.stderr.startswith(real.stderr), f"original diagnostics first:\n{mine.err}")
+    # The source fails for every target: the call's own failure, not the injection's.
     recs = t.records()
-    expect(recs[-1]["exit_code"] == real.returncode and recs[-1]["action"] == "injection-failed",
+    expect(recs[-1]["exit_code"] == real.returncode and recs[-1]["action"] == "call-failed",
            recs[-1])
 
 

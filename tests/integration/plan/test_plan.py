@@ -8,8 +8,11 @@ import json
 import os
 import shlex
 import shutil
+import signal
+import subprocess
 import sys
 import tempfile
+import time
 import zipfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
@@ -528,6 +531,293 @@ def case_stub_parallel(t):
         s.check_eq(sorted(c["output"] for c in r.json()["calls"]),
                    [f"k{i}.o" for i in range(3)], "the three calls")
         s.check(all(os.path.getsize(t.path(f"k{i}.o")) > 0 for i in range(3)), "outputs written")
+
+
+# ---- signals: the build's process group ------------------------------------------------------
+
+def wait_until(pred, what, timeout=240):
+    """Polls `pred` (a loaded 2-core machine starts a build slowly: a generous bound, no timing
+    assertion); fails naming `what` when it does not hold within `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not pred():
+        if time.monotonic() > deadline:
+            ft.fail(f"{what}: not within {timeout} s")
+        time.sleep(0.1)
+
+
+def group_gone(pgid):
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def processes_naming(text):
+    """The pids of processes (not this one) whose command line contains `text`."""
+    found = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit() or int(d) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{d}/cmdline", "rb") as f:
+                if text.encode() in f.read():
+                    found.append(int(d))
+        except OSError:
+            pass
+    return found
+
+
+def group_commands(pgid):
+    """The command names (comm) of the processes in process group `pgid`."""
+    found = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        comm, rest = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
+        if int(rest[2]) == pgid:  # state, ppid, pgrp
+            found.append(comm)
+    return found
+
+
+def snapshot(d):
+    return sorted((os.path.relpath(os.path.join(r, f), d), os.path.getsize(os.path.join(r, f)))
+                  for r, _, fs in os.walk(d) for f in fs)
+
+
+def signal_plan(t, sig, body, started, *extra, want_killed=False):
+    """Starts `plan -- sh -c SCRIPT` (SCRIPT: records its process group and shadow root, then
+    `body`), sends `sig` to plan once `started(pgid)` holds, and checks what the issue asks: plan ends
+    by the same signal, no process of the build's group is left (nor any naming the case's
+    directory or the shadow root), the shadow root is gone, and no report claims the build exited
+    128+N."""
+    pgid_file, root_file = t.path("build.pgid"), t.path("build.root")
+    script = f"echo $$ > {shlex.quote(pgid_file)}; echo \"$CUDA_HOME\" > {shlex.quote(root_file)}; "
+    argv = [t.forge_exe, "plan", "--arch-list", "8.0", *extra, "--", "sh", "-c", script + body]
+    # Files, not pipes: a process that outlives plan would hold a pipe open, and reading it to its
+    # end would wait for that process.
+    out_file, err_file = t.path("plan.out"), t.path("plan.err")
+    pgid = None
+    with open(out_file, "wb") as out_f, open(err_file, "wb") as err_f:
+        # A stub cache of the case's own: every -dc object of a loop is a real stub compile.
+        env = base_env(t, NVCC_FORGE_CACHE_DIR=t.path("cache"))
+        proc = subprocess.Popen(argv, env=env, cwd=t.work, stdin=subprocess.DEVNULL,
+                                stdout=out_f, stderr=err_f)
+    try:
+        wait_until(lambda: os.path.exists(root_file), "the build started")
+        pgid = int(ft.read(pgid_file))
+        wait_until(lambda: started(pgid), "the build at work")
+        root = ft.read(root_file).strip()
+        proc.send_signal(sig)
+        try:
+            proc.wait(timeout=240)
+        except subprocess.TimeoutExpired:
+            ft.fail(f"plan still running 240 s after {sig.name}")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        survivors = pgid is not None and not group_gone(pgid)
+        if survivors:  # failed below; not left running after the case
+            os.killpg(pgid, signal.SIGKILL)
+    with open(out_file, "rb") as f:
+        out = f.read()
+    err = ft.read(err_file)
+    with ft.Soft() as s:
+        s.check_eq(proc.returncode, -sig, f"plan's end ({err[-1500:]})")
+        s.check(not survivors, f"a process of the build's group {pgid} outlived plan")
+        s.check_eq(processes_naming(t.work), [], "processes naming the case's directory")
+        s.check_eq(processes_naming(os.path.dirname(root)), [], "processes naming the shadow root")
+        s.check(not os.path.exists(os.path.dirname(root)), f"the shadow root {root} is left")
+        s.check_eq(out, b"", "no report on stdout: nothing was judged")
+        s.check(f"stopped by {sig.name}" in err, err[-1500:])
+        s.check(f"exited {128 + sig}" not in err, err[-1500:])
+        s.check(("outlived the grace" in err) == want_killed, err[-1500:])
+    return pgid
+
+
+def nvcc_loop(t):
+    """A script body that loops over nvcc, each -dc object a stub compile of its own (so the real
+    nvcc is at work when the signal comes), and the directory it writes into."""
+    t.nvcc()
+    src = ft.write(t.path("k.cu"), "#error the stand-in never compiles the TU\n")
+    out = t.path("out")
+    os.makedirs(out)
+    body = (f"i=0; while :; do nvcc -dc -gencode arch=compute_80,code=sm_80 {shlex.quote(src)} "
+            f"-o {shlex.quote(out)}/k$i.o || exit 1; i=$((i+1)); done")
+    return out, body
+
+
+@ft.case("plan.signals.term_ends_a_loop_over_nvcc")
+def case_signal_term_nvcc(t):
+    """SIGTERM while a script loops over nvcc: everything ends, and nothing writes after plan has
+    exited."""
+    out, body = nvcc_loop(t)
+    signal_plan(t, signal.SIGTERM, body, lambda _: os.path.exists(os.path.join(out, "k0.o")))
+    # No process of the build is left (checked above): what is in out/ now is all there will be.
+    before = snapshot(out)
+    ft.check(processes_naming(t.work) == [] and snapshot(out) == before, "a write after plan")
+
+
+@ft.case("plan.signals.int_ends_a_loop_over_nvcc")
+def case_signal_int_nvcc(t):
+    """SIGINT (it hung: passed to the direct child only, whose shell waited for a compiler that
+    never heard of it)."""
+    out, body = nvcc_loop(t)
+    signal_plan(t, signal.SIGINT, body, lambda _: os.path.exists(os.path.join(out, "k0.o")))
+
+
+@ft.case("plan.signals.hup_ends_a_sleeping_build")
+def case_signal_hup_sleep(t):
+    """`sh -c 'sleep 1000; echo'`: the sleep stayed behind."""
+    t.nvcc()
+    signal_plan(t, signal.SIGHUP, "sleep 1000; echo", lambda g: "sleep" in group_commands(g))
+
+
+@ft.case("plan.signals.group_that_ignores_it_is_killed_after_the_grace")
+def case_signal_grace(t):
+    """A build that ignores the signal gets --grace seconds, then SIGKILL to its group; plan still
+    ends by the signal it was sent."""
+    t.nvcc()
+    # The shell ignores SIGTERM before the sleep starts, and the sleep inherits that.
+    signal_plan(t, signal.SIGTERM, "trap '' TERM; sleep 1000; echo",
+                lambda g: "sleep" in group_commands(g), "--grace", "1", want_killed=True)
+
+
+# ---- the kept stubs are checked before use ------------------------------------------------------
+
+def kept_stubs(cache):
+    d = os.path.join(cache, "plan")
+    return {f[:-4] for f in os.listdir(d) if f.endswith(".out")} if os.path.isdir(d) else set()
+
+
+@ft.case("plan.stub.poisoned_cache_is_refused_and_rebuilt")
+def case_stub_poisoned(t):
+    """A kept stub is checked before use. With the stub of another flag set in its place (its
+    checksum file too), junk, or an empty file, plan named the file and trusted it: a false PASS,
+    a build 'failure', a false FAIL. Each is named, removed and compiled again, and the verdict is
+    the clean cache's."""
+    root, calls = logging_toolkit(t)
+    src = ft.write(t.path("k.cu"), "#error the stand-in never compiles the TU\n")
+    cache = t.path("cache")
+    env = base_env(t, NVCC_FORGE_CACHE_DIR=cache)
+    env["PATH"] = os.path.join(root, "bin") + os.pathsep + env["PATH"]
+
+    def build(gencode):
+        return ["sh", "-c", f"nvcc -c -Xcompiler -fPIC {gencode} {shlex.quote(src)} -o k.o && "
+                "nvcc -shared k.o -o k.so"]
+
+    narrow = build("-gencode arch=compute_80,code=sm_80")
+    wide = build("-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90")
+    plan(t, "8.0", ["k.so"], narrow, env=env).expect_rc(0)
+    key_narrow = ft.only(list(kept_stubs(cache)), what="kept stub")
+    r = plan(t, "8.0", ["k.so"], wide, env=env)
+    r.expect_rc(1)  # the clean cache's verdict: sm_90 is extra
+    key_wide = ft.only(list(kept_stubs(cache) - {key_narrow}), what="kept stub")
+    d = os.path.join(cache, "plan")
+    with open(os.path.join(d, key_narrow + ".out"), "rb") as f:
+        narrow_out = f.read()
+    narrow_sum = os.path.join(d, key_narrow + ".sum")
+    poisons = {"another flag set's stub": (narrow_out, None),
+               "junk": (b"this is not an object file\n", None), "empty": (b"", None)}
+    with ft.Soft() as s:
+        if s.check(os.path.exists(narrow_sum), "a kept stub has its checksum file"):
+            with open(narrow_sum, "rb") as f:
+                poisons["another flag set's stub and checksum"] = (narrow_out, f.read())
+        for what, (data, sum_data) in poisons.items():
+            ft.write(os.path.join(d, key_wide + ".out"), data)
+            if sum_data is not None:
+                ft.write(os.path.join(d, key_wide + ".sum"), sum_data)
+            before = len(stub_calls(calls)[0])
+            r = plan(t, "8.0", ["k.so"], wide, env=env)
+            s.check_eq(r.rc, 1, f"{what}: the verdict of a clean cache ({r.err[-1500:]})")
+            if r.rc in (0, 1):
+                s.check_eq(carried(r.json()["gate"]), {"k": (["sm_80", "sm_90"], [])},
+                           f"{what}: the targets the call asked for")
+            s.check(os.path.join(d, key_wide + ".out") in r.err and "refusing" in r.err,
+                    f"{what}: the kept stub is not named: {r.err[-1500:]}")
+            s.check_eq(len(stub_calls(calls)[0]) - before, 1, f"{what}: stub compiles")
+            with open(os.path.join(d, key_wide + ".out"), "rb") as f:
+                s.check(f.read() != data, f"{what}: rebuilt in place")
+
+
+# ---- the report --------------------------------------------------------------------------------
+
+@ft.case("plan.report.build_that_never_ran")
+def case_never_ran(t):
+    """A build command that cannot start never ran: build_exit is null, with the reason."""
+    t.nvcc()
+    r = t.forge("plan", "--arch-list", "8.0", "--format", "json", "--", "no-such-command-forge",
+                env=base_env(t))
+    r.expect_rc(2)
+    j = r.json()
+    with ft.Soft() as s:
+        s.check_eq(j["build_exit"], None, "build_exit")
+        s.check_eq(j["verdict"], "error", "verdict")
+        s.check("could not start" in j["reason"] and "no-such-command-forge" in j["reason"],
+                j["reason"])
+
+
+@ft.case("plan.report.gate_error_never_says_pass")
+def case_gate_error(t):
+    """The gate cannot read one of the files: plan's verdict is an error, and the gate's own
+    verdict under it is no pass."""
+    t.nvcc()
+    src = ft.write(t.path("k.cu"), "#error the stand-in never compiles the TU\n")
+    cmd = ["sh", "-c", "nvcc -shared -Xcompiler -fPIC -gencode arch=compute_80,code=sm_80 "
+           f"{shlex.quote(src)} -o k.so && printf 'not an ELF' > junk.so"]
+    r = t.forge("plan", "--arch-list", "8.0", "--gate", "*.so", "--", *cmd, env=base_env(t),
+                timeout=280)
+    r.expect_rc(2)
+    with ft.Soft() as s:
+        s.check(r.out.startswith("nvcc-forge plan: error"), r.out)
+        s.check("verdict: pass" not in r.out, r.out)
+        s.check("junk.so" in r.err, r.err)
+    j = plan(t, "8.0", ["*.so"], cmd, cwd=t.work).json()
+    ft.check_eq((j["verdict"], j["gate"]["verdict"]), ("error", "fail"), "verdicts")
+
+
+@ft.case("plan.report.no_nvcc_is_no_cuda_hint")
+def case_no_nvcc(t):
+    """Plan compiles its stubs with the real nvcc whatever --cuda says: without one anywhere it
+    must not suggest passing --cuda."""
+    env = t.env(PATH="/usr/bin:/bin", CUDA_HOME=None, CUDA_PATH=None, NVCC_FORGE_REAL_NVCC=None,
+                NVCC_FORGE_CACHE_DIR=os.path.join(t.work_root, "plan-cache"))
+    if shutil.which("nvcc", path=env["PATH"]):
+        ft.skip("an nvcc in /usr/bin or /bin")
+    argv = [t.forge_exe, "plan", "--cuda", "13.0", "--", "true"]
+    if os.path.exists("/usr/local/cuda/bin/nvcc"):
+        # The last place looked at: hidden in a mount namespace of this command's own.
+        if t.run(["unshare", "-m", "true"]).rc != 0:
+            ft.skip("/usr/local/cuda/bin/nvcc exists and cannot be hidden (unshare -m)")
+        argv = ["unshare", "-m", "sh", "-c", 'mount -t tmpfs none /usr/local/cuda && exec "$@"',
+                "sh", *argv]
+    r = t.run(argv, env=env)
+    r.expect_rc(2)
+    with ft.Soft() as s:
+        s.check("no real nvcc found" in r.err, r.err)
+        s.check("--cuda" not in r.err, r.err)
+
+
+@ft.case("plan.packages_dir_unusable_is_exit_2")
+def case_packages_dir(t):
+    """A packages directory named by NVCC_FORGE_PACKAGES_DIR that cannot be used stops plan before
+    the build (exit 2 naming it)."""
+    t.nvcc()
+    marker = t.path("ran")
+    for value in (t.path("no", "such", "dir"), "/" + "d" * 129999, t.work + "\n"):
+        r = t.forge("plan", "--arch-list", "8.0", "--", "touch", marker,
+                    env=base_env(t, NVCC_FORGE_PACKAGES_DIR=value))
+        r.expect_rc(2)
+        r.expect_err("NVCC_FORGE_PACKAGES_DIR")
+        ft.check(not os.path.exists(marker), "the build ran")
 
 
 if __name__ == "__main__":

@@ -125,6 +125,41 @@ def case_resolve_package(t):
     check(j["arch_list"] == "8.6+PTX" and j["ptx_added"] == ["8.6"], j)
 
 
+# NVCC_FORGE_PACKAGES_DIR values that name no usable directory: a missing directory, a file, a
+# value longer than any path (the issue's 131 KB, within what execve takes), a value with a newline.
+def unusable_packages_dirs(t):
+    as_file = ft.write(t.path("not_a_dir"), "a file\n")
+    return {"missing": t.path("no", "such", "dir"), "a file": as_file,
+            "130000 bytes": "/" + "d" * 129999, "a newline": os.path.join(FIX, "packages") + "\n"}
+
+
+@ft.case("policy.cli.packages_dir_unusable_is_exit_2")
+def case_packages_dir_unusable(t):
+    """A packages directory named by NVCC_FORGE_PACKAGES_DIR or --packages-dir that cannot be used
+    is exit 2 naming it in every command that reads the policy (it resolved the policy row without
+    a word); a usable one is read, as the wrapper reads it."""
+    so = ft.write(t.path("x.so"), "not read: the packages directory is checked first\n")
+    commands = [("resolve", "--cuda", "12.8", "--package", "lanes"), ("env", "--cuda", "12.8"),
+                ("verify", so, "--arch-list", "8.0"), ("coverage", "--cuda", "12.8"),
+                ("coverage", "--matrix", "--package", "lanes")]
+    with ft.Soft() as s:
+        for what, value in unusable_packages_dirs(t).items():
+            for cmd in commands:
+                p = run(*cmd, env={"NVCC_FORGE_PACKAGES_DIR": value}, expect=None)
+                s.check(p.rc == 2 and "NVCC_FORGE_PACKAGES_DIR" in p.err and
+                        value[:20] in p.err and len(p.err) < 2000,
+                        f"{what}: {' '.join(cmd[:2])}: exit {p.rc}: {p.err[:600]}")
+            p = run("resolve", "--cuda", "12.8", "--packages-dir", value, expect=None)
+            s.check(p.rc == 2 and "--packages-dir" in p.err, f"{what}: --packages-dir: {p.err[:600]}")
+        # A usable directory in the variable is the one the commands read (the wrapper's).
+        pkgs = os.path.join(FIX, "packages")
+        j = json.loads(run("resolve", "--cuda", "12.8", "--torch", "2.9", "--python", "3.12",
+                           "--package", "lanes", "--format", "json",
+                           env={"NVCC_FORGE_PACKAGES_DIR": pkgs}).stdout)
+        s.check_eq(j["source"], "packages/lanes/build_matrix.yml:combinations[0].arch_list",
+                   "the variable's package")
+
+
 @ft.case("policy.cli.package_arch_list_form")
 def case_package_arch_list_form(t):
     # sageattention's setup.py splits on ';' and ',' and builds only `a` targets: its package file

@@ -4,10 +4,14 @@
 #include "../joined.h"
 
 #include <cerrno>
+#include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <gtest/gtest.h>
+#include <sstream>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -251,4 +255,139 @@ TEST(Process, TooLongForTheKernelRunsTheCallersOwnCallInstead) {
     ASSERT_TRUE(r.ok());
     EXPECT_FALSE(r->too_long);
     EXPECT_EQ(r->out, "fits");
+}
+
+namespace {
+
+// Reads a number a script wrote into `path` (0 when it is not there).
+long read_number(const std::string& path) {
+    std::FILE* f = std::fopen(path.c_str(), "r");
+    if (f == nullptr) return 0;
+    long n = 0;
+    if (std::fscanf(f, "%ld", &n) != 1) n = 0;
+    std::fclose(f);
+    return n;
+}
+
+bool process_group_gone(long pgid) {
+    return pgid > 0 && ::kill(static_cast<pid_t>(-pgid), 0) != 0 && errno == ESRCH;
+}
+
+// plan's build: its own process group, signals forwarded to all of it.
+ProcessSpec group_sh(const std::string& script, std::chrono::milliseconds grace) {
+    ProcessSpec s = sh(script);
+    s.own_process_group = true;
+    s.group_grace = grace;
+    return s;
+}
+
+// Forks a stand-in for plan that runs `script` as a group and reports through its exit: 0 when
+// the outcome is as `ok` says, else 9x. The test signals the stand-in once `ready` exists.
+pid_t start_group_runner(const std::string& script, std::chrono::milliseconds grace,
+                         bool (*ok)(const ProcessOutcome&)) {
+    const pid_t runner = ::fork();
+    if (runner != 0) return runner;
+    auto r = run_process(group_sh(script, grace));
+    if (!r.ok()) ::_exit(90);
+    if (!ok(*r)) ::_exit(91);
+    ProcessOutcome as_told;
+    as_told.signal = r->forwarded_signal;
+    propagate(as_told); // ends the stand-in by the signal it was told to stop with, as plan does
+    ::_exit(92);
+}
+
+} // namespace
+
+TEST(ProcessGroup, ASignalReachesEveryProcessOfTheGroupAndNoneOutlivesTheRun) {
+    // A sleep in the background and one in the foreground, as a build's parallel jobs: with the
+    // signal passed only to the direct child, both sleeps were orphaned and kept running. (SIGTERM:
+    // a shell's background job ignores SIGINT.)
+    const std::string ready = ready_file("group_ready");
+    const std::string bg = ready_file("group_bg");
+    std::filesystem::remove(ready);
+    std::filesystem::remove(bg);
+    const pid_t runner = start_group_runner(
+        "sleep 1000 & echo $! > '" + bg + "'; echo $$ > '" + ready + "'; sleep 1000; echo",
+        std::chrono::seconds(60), [](const ProcessOutcome& o) {
+            return o.forwarded_signal == SIGTERM && !o.group_killed && o.signal == SIGTERM;
+        });
+    ASSERT_GT(runner, 0);
+    wait_for_file(ready);
+    const long pgid = read_number(ready);
+    const long sleeper = read_number(bg);
+    ASSERT_GT(pgid, 0);
+    ASSERT_GT(sleeper, 0);
+    EXPECT_EQ(::getpgid(static_cast<pid_t>(pgid)), pgid) << "the build leads its own group";
+    ::kill(runner, SIGTERM);
+    int st = 0;
+    ::waitpid(runner, &st, 0);
+    std::filesystem::remove(ready);
+    std::filesystem::remove(bg);
+    ASSERT_TRUE(WIFSIGNALED(st)) << "exit " << WEXITSTATUS(st);
+    EXPECT_EQ(WTERMSIG(st), SIGTERM);
+    EXPECT_TRUE(process_group_gone(pgid)) << "a process of the group outlived the run";
+    EXPECT_NE(::kill(static_cast<pid_t>(sleeper), 0), 0) << "the background sleep outlived it";
+}
+
+TEST(ProcessGroup, AGroupThatIgnoresTheSignalIsKilledAfterTheGrace) {
+    const std::string ready = ready_file("group_deaf");
+    std::filesystem::remove(ready);
+    // The ignored SIGTERM is inherited by the sleep: nothing ends it but SIGKILL.
+    const pid_t runner = start_group_runner(
+        "trap '' TERM; echo $$ > '" + ready + "'; sleep 1000; echo", std::chrono::milliseconds(200),
+        [](const ProcessOutcome& o) {
+            return o.forwarded_signal == SIGTERM && o.group_killed && o.signal == SIGKILL;
+        });
+    ASSERT_GT(runner, 0);
+    wait_for_file(ready);
+    const long pgid = read_number(ready);
+    ASSERT_GT(pgid, 0);
+    ::kill(runner, SIGTERM);
+    int st = 0;
+    ::waitpid(runner, &st, 0);
+    std::filesystem::remove(ready);
+    ASSERT_TRUE(WIFSIGNALED(st)) << "exit " << WEXITSTATUS(st);
+    EXPECT_EQ(WTERMSIG(st), SIGTERM);
+    EXPECT_TRUE(process_group_gone(pgid));
+}
+
+TEST(ProcessGroup, ASignalHeldBeforeTheStartIsForwardedAtOnce) {
+    // plan holds the signals while it makes its shadow root: one that came meanwhile must stop
+    // the build as soon as it starts, not be lost nor kill plan before it can clean up.
+    EXPECT_EQ(in_child([] {
+                  const SignalsHeld held;
+                  ::raise(SIGHUP);
+                  auto r = run_process(group_sh("sleep 1000", std::chrono::seconds(60)));
+                  if (!r) return 90;
+                  return r->forwarded_signal == SIGHUP && r->signal == SIGHUP ? 0 : 91;
+              }),
+              0);
+}
+
+TEST(ProcessGroup, ANormalEndReturnsTheExitAndStdoutCanGoToStderr) {
+    const std::string out = ready_file("group_out");
+    const std::string err = ready_file("group_err");
+    EXPECT_EQ(in_child([&] {
+                  std::FILE* o = std::fopen(out.c_str(), "w");
+                  std::FILE* e = std::fopen(err.c_str(), "w");
+                  if (o == nullptr || e == nullptr) return 90;
+                  ::dup2(::fileno(o), STDOUT_FILENO);
+                  ::dup2(::fileno(e), STDERR_FILENO);
+                  ProcessSpec s =
+                      group_sh("echo out; echo err >&2; exit 3", std::chrono::seconds(1));
+                  s.output = ProcessSpec::Output::StdoutToStderr;
+                  auto r = run_process(s);
+                  if (!r) return 91;
+                  return r->exit_code == 3 && r->forwarded_signal == 0 && !r->group_killed ? 0 : 92;
+              }),
+              0);
+    std::ifstream o(out), e(err);
+    std::stringstream os, es;
+    os << o.rdbuf();
+    es << e.rdbuf();
+    std::filesystem::remove(out);
+    std::filesystem::remove(err);
+    EXPECT_EQ(os.str(), "");
+    EXPECT_EQ(es.str(), "out\nerr\n");
+    EXPECT_EQ(signal_name(SIGTERM), "SIGTERM");
 }

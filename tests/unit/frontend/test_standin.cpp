@@ -1,11 +1,16 @@
 // The plan stand-in's pure parts: which flags the stub compile keeps, where the call's outputs
-// and dependency files go, the plan configuration, the configure probes left to the real nvcc.
+// and dependency files go, the plan configuration, the configure probes left to the real nvcc,
+// and the kept stubs (a poisoned one is refused).
 #include "../nvcc/caps_fixture.h"
+#include "../temp_dir.h"
 #include "core/plan_marker.h"
 #include "frontend/standin.h"
 
 #include <filesystem>
+#include <fstream>
 #include <gtest/gtest.h>
+#include <optional>
+#include <sstream>
 #include <unistd.h>
 
 namespace fs = std::filesystem;
@@ -191,5 +196,118 @@ TEST(StandinConfig, RoundTripAndApply) {
     std::ofstream(dir / "bad.json") << "{\"arch_list\": 1}";
     EXPECT_FALSE(read_plan_config(dir / "bad.json").ok());
     EXPECT_FALSE(read_plan_config(dir / "absent.json").ok());
+    fs::remove_all(dir);
+}
+
+namespace {
+
+void write_bytes(const fs::path& p, const std::string& bytes) {
+    std::ofstream f(p, std::ios::binary | std::ios::trunc);
+    f << bytes;
+}
+
+std::string slurp(const fs::path& p) {
+    std::ifstream f(p, std::ios::binary);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+}
+
+// A stub kept under `key` as the stand-in keeps one: compiled into a temporary file, then kept.
+void keep(const fs::path& dir, const std::string& key, const std::string& bytes) {
+    const fs::path compiled = dir / (key + ".out.1.tmp");
+    write_bytes(compiled, bytes);
+    auto kept = keep_stub(dir, key, compiled);
+    EXPECT_TRUE(kept.ok()) << kept.error().to_string();
+    EXPECT_FALSE(fs::exists(compiled)) << "renamed into place";
+}
+
+} // namespace
+
+TEST(StandinStubCache, AKeptStubIsServedOnlyWhenItsChecksumSaysSo) {
+    const fs::path dir = forge::test::temp_dir("stub_cache");
+    const std::string a = std::string("\x7f"
+                                      "ELF stub for sm_80",
+                                      19);
+    const std::string b = std::string("\x7f"
+                                      "ELF stub for sm_80 sm_100",
+                                      26);
+    keep(dir, "ka", a);
+    keep(dir, "kb", b);
+    EXPECT_EQ(slurp(dir / "ka.sum").rfind(stub_sum("ka", a) + "file ", 0), 0u)
+        << slurp(dir / "ka.sum");
+    auto sound = read_kept_stub(dir, "ka");
+    ASSERT_TRUE(sound.stub.has_value()) << sound.problem;
+    EXPECT_EQ(*sound.stub->read_all(), a);
+    EXPECT_EQ(sound.problem, "");
+    auto none = read_kept_stub(dir, "kc");
+    EXPECT_FALSE(none.stub.has_value());
+    EXPECT_EQ(none.problem, "") << "nothing kept is no problem";
+
+    // Each poisoning is refused, naming the file: junk, empty, another key's stub (with its sum or
+    // without: the sum names its key), a stub without its sum.
+    struct Poison {
+        const char* what;
+        std::string out;
+        std::optional<std::string> sum; // nullopt: the sum left as it is; "" removes it
+    };
+    const std::vector<Poison> poisons{
+        {"junk", "this is not an object file\n", std::nullopt},
+        {"empty", "", std::nullopt},
+        {"another key's stub", b, std::nullopt},
+        {"another key's stub and sum", b, stub_sum("kb", b)},
+        {"no sum", a, std::string()},
+    };
+    for (const auto& p : poisons) {
+        keep(dir, "ka", a);
+        write_bytes(dir / "ka.out", p.out);
+        if (p.sum && p.sum->empty())
+            fs::remove(dir / "ka.sum");
+        else if (p.sum)
+            write_bytes(dir / "ka.sum", *p.sum);
+        auto kept = read_kept_stub(dir, "ka");
+        EXPECT_FALSE(kept.stub.has_value()) << p.what;
+        EXPECT_NE(kept.problem.find((dir / "ka.out").string()), std::string::npos)
+            << p.what << ": " << kept.problem;
+        drop_kept_stub(dir, "ka");
+        EXPECT_FALSE(fs::exists(dir / "ka.out") || fs::exists(dir / "ka.sum")) << p.what;
+    }
+    EXPECT_TRUE(read_kept_stub(dir, "kb").stub.has_value()) << "the other entry untouched";
+    // The same bytes written again (restored from a backup): no longer the file the sum was
+    // written for, but its content has the sum's sha256.
+    write_bytes(dir / "kb.out", b);
+    EXPECT_TRUE(read_kept_stub(dir, "kb").stub.has_value());
+    // A stub moved over another keeps its own inode: the sha256 decides.
+    keep(dir, "ka", a);
+    fs::rename(dir / "ka.out", dir / "kb.out");
+    EXPECT_FALSE(read_kept_stub(dir, "kb").stub.has_value());
+    fs::remove_all(dir);
+}
+
+TEST(StandinStubCache, OutputsGetTheStubsBytesAndMode) {
+    const fs::path dir = forge::test::temp_dir("stub_output");
+    const fs::path compiled = dir / "k.out.1.tmp";
+    const std::string big(300 * 1024 + 7, 'x'); // more than one copy_file_range chunk may take
+    write_bytes(compiled, big);
+    fs::permissions(compiled, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec);
+    auto kept = keep_stub(dir, "k", compiled);
+    ASSERT_TRUE(kept.ok());
+    ASSERT_TRUE(write_stub_output(*kept, (dir / "a.out").string()).ok());
+    ASSERT_TRUE(write_stub_output(*kept, (dir / "b.out").string()).ok()) << "twice from one file";
+    EXPECT_EQ(slurp(dir / "a.out"), big);
+    EXPECT_EQ(slurp(dir / "b.out"), big);
+    EXPECT_EQ(fs::status(dir / "a.out").permissions(),
+              fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec);
+    // The descriptor, not the name: what was checked is what is written, whatever takes the
+    // name meanwhile.
+    write_bytes(dir / "other", "replaced after the check");
+    fs::rename(dir / "other", dir / "k.out");
+    ASSERT_TRUE(write_stub_output(*kept, (dir / "c.out").string()).ok());
+    EXPECT_EQ(slurp(dir / "c.out"), big);
+    const fs::path empty = dir / "e.out.1.tmp";
+    write_bytes(empty, "");
+    EXPECT_FALSE(keep_stub(dir, "e", empty).ok()) << "an empty stub is never kept";
+    EXPECT_FALSE(fs::exists(dir / "e.out"));
+    EXPECT_FALSE(write_stub_output(*kept, (dir / "no" / "such" / "dir" / "k.o").string()).ok());
     fs::remove_all(dir);
 }

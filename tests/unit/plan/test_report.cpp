@@ -2,6 +2,7 @@
 // --gate glob over the tree.
 #include "plan/report.h"
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
@@ -66,6 +67,27 @@ TEST(PlanJudge, GateAndBuildDecide) {
     judge(r);
     EXPECT_EQ(r.verdict, "error");
     EXPECT_EQ(r.exit_code(), 2);
+    EXPECT_NE(r.reason.find("exited 3"), std::string::npos) << r.reason;
+}
+
+TEST(PlanVerdict, ABuildThatNeverRanOrWasKilledSaysSo) {
+    PlanReport r;
+    r.build_exit = std::nullopt;
+    r.build_error = "the build command could not start: 'x': not found on PATH";
+    judge(r);
+    EXPECT_EQ(r.verdict, "error");
+    EXPECT_EQ(r.reason, r.build_error);
+    auto j = to_json(r);
+    EXPECT_TRUE(j["build_exit"].is_null()) << j.dump();
+
+    PlanReport killed;
+    killed.build_exit = 128 + SIGKILL;
+    killed.build_signal = SIGKILL;
+    judge(killed);
+    EXPECT_EQ(killed.verdict, "error");
+    EXPECT_NE(killed.reason.find("killed by SIGKILL"), std::string::npos) << killed.reason;
+    EXPECT_EQ(to_json(killed)["build_exit"], 128 + SIGKILL);
+    EXPECT_NE(to_github(killed).find("the build was killed by SIGKILL"), std::string::npos);
 }
 
 TEST(PlanFormat, TableOfFormatters) {

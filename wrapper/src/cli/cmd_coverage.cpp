@@ -25,10 +25,9 @@ int run_matrix(const boost::program_options::variables_map& vm, const std::strin
     std::optional<policy::PackageOverride> pkg;
     std::string title = "nvcc-forge arch policy coverage";
     if (vm.count("package")) {
-        auto dir = vm.count("packages-dir")
-                       ? std::filesystem::path(vm["packages-dir"].as<std::string>())
-                       : default_packages_dir();
-        auto p = policy::load_package(dir, vm["package"].as<std::string>());
+        auto dir = packages_dir_from_options(vm);
+        if (!dir) return report_error("coverage", dir.error());
+        auto p = policy::load_package(*dir, vm["package"].as<std::string>());
         if (!p) return report_error("coverage", p.error());
         pkg = std::move(*p);
         title += fmt::format(" - package {}", pkg->name);

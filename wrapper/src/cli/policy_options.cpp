@@ -6,6 +6,7 @@
 #include "toolkit/locate.h"
 #include "toolkit/probe.h"
 
+#include <cstdlib>
 #include <fmt/format.h>
 #include <iostream>
 
@@ -47,6 +48,22 @@ Result<std::vector<arch::Gpu>> gpus_from_options(const po::variables_map& vm,
                              retired);
 }
 
+Result<std::filesystem::path> packages_dir_from_options(const po::variables_map& vm) {
+    std::string dir, origin;
+    if (vm.count("packages-dir")) {
+        dir = vm["packages-dir"].as<std::string>();
+        origin = "--packages-dir";
+    } else if (const char* env = std::getenv("NVCC_FORGE_PACKAGES_DIR");
+               env != nullptr && *env != '\0') {
+        dir = env;
+        origin = "NVCC_FORGE_PACKAGES_DIR";
+    } else {
+        return default_packages_dir();
+    }
+    FORGE_TRY_STATUS(policy::check_packages_dir(dir, origin));
+    return std::filesystem::path(dir);
+}
+
 namespace {
 
 std::string opt(const po::variables_map& vm, const char* name) {
@@ -84,10 +101,10 @@ Result<policy::Resolution> from_arch_list(const po::variables_map& vm) {
         if (!n) return std::move(n).error();
         r.python = *n;
     }
+    auto dir = packages_dir_from_options(vm);
+    if (!dir) return std::move(dir).error();
     if (auto name = opt(vm, "package"); !name.empty()) {
-        auto dir = vm.count("packages-dir") ? std::filesystem::path(opt(vm, "packages-dir"))
-                                            : default_packages_dir();
-        auto pkg = policy::load_package(dir, name);
+        auto pkg = policy::load_package(*dir, name);
         if (!pkg) return std::move(pkg).error();
         r.package = pkg->name;
         for (const auto& w : pkg->allow_missing)
@@ -123,7 +140,9 @@ Result<policy::Resolution> resolve_from_options(const po::variables_map& vm) {
     req.platform = opt(vm, "platform");
     req.package = opt(vm, "package");
     req.policy_file = policy_file_from_options(vm);
-    if (vm.count("packages-dir")) req.packages_dir = opt(vm, "packages-dir");
+    auto packages_dir = packages_dir_from_options(vm);
+    if (!packages_dir) return std::move(packages_dir).error();
+    req.packages_dir = std::move(*packages_dir);
     if (vm.count("gpus")) req.gpus_file = opt(vm, "gpus");
     if (req.cuda.empty()) {
         // No --cuda: the real nvcc on this machine says which release and what it can emit.

@@ -26,6 +26,12 @@ void add_resolve_options(boost::program_options::options_description& desc, bool
 // Without --cuda the real nvcc on this machine gives the CUDA version and what it can emit.
 Result<policy::Resolution> resolve_from_options(const boost::program_options::variables_map& vm);
 
+// --packages-dir DIR, else NVCC_FORGE_PACKAGES_DIR (the wrapper's variable: a command reads the
+// overrides the build it judges was wrapped with), else the bundled packages/. A directory named
+// either way that cannot be used is an error naming it (exit 2), never the policy row in silence.
+Result<std::filesystem::path>
+packages_dir_from_options(const boost::program_options::variables_map& vm);
+
 // --gpus FILE or the bundled policy/gpus.yml (its `retired:` entries only when asked: the lint).
 Result<std::vector<arch::Gpu>> gpus_from_options(const boost::program_options::variables_map& vm,
                                                  policy::Retired retired = policy::Retired::Skip);

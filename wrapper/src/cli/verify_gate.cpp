@@ -104,6 +104,12 @@ Result<GateOutcome> run_gate(const boost::program_options::variables_map& vm,
             "expected extension(s) absent or without device code: {}", ext_report.check.detail);
         run.verdict.reason = run.verdict.reason.empty() ? why : run.verdict.reason + "; " + why;
     }
+    if (args.unreadable_fails && !unreadable.empty()) {
+        run.verdict.pass = false;
+        const std::string why = fmt::format(
+            "{} input(s) could not be read (see the messages above)", unreadable.size());
+        run.verdict.reason = run.verdict.reason.empty() ? why : run.verdict.reason + "; " + why;
+    }
     for (const auto& n : resolution.narrowed)
         run.narrowed.push_back(
             fmt::format("{} (dropped against {}: {})", n.token, n.against, n.reason));

@@ -22,6 +22,10 @@ struct GateArgs {
     // Products of `nvcc-forge plan` (core/plan_marker.h) are refused (exit 2): their device code
     // stands in for code never compiled. Only plan's own gate reads them.
     bool plan_products = false;
+    // An input that could not be read makes the gate's own verdict a failure (plan: its report
+    // is an error then, and the gate's table must not say pass). verify keeps judging what it
+    // read and exits 2.
+    bool unreadable_fails = false;
     std::string command = "verify"; // names the command in error messages
 };
 

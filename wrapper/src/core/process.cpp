@@ -1,14 +1,18 @@
 #include "core/process.h"
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <optional>
 #include <spawn.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -81,9 +85,10 @@ int wait_for(pid_t pid) {
 }
 
 struct Spawned {
-    int status = 0;        // waitpid's
-    int forwarded = 0;     // a signal passed on to the child while it ran
-    bool too_long = false; // the too-long fallback ran
+    int status = 0;            // waitpid's
+    int forwarded = 0;         // a signal passed on to the child while it ran
+    bool too_long = false;     // the too-long fallback ran
+    bool group_killed = false; // own_process_group: SIGKILL after the grace
 };
 
 // posix_spawn; when the kernel refuses argv + environment as too long and the spec has a fallback
@@ -163,6 +168,115 @@ Result<Spawned> spawn_forwarding(const ProcessSpec& spec, posix_spawn_file_actio
     return spawned;
 }
 
+using Clock = std::chrono::steady_clock;
+
+// Some process of the group is left (EPERM: one that we may not signal, still there).
+bool group_alive(pid_t pgid) {
+    return ::kill(-pgid, 0) == 0 || errno == EPERM;
+}
+
+// Reaps every finished child: the leader (its status into `spawned`) and the group's orphans,
+// which come to us as the subreaper.
+bool reap_children(pid_t leader, Spawned& spawned) {
+    bool leader_done = false;
+    int status = 0;
+    pid_t r = 0;
+    while ((r = ::waitpid(-1, &status, WNOHANG)) > 0 || (r < 0 && errno == EINTR))
+        if (r == leader) {
+            spawned.status = status;
+            leader_done = true;
+        }
+    return leader_done;
+}
+
+// Waits for the group's leader, taking the signals in `waited` synchronously (no handler, no
+// race between a check and the wait): SIGCHLD wakes it to reap, a forwarded one goes to the whole
+// group. After a forwarded signal the wait is for the whole group: `grace`, then SIGKILL.
+Spawned wait_group(pid_t leader, std::chrono::milliseconds grace, const sigset_t& waited) {
+    constexpr auto kAfterKill = std::chrono::seconds(5);
+    Spawned spawned;
+    bool leader_done = false;
+    std::optional<Clock::time_point> deadline; // from the first forwarded signal
+    while (true) {
+        leader_done = reap_children(leader, spawned) || leader_done;
+        // A normal end: what the build left running in the background is its own business.
+        if (leader_done && (spawned.forwarded == 0 || !group_alive(leader))) break;
+        const auto now = Clock::now();
+        if (deadline && now >= *deadline) {
+            if (spawned.group_killed) break; // unkillable (stuck in the kernel): given up
+            ::kill(-leader, SIGKILL);
+            spawned.group_killed = true;
+            deadline = now + kAfterKill;
+            continue;
+        }
+        siginfo_t info{};
+        int sig = 0;
+        if (deadline) {
+            // The group's last process may be no child of ours (no SIGCHLD here): look again
+            // every poll.
+            constexpr auto kPoll = std::chrono::milliseconds(100);
+            const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                  std::min<Clock::duration>(*deadline - now, kPoll))
+                                  .count();
+            const timespec ts{static_cast<time_t>(left / 1000000000),
+                              static_cast<long>(left % 1000000000)};
+            sig = ::sigtimedwait(&waited, &info, &ts);
+        } else {
+            sig = ::sigwaitinfo(&waited, &info);
+        }
+        if (sig <= 0 || sig == SIGCHLD) continue;
+        ::kill(-leader, sig);
+        spawned.forwarded = sig;
+        if (!deadline) deadline = Clock::now() + grace;
+    }
+    return spawned;
+}
+
+// own_process_group: the child leads a new process group; with forward_signals the signals we
+// forward are taken by wait_group. The child starts with them unblocked and at their defaults
+// (an ignored one stays ignored, as with a plain exec).
+Result<Spawned> spawn_group(const ProcessSpec& spec, posix_spawn_file_actions_t* actions,
+                            char** argv, char** envp) {
+    sigset_t waited, previous;
+    sigemptyset(&waited);
+    sigaddset(&waited, SIGCHLD);
+    if (spec.forward_signals)
+        for (int s : kForwarded)
+            sigaddset(&waited, s);
+    ::sigprocmask(SIG_BLOCK, &waited, &previous);
+    ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    sigset_t child_mask = previous;
+    sigset_t defaults;
+    sigemptyset(&defaults);
+    sigdelset(&child_mask, SIGCHLD);
+    for (int s : kForwarded) {
+        sigdelset(&child_mask, s);
+        struct sigaction current {};
+        ::sigaction(s, nullptr, &current);
+        if (current.sa_handler != SIG_IGN) sigaddset(&defaults, s);
+    }
+    posix_spawnattr_setsigmask(&attr, &child_mask);
+    posix_spawnattr_setsigdefault(&attr, &defaults);
+    posix_spawnattr_setpgroup(&attr, 0);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
+                                        POSIX_SPAWN_SETPGROUP);
+    pid_t pid = 0;
+    bool too_long = false;
+    const int rc = spawn_one(&pid, spec, actions, &attr, argv, envp, &too_long);
+    posix_spawnattr_destroy(&attr);
+    if (rc != 0) {
+        ::sigprocmask(SIG_SETMASK, &previous, nullptr);
+        return spawn_error(spec, rc);
+    }
+    Spawned spawned = wait_group(pid, spec.group_grace, waited);
+    spawned.too_long = too_long;
+    ::sigprocmask(SIG_SETMASK, &previous, nullptr);
+    return spawned;
+}
+
 Result<Spawned> spawn_plain(const ProcessSpec& spec, posix_spawn_file_actions_t* actions,
                             char** argv, char** envp) {
     pid_t pid = 0;
@@ -221,7 +335,9 @@ Result<ProcessOutcome> run_process(const ProcessSpec& spec) {
     Fd out_fd, err_fd;
     FileActions fa;
     auto* actions = &fa.actions;
-    if (spec.output != Output::Inherit) {
+    if (spec.output == Output::StdoutToStderr) {
+        posix_spawn_file_actions_adddup2(actions, STDERR_FILENO, STDOUT_FILENO);
+    } else if (spec.output != Output::Inherit) {
         out_fd.fd = ::memfd_create("nvcc-forge-stdout", MFD_CLOEXEC);
         if (spec.output == Output::Capture)
             err_fd.fd = ::memfd_create("nvcc-forge-stderr", MFD_CLOEXEC);
@@ -252,8 +368,9 @@ Result<ProcessOutcome> run_process(const ProcessSpec& spec) {
     std::vector<char*> envp;
     if (spec.env) envp = c_strings(*spec.env);
     char** env = spec.env ? envp.data() : environ;
-    auto spawned = spec.forward_signals ? spawn_forwarding(spec, actions, argv.data(), env)
-                                        : spawn_plain(spec, actions, argv.data(), env);
+    auto spawned = spec.own_process_group ? spawn_group(spec, actions, argv.data(), env)
+                   : spec.forward_signals ? spawn_forwarding(spec, actions, argv.data(), env)
+                                          : spawn_plain(spec, actions, argv.data(), env);
     if (!spawned) return std::move(spawned).error();
 
     ProcessOutcome outcome;
@@ -264,6 +381,7 @@ Result<ProcessOutcome> run_process(const ProcessSpec& spec) {
         outcome.exit_code = WEXITSTATUS(status);
     outcome.forwarded_signal = spawned->forwarded;
     outcome.too_long = spawned->too_long;
+    outcome.group_killed = spawned->group_killed;
     outcome.out = read_fd(out_fd.fd);
     outcome.err = read_fd(err_fd.fd);
     return outcome;
@@ -319,6 +437,26 @@ Result<StdinCopy> StdinCopy::take() {
 
 StdinCopy::~StdinCopy() {
     if (fd_ >= 0) ::close(fd_);
+}
+
+std::string signal_name(int sig) {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 32))
+    if (const char* abbrev = ::sigabbrev_np(sig); abbrev != nullptr)
+        return std::string("SIG") + abbrev;
+#endif
+    return fmt::format("signal {}", sig);
+}
+
+SignalsHeld::SignalsHeld() {
+    sigset_t held;
+    sigemptyset(&held);
+    for (int s : kForwarded)
+        sigaddset(&held, s);
+    ::sigprocmask(SIG_BLOCK, &held, &previous_);
+}
+
+SignalsHeld::~SignalsHeld() {
+    ::sigprocmask(SIG_SETMASK, &previous_, nullptr);
 }
 
 int propagate(const ProcessOutcome& outcome) {

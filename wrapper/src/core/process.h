@@ -6,6 +6,8 @@
 
 #include "core/result.h"
 
+#include <chrono>
+#include <csignal>
 #include <functional>
 #include <optional>
 #include <string>
@@ -19,6 +21,9 @@ struct ProcessSpec {
         Capture,    // stdout and stderr each into its own in-memory file (no pipe to deadlock on)
         Merged,     // both into one file, interleaved as a user would see them (into `out`)
         StdoutOnly, // stdout captured, stderr discarded
+        // stdout onto our stderr, stderr ours: a program whose output must stay off our stdout
+        // (plan's build, whose stdout is plan's report alone)
+        StdoutToStderr,
     };
     std::string path;              // executable, by path (no PATH search)
     std::vector<std::string> argv; // argv[0] included
@@ -33,6 +38,17 @@ struct ProcessSpec {
     // SIGINT/SIGTERM/SIGHUP/SIGQUIT reaching us are passed on to the child while it runs: the
     // front end stands in for nvcc, so Ctrl-C must reach the compiler, not just the wrapper.
     bool forward_signals = false;
+    // The child leads a process group of its own (plan's build: make, ninja, sh and every
+    // compiler they start). With forward_signals, a signal reaching us goes to the whole group;
+    // from the first one the group has `group_grace` to end, then it gets SIGKILL, and
+    // run_process returns only once no process of the group is left (a process that cannot be
+    // killed, stuck in the kernel, is given up on a few seconds after the SIGKILL). This process
+    // becomes a child subreaper (prctl(2)), so the group's orphans are reaped here, not left as
+    // zombies of an init that may never wait for them; while it waits it reaps every child of
+    // this process (for a single-threaded caller with no other child: plan). A group member that
+    // moves to a group of its own (ninja puts each command in one) is its parent's to stop.
+    bool own_process_group = false;
+    std::chrono::milliseconds group_grace{10000};
     // Near ARG_MAX the kernel refuses (E2BIG) an argv + environment that we made longer than the
     // caller's. When set, such a refusal starts `path` again with `argv_if_too_long` (nullopt: the
     // same argv) and this environment — the caller's own call, which fitted when it started us.
@@ -49,6 +65,8 @@ struct ProcessOutcome {
     // caller was told to stop, whatever the child made of it (nvcc exits 255 on SIGTERM).
     int forwarded_signal = 0;
     bool too_long = false; // the spec's too-long fallback is what ran
+    // own_process_group: the group outlived the grace after a forwarded signal and was killed.
+    bool group_killed = false;
 
     [[nodiscard]] bool succeeded() const { return signal == 0 && exit_code == 0; }
     // The shell's view: exit code, or 128 + signal.
@@ -90,10 +108,29 @@ class StdinCopy {
     int fd_ = -1;
 };
 
+// "SIGTERM" for SIGTERM; "signal N" for a number without a name.
+std::string signal_name(int sig);
+
 // Ends this process the way the child ended: the same exit code, or the same signal re-raised with
 // its default disposition (no core file of our own). Returns the code to exit with if the signal
 // did not end the process.
 int propagate(const ProcessOutcome& outcome);
+
+// The signals run_process forwards, held (blocked) from construction to destruction: one that
+// arrives meanwhile waits. A run_process with own_process_group started meanwhile takes a waiting
+// one at once and forwards it to its group; after the destructor a waiting one has its usual
+// effect. For a command that must not die between creating files and starting the child that
+// would clean them up (plan's shadow root).
+class SignalsHeld {
+  public:
+    SignalsHeld();
+    ~SignalsHeld();
+    SignalsHeld(const SignalsHeld&) = delete;
+    SignalsHeld& operator=(const SignalsHeld&) = delete;
+
+  private:
+    sigset_t previous_{};
+};
 
 // Writes all of `data` to `fd` (retrying short writes and EINTR).
 bool write_all(int fd, const std::string& data);

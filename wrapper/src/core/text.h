@@ -20,6 +20,9 @@ std::string escape_control(std::string_view s, bool keep_newlines = false);
 // nullopt when all of `s` is UTF-8. Text files nvcc-forge reads as text (the YAML policy files)
 // must be UTF-8; its JSON writer (core/json.h) replaces such bytes.
 std::optional<std::size_t> first_invalid_utf8(std::string_view s);
+// A value the user gave (a variable, an option), for a message: escape_control'd and, past
+// `max_bytes`, cut with its length said ("/aaaa... (131072 bytes)").
+std::string shown_value(std::string_view s, std::size_t max_bytes = 120);
 
 // The entity for a character that HTML and XML text or attributes cannot carry as itself
 // (& < > " '), or nullptr for any other character.

@@ -184,7 +184,8 @@ std::vector<std::string> dropped_targets(const LogRecord& r) {
                 out.push_back(m);
         return out;
     }
-    return r.missing; // compared, injection-failed, refused: none of it is in an output
+    // compared, injection-failed, call-failed, refused: none of it is in an output
+    return r.missing;
 }
 
 std::string tu_name(const LogRecord& r) {

@@ -17,6 +17,9 @@ inline constexpr const char* kActionPassthrough = "passthrough";
 inline constexpr const char* kActionCompared = "compared";
 inline constexpr const char* kActionInjected = "injected";
 inline constexpr const char* kActionInjectionFailed = "injection-failed";
+// Injected, failed, and the caller's own call failed the same way: the call's failure, not the
+// injection's (frontend/wrapper.h, failure_is_the_calls_own).
+inline constexpr const char* kActionCallFailed = "call-failed";
 inline constexpr const char* kActionRefused = "refused";
 
 struct LogRecord {

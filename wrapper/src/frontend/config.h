@@ -69,6 +69,11 @@ Result<toolkit::ToolkitCaps> caps_from_json(const std::string& text);
 Result<toolkit::ToolkitCaps> toolkit_caps(const FrontendEnv& env,
                                           const std::filesystem::path& nvcc);
 
+// NVCC_FORGE_PACKAGES_DIR, when a package is configured and the directory cannot be used
+// (policy::check_packages_dir): the warning to print. The package's overrides then come from the
+// bundled packages/, as without the variable; a build never fails for it.
+std::optional<std::string> packages_dir_warning(const FrontendEnv& env);
+
 // The policy for this call; nullopt when nothing is configured. `caps` gives the CUDA version the
 // resolver needs. Errors (exit 2): a malformed NVCC_FORGE_ARCH_LIST, an unknown package, a policy
 // file that does not parse.

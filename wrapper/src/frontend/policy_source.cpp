@@ -61,8 +61,12 @@ Result<EffectivePolicy> settings_from_json(const std::string& text) {
     return p;
 }
 
+constexpr const char* kPackagesDirEnv = "NVCC_FORGE_PACKAGES_DIR";
+
 fs::path packages_dir_of(const FrontendEnv& env) {
-    return env.packages_dir.empty() ? default_packages_dir() : fs::path(env.packages_dir);
+    if (env.packages_dir.empty() || !policy::check_packages_dir(env.packages_dir, kPackagesDirEnv))
+        return default_packages_dir();
+    return env.packages_dir;
 }
 
 fs::path policy_file_of(const FrontendEnv& env) {
@@ -82,6 +86,15 @@ std::string package_stamps(const fs::path& packages_dir, const std::string& pack
 }
 
 } // namespace
+
+std::optional<std::string> packages_dir_warning(const FrontendEnv& env) {
+    if (env.package.empty() || env.packages_dir.empty()) return std::nullopt;
+    auto usable = policy::check_packages_dir(env.packages_dir, kPackagesDirEnv);
+    if (usable) return std::nullopt;
+    return fmt::format("nvcc-forge: warning: {}; the package's overrides come from the bundled {} "
+                       "instead\n",
+                       usable.error().to_string(), default_packages_dir().string());
+}
 
 Result<std::optional<EffectivePolicy>> effective_policy(const FrontendEnv& env,
                                                         const toolkit::ToolkitCaps& caps,

@@ -2,16 +2,20 @@
 
 #include "core/json.h"
 #include "core/plan_marker.h"
+#include "core/process.h"
 #include "nvcc/options.h"
 #include "policy/sha256.h"
 
 #include <cerrno>
+#include <cstring>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace forge::frontend {
@@ -335,12 +339,210 @@ std::string toolkit_identity(const fs::path& nvcc) {
 std::string stub_cache_key(const std::string& toolkit, const std::vector<std::string>& flags,
                            const std::string& prepend, const std::string& append,
                            const std::string& unique) {
-    std::string key = "stub-v2\n" + toolkit + "\n" + policy::sha256_hex(stub_source()) + "\n" +
+    std::string key = "stub-v3\n" + toolkit + "\n" + policy::sha256_hex(stub_source()) + "\n" +
                       policy::sha256_hex(stub_header());
     for (const auto& f : flags)
         key += "\n" + f;
     key += "\nprepend=" + prepend + "\nappend=" + append + "\nunique=" + unique;
     return policy::sha256_hex(key);
+}
+
+namespace {
+
+fs::path kept_path(const fs::path& dir, const std::string& key) {
+    return dir / (key + ".out");
+}
+fs::path sum_path(const fs::path& dir, const std::string& key) {
+    return dir / (key + ".sum");
+}
+
+std::optional<std::string> read_file_text(const fs::path& path) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) return std::nullopt;
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+}
+
+// "name value" lines of a checksum file.
+std::map<std::string, std::string> sum_fields(const std::string& text) {
+    std::map<std::string, std::string> out;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);)
+        if (auto space = line.find(' '); space != std::string::npos)
+            out.emplace(line.substr(0, space), line.substr(space + 1));
+    return out;
+}
+
+Status copy_all(int from, std::uint64_t size, int to) {
+    off_t at = 0;
+    bool kernel = true;
+    char buf[65536];
+    while (static_cast<std::uint64_t>(at) < size) {
+        const std::size_t want = static_cast<std::size_t>(size - static_cast<std::uint64_t>(at));
+        ssize_t n = -1;
+        if (kernel) {
+            n = ::copy_file_range(from, &at, to, nullptr, want, 0);
+            // Not between these two files (another file system, an old kernel): by hand.
+            if (n < 0 && errno != EINTR) kernel = false;
+            if (n >= 0 || errno == EINTR) {
+                if (n == 0) return Error{"the stub ended early"};
+                continue;
+            }
+        }
+        n = ::pread(from, buf, std::min(sizeof buf, want), at);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return Error{n == 0 ? "the stub ended early" : std::strerror(errno)};
+        if (!write_all(to, std::string(buf, static_cast<std::size_t>(n))))
+            return Error{std::strerror(errno)};
+        at += n;
+    }
+    return ok_status();
+}
+
+} // namespace
+
+Result<StubFile> StubFile::open(const fs::path& path) {
+    StubFile f;
+    f.path_ = path;
+    f.fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (f.fd_ < 0)
+        return Error{fmt::format("cannot read: {}", std::strerror(errno)), path.string()};
+    struct stat st {};
+    if (::fstat(f.fd_, &st) != 0)
+        return Error{fmt::format("cannot read: {}", std::strerror(errno)), path.string()};
+    f.size_ = static_cast<std::uint64_t>(st.st_size);
+    f.perms_ = static_cast<fs::perms>(st.st_mode & 07777);
+    f.identity_ =
+        fmt::format("{}:{}:{}:{}.{}:{}.{}", static_cast<unsigned long long>(st.st_dev),
+                    static_cast<unsigned long long>(st.st_ino), static_cast<long long>(st.st_size),
+                    static_cast<long long>(st.st_ctim.tv_sec), st.st_ctim.tv_nsec,
+                    static_cast<long long>(st.st_mtim.tv_sec), st.st_mtim.tv_nsec);
+    return f;
+}
+
+StubFile::StubFile(StubFile&& other) noexcept
+    : fd_(other.fd_), size_(other.size_), perms_(other.perms_),
+      identity_(std::move(other.identity_)), path_(std::move(other.path_)) {
+    other.fd_ = -1;
+}
+
+StubFile::~StubFile() {
+    if (fd_ >= 0) ::close(fd_);
+}
+
+Result<std::string> StubFile::read_all() const {
+    std::string out;
+    char buf[65536];
+    off_t at = 0;
+    while (true) {
+        const ssize_t n = ::pread(fd_, buf, sizeof buf, at);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return Error{fmt::format("cannot read: {}", std::strerror(errno)), path_};
+        if (n == 0) return out;
+        out.append(buf, static_cast<std::size_t>(n));
+        at += n;
+    }
+}
+
+std::string stub_sum(const std::string& key, const std::string& bytes) {
+    return fmt::format("nvcc-forge plan stub\nkey {}\nsize {}\nsha256 {}\n", key, bytes.size(),
+                       policy::sha256_hex(bytes));
+}
+
+KeptStub read_kept_stub(const fs::path& dir, const std::string& key) {
+    KeptStub kept;
+    const fs::path path = kept_path(dir, key);
+    std::error_code ec;
+    const bool has_stub = fs::exists(path, ec);
+    const bool has_sum = fs::exists(sum_path(dir, key), ec);
+    if (!has_stub && !has_sum) return kept;
+    auto stub = StubFile::open(path);
+    if (!stub) {
+        kept.problem = stub.error().to_string();
+        return kept;
+    }
+    auto sum_text = read_file_text(sum_path(dir, key));
+    const auto fields = sum_text ? sum_fields(*sum_text) : std::map<std::string, std::string>{};
+    auto field = [&](const char* name) {
+        auto it = fields.find(name);
+        return it == fields.end() ? std::string() : it->second;
+    };
+    // The file the sum was written for, unchanged: no hash. Anything else is hashed.
+    auto content_matches = [&] {
+        auto bytes = stub->read_all();
+        return bytes && field("sha256") == policy::sha256_hex(*bytes);
+    };
+    const bool sound = field("key") == key && field("size") == std::to_string(stub->size()) &&
+                       (field("file") == stub->identity() || content_matches());
+    if (!sum_text)
+        kept.problem = fmt::format("{}: kept without its checksum file {}", path.string(),
+                                   sum_path(dir, key).filename().string());
+    else if (stub->size() == 0)
+        kept.problem = fmt::format("{}: empty", path.string());
+    else if (!sound)
+        kept.problem = fmt::format("{}: does not match its checksum file {} (damaged, or "
+                                   "another stub in its place)",
+                                   path.string(), sum_path(dir, key).filename().string());
+    else
+        kept.stub.emplace(std::move(*stub));
+    return kept;
+}
+
+void drop_kept_stub(const fs::path& dir, const std::string& key) {
+    std::error_code ec;
+    fs::remove(kept_path(dir, key), ec);
+    fs::remove(sum_path(dir, key), ec);
+}
+
+Result<StubFile> keep_stub(const fs::path& dir, const std::string& key, const fs::path& compiled) {
+    std::error_code ec;
+    fs::rename(compiled, kept_path(dir, key), ec);
+    if (ec)
+        return Error{fmt::format("cannot keep the stub: {}", ec.message()),
+                     kept_path(dir, key).string()};
+    // Opened in place: its identity after the rename (which changes the change time).
+    auto stub = StubFile::open(kept_path(dir, key));
+    if (!stub) return stub;
+    auto bytes = stub->read_all();
+    if (!bytes) return std::move(bytes).error();
+    if (bytes->empty()) {
+        fs::remove(kept_path(dir, key), ec);
+        return Error{"the stub compile wrote an empty file", compiled.string()};
+    }
+    const fs::path sum_tmp = fmt::format("{}.{}.tmp", sum_path(dir, key).string(), ::getpid());
+    {
+        std::ofstream f(sum_tmp, std::ios::binary | std::ios::trunc);
+        f << stub_sum(key, *bytes) << "file " << stub->identity() << "\n";
+        if (!f.flush()) return Error{"cannot write", sum_tmp.string()};
+    }
+    fs::rename(sum_tmp, sum_path(dir, key), ec);
+    if (ec) {
+        fs::remove(sum_tmp, ec);
+        return Error{fmt::format("cannot keep the stub's checksum: {}", ec.message()),
+                     sum_path(dir, key).string()};
+    }
+    return stub;
+}
+
+Status write_stub_output(const StubFile& stub, const std::string& output) {
+    const std::string tmp = fmt::format("{}.nvcc-forge-plan.{}", output, ::getpid());
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0600);
+    if (fd < 0) return Error{fmt::format("cannot write: {}", std::strerror(errno)), output};
+    Status copied = copy_all(stub.fd(), stub.size(), fd);
+    // The stub's mode exactly (the umask would narrow it), as a copy of the file keeps it.
+    if (copied && ::fchmod(fd, static_cast<mode_t>(stub.perms())) != 0)
+        copied = Error{std::strerror(errno)};
+    if (::close(fd) != 0 && copied) copied = Error{std::strerror(errno)};
+    std::error_code ec;
+    if (copied) fs::rename(tmp, output, ec);
+    if (!copied || ec) {
+        fs::remove(tmp, ec);
+        return Error{
+            fmt::format("cannot write: {}", copied ? ec.message() : copied.error().message),
+            output};
+    }
+    return ok_status();
 }
 
 std::vector<std::string> link_args(const nvcc::Invocation& inv,

@@ -12,6 +12,7 @@
 #include "nvcc/cmdline.h"
 #include "toolkit/caps.h"
 
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -120,6 +121,56 @@ std::string toolkit_identity(const std::filesystem::path& nvcc);
 std::string stub_cache_key(const std::string& toolkit, const std::vector<std::string>& flags,
                            const std::string& prepend, const std::string& append,
                            const std::string& unique);
+
+// A stub, open for reading. What was checked is what is copied: the outputs are written from
+// this descriptor (copy_file_range, in the kernel), whatever replaces its name meanwhile.
+class StubFile {
+  public:
+    static Result<StubFile> open(const std::filesystem::path& path);
+    StubFile(StubFile&& other) noexcept;
+    StubFile& operator=(StubFile&&) = delete;
+    StubFile(const StubFile&) = delete;
+    StubFile& operator=(const StubFile&) = delete;
+    ~StubFile();
+    [[nodiscard]] int fd() const { return fd_; }
+    [[nodiscard]] std::uint64_t size() const { return size_; }
+    // Its mode: an executable stays one in every output.
+    [[nodiscard]] std::filesystem::perms perms() const { return perms_; }
+    // Device, inode, size, change and modification times: any write, truncation, or copy or
+    // move over it changes the change time, which no one sets back (touch and cp -p restore the
+    // modification time only).
+    [[nodiscard]] const std::string& identity() const { return identity_; }
+    [[nodiscard]] Result<std::string> read_all() const;
+
+  private:
+    StubFile() = default;
+    int fd_ = -1;
+    std::uint64_t size_ = 0;
+    std::filesystem::perms perms_ = std::filesystem::perms::none;
+    std::string identity_;
+    std::filesystem::path path_;
+};
+
+// The kept stubs (stub_cache_key): `<key>.out`, and beside it `<key>.sum` naming the key, the
+// size and the sha256 of the stub, and the stub file's identity when the sum was written. A stub
+// is served only when its sum names its key and size, and the file is still the one the sum was
+// written for (no hash on every call: a shared library's stub is a megabyte) or its content has
+// the sum's sha256. Junk or an empty file over a stub, or another key's stub copied or moved in
+// its place (with its sum or without), is refused. The stub is renamed into place, then its sum.
+struct KeptStub {
+    std::optional<StubFile> stub; // kept and sound
+    std::string problem;          // a kept entry refused, and why ("" = none kept, or sound)
+};
+KeptStub read_kept_stub(const std::filesystem::path& dir, const std::string& key);
+// Removes a refused entry (stub and sum).
+void drop_kept_stub(const std::filesystem::path& dir, const std::string& key);
+// Keeps the stub compiled into `compiled` (a file in `dir`, renamed into place).
+Result<StubFile> keep_stub(const std::filesystem::path& dir, const std::string& key,
+                           const std::filesystem::path& compiled);
+// What `<key>.sum` holds for these bytes, before the file's identity line.
+std::string stub_sum(const std::string& key, const std::string& bytes);
+// Writes a stub to `output` (through a temporary name beside it and a rename), with its mode.
+Status write_stub_output(const StubFile& stub, const std::string& output);
 
 // The object links the stand-in runs for real: an executable gets its unresolved symbols
 // forgiven (the TUs' host functions were never compiled); everything else is the call as it is.

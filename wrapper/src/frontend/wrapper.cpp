@@ -7,6 +7,7 @@
 #include "toolkit/probe.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <fmt/format.h>
@@ -73,6 +74,21 @@ void write_log(const Call& call, LogRecord& rec, int exit_code) {
 std::string display_name(const std::string& tu) {
     auto slash = tu.rfind('/');
     return slash == std::string::npos || slash + 1 == tu.size() ? tu : tu.substr(slash + 1);
+}
+
+bool is_name_char(char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_';
+}
+
+// `name` (sm_80) in `text` as a word of its own: not inside sm_800 or xsm_80.
+bool names_token(const std::string& text, const std::string& name) {
+    for (std::size_t at = text.find(name); at != std::string::npos; at = text.find(name, at + 1)) {
+        const std::size_t end = at + name.size();
+        if ((at == 0 || !is_name_char(text[at - 1])) &&
+            (end == text.size() || !is_name_char(text[end])))
+            return true;
+    }
+    return false;
 }
 
 std::vector<std::string> unique_names(std::vector<arch::Target> targets) {
@@ -154,6 +170,78 @@ bool write_all_to(const std::string& path, const std::string& text) {
     return static_cast<bool>(f.flush());
 }
 
+// One stub compile of the stand-in: the call without launchers (no ccache in front of a stub),
+// what the stub is built with, and where it is kept.
+struct StubJob {
+    const Call& bare;
+    const StubPlan& plan;
+    const toolkit::ToolkitCaps& caps;
+    const std::filesystem::path& dir;
+    const std::string& key;
+};
+
+Result<ProcessOutcome> compile_stub(const Call& call, const StubJob& job, const std::string& out) {
+    auto compile = [&](bool full_header) {
+        std::vector<std::string> args =
+            stub_compile_args(job.plan, call.plan->state_dir, job.caps.version, full_header);
+        if (job.plan.per_output) args.push_back("-DNVCC_FORGE_PLAN_ID=0x" + job.key.substr(0, 7));
+        args.push_back(stub_source_path(call.plan->state_dir).string());
+        args.push_back("-o");
+        args.push_back(out);
+        return run_process(make_spec(job.bare, args, true));
+    };
+    auto outcome = compile(false);
+    // A toolkit whose headers the short cuda_runtime.h does not suit: the stub with the toolkit's
+    // own header, as any TU compiles. Not after a signal: that ends the call.
+    if (outcome && outcome->exit_code != 0 && outcome->signal == 0 &&
+        outcome->forwarded_signal == 0)
+        outcome = compile(true);
+    return outcome;
+}
+
+// The stub for `output`: the kept one when it is sound, else compiled and kept. A kept one that
+// is not (standin.h, read_kept_stub) is named, removed and built again. nullopt: the call ends
+// with `exit_code`, said and logged.
+std::optional<StubFile> obtain_stub(const Call& call, const StubJob& job, const std::string& output,
+                                    LogRecord& rec, int& exit_code) {
+    KeptStub kept = read_kept_stub(job.dir, job.key);
+    if (kept.stub) return std::move(kept.stub);
+    if (!kept.problem.empty()) {
+        say(fmt::format(
+            "nvcc-forge: plan: refusing the kept stub {}; removed, compiling it again\n",
+            kept.problem));
+        drop_kept_stub(job.dir, job.key);
+    }
+    const std::string tmp =
+        fmt::format("{}.{}.tmp", (job.dir / (job.key + ".out")).string(), ::getpid());
+    auto outcome = compile_stub(call, job, tmp);
+    std::error_code ec;
+    if (!outcome || !outcome->succeeded()) std::filesystem::remove(tmp, ec);
+    if (!outcome) {
+        say(fmt::format("nvcc-forge: plan: {}\n", outcome.error().to_string()));
+        write_log(call, rec, kExitInput);
+        exit_code = kExitInput;
+        return std::nullopt;
+    }
+    if (!outcome->succeeded()) {
+        // Told to stop: the call ends as nvcc did, with no word of a failed stub.
+        if (outcome->signal == 0 && outcome->forwarded_signal == 0)
+            say(fmt::format("nvcc-forge: plan: the stub compile for {} failed:\n{}", output,
+                            indent(outcome->err + outcome->out)));
+        exit_code = finish(call, rec, *outcome);
+        return std::nullopt;
+    }
+    auto stub = keep_stub(job.dir, job.key, tmp);
+    if (!stub) {
+        std::filesystem::remove(tmp, ec);
+        say(fmt::format("nvcc-forge: plan: {}\n", stub.error().to_string()));
+        write_log(call, rec, kExitInput);
+        exit_code = kExitInput;
+        return std::nullopt;
+    }
+    return std::move(*stub);
+}
+
 // The stand-in's answer (standin.h): `args` is the call as the mode would run it. A link of
 // objects runs for real (its inputs are stubs); anything with sources gets the stub, built once
 // per flag set by the real nvcc and copied to each output.
@@ -164,7 +252,7 @@ int plan_answer(const Call& call, const nvcc::Invocation& inv, const std::vector
     if (inv.sources.empty()) return run_logged(call, link_args(*fin, args), rec);
 
     const StubPlan plan = plan_stub(*fin);
-    Call bare = call; // the stub compile needs no ccache in front of it
+    Call bare = call;
     bare.launchers.clear();
     bare.launcher_args.clear();
     const std::filesystem::path stubs =
@@ -176,51 +264,12 @@ int plan_answer(const Call& call, const nvcc::Invocation& inv, const std::vector
             plan.per_output ? std::filesystem::absolute(output, ec).string() : std::string();
         const std::string key =
             stub_cache_key(toolkit, plan.flags, call.env.prepend, call.env.append, unique);
-        const std::filesystem::path cached = stubs / (key + ".out");
         const StubLock lock(stubs / (key + ".lock"));
-        if (!std::filesystem::exists(cached, ec)) {
-            const std::string tmp = fmt::format("{}.{}.tmp", cached.string(), ::getpid());
-            auto compile = [&](bool full_header) {
-                std::vector<std::string> stub_args =
-                    stub_compile_args(plan, call.plan->state_dir, caps.version, full_header);
-                if (plan.per_output)
-                    stub_args.push_back("-DNVCC_FORGE_PLAN_ID=0x" + key.substr(0, 7));
-                stub_args.push_back(stub_source_path(call.plan->state_dir).string());
-                stub_args.push_back("-o");
-                stub_args.push_back(tmp);
-                return run_process(make_spec(bare, stub_args, true));
-            };
-            auto outcome = compile(false);
-            // A toolkit whose headers the short cuda_runtime.h does not suit: the stub with the
-            // toolkit's own header, as any TU compiles. Not after a signal: that ends the call.
-            if (outcome && outcome->exit_code != 0 && outcome->signal == 0 &&
-                outcome->forwarded_signal == 0)
-                outcome = compile(true);
-            if (!outcome) {
-                say(fmt::format("nvcc-forge: plan: {}\n", outcome.error().to_string()));
-                write_log(call, rec, kExitInput);
-                return kExitInput;
-            }
-            if (!outcome->succeeded()) {
-                say(fmt::format("nvcc-forge: plan: the stub compile for {} failed:\n{}", output,
-                                indent(outcome->err + outcome->out)));
-                return finish(call, rec, *outcome);
-            }
-            std::filesystem::rename(tmp, cached, ec);
-            if (ec) {
-                say(fmt::format("nvcc-forge: plan: cannot store the stub {}: {}\n", cached.string(),
-                                ec.message()));
-                write_log(call, rec, kExitInput);
-                return kExitInput;
-            }
-        }
-        const std::string tmp_out = fmt::format("{}.nvcc-forge-plan.{}", output, ::getpid());
-        std::filesystem::copy_file(cached, tmp_out,
-                                   std::filesystem::copy_options::overwrite_existing, ec);
-        if (!ec) std::filesystem::rename(tmp_out, output, ec);
-        if (ec) {
-            std::filesystem::remove(tmp_out, ec);
-            say(fmt::format("nvcc-forge: plan: cannot write {}\n", output));
+        int exit_code = kExitOk;
+        auto stub = obtain_stub(call, {bare, plan, caps, stubs, key}, output, rec, exit_code);
+        if (!stub) return exit_code;
+        if (auto written = write_stub_output(*stub, output); !written) {
+            say(fmt::format("nvcc-forge: plan: {}\n", written.error().to_string()));
             write_log(call, rec, kExitInput);
             return kExitInput;
         }
@@ -286,9 +335,77 @@ std::optional<int> without_policy(const Call& call, std::optional<Mode> mode) {
     }
     if (env.log.empty() && said_in_this_build(env, "no-policy")) return exec_untouched(call);
     return std::nullopt;
+// What the fallback after a failed rewritten call needs of the call it stands for.
+struct InjectedCall {
+    const nvcc::Invocation& inv;
+    const EffectivePolicy& policy;
+    const nvcc::Rewrite& rw;
+    const TuClass& tu_class;
+    const std::vector<arch::Target>& missing;
+    const std::string& arch_specific_why;
+    int stdin_fd = -1;
+};
+
+// The stderr lines after the fallback: whose failure it was, and what the rewritten call said.
+void say_fallback(const Call& call, const InjectedCall& c, const ProcessOutcome& first,
+                  const ProcessOutcome& second, bool own_failure) {
+    std::string what =
+        c.rw.injected.empty() ? std::string() : "injected " + join_names(c.rw.injected);
+    if (!c.rw.clamped_targets.empty())
+        what += (what.empty() ? "" : ", ") + std::string("clamped ") +
+                fmt::format("{}", fmt::join(unique_names(c.rw.clamped_targets), ", "));
+    for (const auto& tu : tus_of(c.inv)) {
+        if (own_failure)
+            say(fmt::format("nvcc-forge: {}: the call fails as given too (exit {}), as it did "
+                            "with {}: its own failure, not the injection's (its diagnostics are "
+                            "above)\n",
+                            tu, second.status_code(), what));
+        else if (second.succeeded())
+            say(fmt::format("nvcc-forge: {}: injection failed: the call with {} exited {}; "
+                            "built the original call instead, which lacks them\n",
+                            tu, what, first.status_code()));
+        else
+            say(fmt::format("nvcc-forge: {}: injection failed: the call with {} exited {}, "
+                            "and the original call failed too (its diagnostics are above)\n",
+                            tu, what, first.status_code()));
+    }
+    // Its own failure: the rewritten call said what the caller's call just said.
+    if (!own_failure)
+        say("nvcc-forge: the rewritten call's diagnostics:\n" + indent(first.err + first.out));
+    if (second.succeeded()) print_drops(call, c.inv, c.policy, c.tu_class, c.missing, c.arch_specific_why);
+}
+
+// The rewritten call failed (not by a signal): the caller's own call runs with inherited stdio,
+// and its exit, output and signal are the caller's. The log and stderr say whose failure it was:
+// injection-failed when the injected targets are to blame, call-failed when the call fails on
+// its own (failure_is_the_calls_own).
+int run_original_after_failure(const Call& call, const InjectedCall& c, const ProcessOutcome& first,
+                               LogRecord& rec) {
+    ProcessSpec second_spec = make_spec(call, call.args, false);
+    second_spec.stdin_fd = c.stdin_fd;
+    auto second = run_process(second_spec);
+    if (!second) {
+        replay(first);
+        say(fmt::format("nvcc-forge: {}\n", second.error().to_string()));
+        return kExitInput;
+    }
+    const bool own_failure = failure_is_the_calls_own(first, *second, c.rw.injected);
+    rec.action = own_failure ? kActionCallFailed : kActionInjectionFailed;
+    if (second->signal == 0) say_fallback(call, c, first, *second, own_failure);
+    return finish(call, rec, *second);
 }
 
 } // namespace
+
+bool failure_is_the_calls_own(const ProcessOutcome& rewritten, const ProcessOutcome& original,
+                              const std::vector<arch::Target>& injected) {
+    if (original.succeeded() || original.signal != 0 || original.forwarded_signal != 0 ||
+        original.status_code() != rewritten.status_code())
+        return false;
+    const std::string said = rewritten.err + rewritten.out;
+    return std::none_of(injected.begin(), injected.end(),
+                        [&](const arch::Target& t) { return names_token(said, t.name()); });
+}
 
 int exec_untouched(const Call& call) {
     ProcessSpec spec = make_spec(call, call.args, false);
@@ -317,6 +434,7 @@ int run_call(const Call& call) {
         if (env_mode == Mode::Strict) return kExitInput;
         return exec_untouched(call);
     }
+    if (auto warning = packages_dir_warning(env)) say(*warning);
     auto policy_r = effective_policy(env, *caps, call.nvcc.nvcc);
     if (!policy_r) {
         say(fmt::format("nvcc-forge: no usable policy: {}\n", policy_r.error().to_string()));
@@ -516,36 +634,8 @@ int run_call(const Call& call) {
         return finish(call, rec, *first);
     }
 
-    ProcessSpec second_spec = make_spec(call, call.args, false);
-    second_spec.stdin_fd = stdin_fd;
-    auto second = run_process(second_spec);
-    if (!second) {
-        replay(*first);
-        say(fmt::format("nvcc-forge: {}\n", second.error().to_string()));
-        return kExitInput;
-    }
-    rec.action = kActionInjectionFailed;
-    if (second->signal == 0) {
-        std::string what =
-            rec.injected.empty() ? std::string() : "injected " + join_names(rw.injected);
-        if (!rw.clamped_targets.empty())
-            what += (what.empty() ? "" : ", ") + std::string("clamped ") +
-                    fmt::format("{}", fmt::join(unique_names(rw.clamped_targets), ", "));
-        for (const auto& tu : tus_of(inv)) {
-            if (second->succeeded())
-                say(fmt::format("nvcc-forge: {}: injection failed: the call with {} exited {}; "
-                                "built the original call instead, which lacks them\n",
-                                tu, what, first->status_code()));
-            else
-                say(fmt::format("nvcc-forge: {}: injection failed: the call with {} exited {}, "
-                                "and the original call failed too (its diagnostics are above)\n",
-                                tu, what, first->status_code()));
-        }
-        say("nvcc-forge: the rewritten call's diagnostics:\n" + indent(first->err + first->out));
-        if (second->succeeded())
-            print_drops(call, inv, *policy, tu_class, cmp.missing, arch_specific_why);
-    }
-    return finish(call, rec, *second);
+    return run_original_after_failure(
+        call, {inv, *policy, rw, tu_class, cmp.missing, arch_specific_why, stdin_fd}, *first, rec);
 }
 
 } // namespace forge::frontend

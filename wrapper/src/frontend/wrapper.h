@@ -8,10 +8,12 @@
 //   child so the call can be logged (action passthrough), else they are exec'd.
 // - inject: the rewritten call runs with stdout/stderr captured. Success: its output is replayed.
 //   Failure: the original call runs with inherited stdio (its diagnostics come first and are the
-//   real ones: it is its exit status that is returned), then nvcc-forge says the injection failed
-//   and prints the rewritten call's diagnostics indented under "  | ". Action injection-failed in
-//   both cases (exit_code tells whether the original succeeded). A signal ends everything at once:
-//   one that killed nvcc is re-raised; one that reached the wrapper (SIGTERM, SIGINT, SIGHUP,
+//   real ones: it is its exit status that is returned), then nvcc-forge says whose failure it
+//   was. The injection's (the original builds, or fails otherwise): action injection-failed, and
+//   the rewritten call's diagnostics indented under "  | ". The call's own (it fails as given the
+//   same way and the rewritten call's diagnostics name no injected target: an unwritable -o, a
+//   broken source): action call-failed (failure_is_the_calls_own). A signal ends everything at
+//   once: one that killed nvcc is re-raised; one that reached the wrapper (SIGTERM, SIGINT, SIGHUP,
 //   SIGQUIT, passed on to nvcc) ends the call with nvcc's status (real nvcc exits 255 on SIGTERM),
 //   never with a second compile.
 // - A source on stdin (`-`, /dev/stdin) in a call that may run twice: stdin is read once into an
@@ -26,6 +28,7 @@
 // - The stderr drop line names TUs by file name; the JSON log keeps paths as written.
 #pragma once
 
+#include "core/process.h"
 #include "frontend/config.h"
 #include "frontend/standin.h"
 #include "toolkit/locate.h"
@@ -59,6 +62,14 @@ struct Call {
 // (the function then does not return). Errors of the wrapper itself (a bad NVCC_FORGE_MODE) print
 // one message and return 2 without running anything.
 int run_call(const Call& call);
+
+// After the rewritten call (`rewritten`, captured) failed and the caller's own call
+// (`original`) ran: the failure is the call's own, not the injected targets' (an unwritable -o,
+// a source that does not compile for any target), when the caller's call fails the same way
+// (not by a signal, the same exit status) and the rewritten call's diagnostics name none of the
+// injected targets. A call that builds as given, or fails otherwise, is an injection failure.
+bool failure_is_the_calls_own(const ProcessOutcome& rewritten, const ProcessOutcome& original,
+                              const std::vector<arch::Target>& injected);
 
 // Runs the real nvcc untouched (exec, no parsing): the path taken when the wrapper has nothing
 // to do, or is already inside another wrapper (depth > 0).

@@ -3,6 +3,7 @@
 #include "ci/finding.h"
 #include "core/glob.h"
 #include "core/json.h"
+#include "core/process.h"
 #include "core/text.h"
 
 #include <algorithm>
@@ -110,10 +111,15 @@ void judge(PlanReport& r) {
             short_tus.push_back(fmt::format("{} ({})", t.tu, fmt::join(t.dropped, ", ")));
     if (!r.build_error.empty() || r.build_exit != 0) {
         r.verdict = "error";
-        r.reason =
-            !r.build_error.empty()
-                ? r.build_error
-                : fmt::format("the build command exited {}; nothing was gated", r.build_exit);
+        if (!r.build_error.empty())
+            r.reason = r.build_error;
+        else if (!r.build_exit)
+            r.reason = "the build command did not run; nothing was gated";
+        else if (r.build_signal != 0)
+            r.reason = fmt::format("the build command was killed by {}; nothing was gated",
+                                   signal_name(r.build_signal));
+        else
+            r.reason = fmt::format("the build command exited {}; nothing was gated", *r.build_exit);
         return;
     }
     if (r.gated && r.gate_unreadable) {
@@ -187,7 +193,9 @@ std::string to_github(const PlanReport& r) {
                             fmt::format("could not start the build: {}", r.build_error)});
     else if (r.build_exit != 0)
         findings.push_back({ci::Severity::Error, "", 0, 0, "plan: build command",
-                            fmt::format("the build exited {}", r.build_exit)});
+                            r.build_signal != 0
+                                ? "the build was killed by " + signal_name(r.build_signal)
+                                : fmt::format("the build exited {}", r.build_exit.value_or(-1))});
     std::string out = ci::to_github(findings);
     if (r.gated) out += r.gate_github;
     out += fmt::format("nvcc-forge plan: {} ({})\n", r.verdict, escape_control(r.reason));
@@ -219,7 +227,7 @@ nlohmann::json to_json(const PlanReport& r) {
             {"list", r.list},
             {"arch_knobs", knobs},
             {"mode", r.mode},
-            {"build_exit", r.build_exit},
+            {"build_exit", r.build_exit ? nlohmann::json(*r.build_exit) : nlohmann::json(nullptr)},
             {"calls", calls},
             {"tus", tus},
             {"extensions", built_extensions(r)},

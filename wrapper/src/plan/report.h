@@ -36,10 +36,11 @@ struct PlanReport {
     std::vector<KnobSetting> knobs;
     std::string mode; // the stand-in's mode, from the records ("" without any record)
     std::vector<frontend::LogRecord> calls;
-    std::vector<TuRow> tus;  // the calls that were compared (passthroughs left out)
-    int build_exit = 0;      // CMD's exit status (128 + N for a signal)
-    std::string build_error; // CMD could not be started
-    bool gated = false;      // --gate given
+    std::vector<TuRow> tus;            // the calls that were compared (passthroughs left out)
+    std::optional<int> build_exit = 0; // CMD's exit status (128 + N for a signal); none: never ran
+    int build_signal = 0;              // the signal that ended CMD (0: it exited)
+    std::string build_error;           // CMD could not be started
+    bool gated = false;                // --gate given
     std::vector<std::string> gate_files;
     nlohmann::json gate = nullptr; // verify's JSON
     std::string gate_text;         // verify's table

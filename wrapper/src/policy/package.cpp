@@ -4,12 +4,18 @@
 
 #include "core/file.h"
 #include "policy/policy_file.h"
+#include "core/text.h"
 #include "policy/versions.h"
 #include "policy/yaml_util.h"
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <climits>
+#include <cstring>
 #include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace forge::policy {
 
@@ -464,6 +470,32 @@ Status parse_build_matrix(std::string_view text, const std::string& file, Packag
         into.combinations.push_back(std::move(combo));
         ++index;
     }
+    return ok_status();
+}
+
+Status check_packages_dir(std::string_view value, std::string_view origin) {
+    auto fail = [&](const std::string& why) {
+        Error e{fmt::format("{}: {}", shown_value(value), why)};
+        e.key = std::string(origin);
+        return e;
+    };
+    const auto control = std::find_if(value.begin(), value.end(), [](char c) {
+        return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+    });
+    if (control != value.end())
+        return fail(fmt::format("the value has a control character at byte {}; name the directory "
+                                "without one",
+                                control - value.begin()));
+    if (value.size() >= PATH_MAX)
+        return fail(fmt::format("the value is {} bytes, longer than a path can be ({})",
+                                value.size(), PATH_MAX));
+    struct stat st {};
+    if (::stat(std::string(value).c_str(), &st) != 0)
+        return fail(
+            fmt::format("cannot use it as the packages directory: {}", std::strerror(errno)));
+    if (!S_ISDIR(st.st_mode)) return fail("is not a directory");
+    if (::access(std::string(value).c_str(), R_OK | X_OK) != 0)
+        return fail(fmt::format("cannot read the directory: {}", std::strerror(errno)));
     return ok_status();
 }
 

@@ -118,6 +118,13 @@ struct PackageOverride {
     std::vector<Combination> combinations;
 };
 
+// A packages directory the user named (`origin`: "--packages-dir", "NVCC_FORGE_PACKAGES_DIR")
+// that can be read: an existing directory we may list, its path without control characters and
+// no longer than PATH_MAX. Anything else would resolve as if no package had an override, the
+// policy row, without a word: an error naming the value (exit 2 in the commands, a warning in
+// the wrapper).
+Status check_packages_dir(std::string_view value, std::string_view origin);
+
 // Loads packages_dir/<name>/ (name also tried with '-' and '_' swapped). No directory: an empty
 // override (both file fields ""), since most packages ride the policy row. A directory without
 // either file is an error (exit 2).

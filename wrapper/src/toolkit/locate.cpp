@@ -292,7 +292,7 @@ DepthReading read_depth_marker(const std::string& value) {
     return ignored;
 }
 
-Result<fs::path> find_real_nvcc() {
+Result<fs::path> find_real_nvcc(bool cuda_option_helps) {
     auto env = [](const char* name) {
         const char* v = std::getenv(name);
         return v != nullptr ? std::string(v) : std::string();
@@ -310,8 +310,10 @@ Result<fs::path> find_real_nvcc() {
         e.key = "NVCC_FORGE_REAL_NVCC";
         return e;
     }
-    Error e{"no real nvcc found (set NVCC_FORGE_REAL_NVCC, put nvcc on PATH, set CUDA_HOME, or "
-            "pass --cuda)"};
+    Error e{cuda_option_helps ? "no real nvcc found (set NVCC_FORGE_REAL_NVCC, put nvcc on PATH, "
+                                "set CUDA_HOME, or pass --cuda)"
+                              : "no real nvcc found (set NVCC_FORGE_REAL_NVCC, put nvcc on PATH "
+                                "or set CUDA_HOME)"};
     e.key = "nvcc";
     return e;
 }

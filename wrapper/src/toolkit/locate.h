@@ -103,6 +103,8 @@ std::optional<Located> find_on_path(const std::string& name, const std::string& 
 // with the front end's binary (core/paths.h wrapper_exe) as the one never to pick, and no marker
 // (the tools are not started as `nvcc`). Returns the path as found. Errors (exit 2) keyed
 // NVCC_FORGE_REAL_NVCC when that variable names no usable nvcc, else keyed "nvcc".
-Result<std::filesystem::path> find_real_nvcc();
+// `cuda_option_helps`: the message may suggest --cuda instead (not for `plan`, which compiles
+// with the real nvcc whatever --cuda says).
+Result<std::filesystem::path> find_real_nvcc(bool cuda_option_helps = true);
 
 } // namespace forge::toolkit
