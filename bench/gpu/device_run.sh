@@ -4,6 +4,9 @@
 #      cupy, jax and nvidia-* packages (default and -all), timings and peak memory on
 #      libtorch_cuda.so: medians of `list` (text and JSON, LIST_ROUNDS=21) and `list --toolkit`
 #      (TOOLKIT_ROUNDS=11), spawn included, the largest peak RSS of each, and the issue-16 targets;
+#      (list-scan, also part of list) `list` before/after the embedded-fatbin scan of issue 29 on
+#      libtorch_cuda.so, side by side (bench/list/speed.py), with the tools before it carried in
+#      .devcarry/before/nvcc-forge-tools, and what the scan found there;
 #   2. a real torch CUDAExtension (examples/torch_ext) built through `nvcc-forge shim` in inject
 #      mode with TORCH_CUDA_ARCH_LIST narrowed to 9.0, its kernel run on the GPU, its .so gated;
 #   3. multi-toolkit bundles (built on the CPU machine with CUDA 13.0 + 13.1, carried as headers)
@@ -28,6 +31,29 @@ python3 -c 'import torch; print("torch", torch.__version__)'
 if [ "$step" = all ] || [ "$step" = list ]; then
   echo "== 1. list vs cuobjdump"
   python3 "$repo/bench/gpu/compare_listing.py" "$F" "$OUT" 2>&1 | tee "$OUT/listing.log" | tail -90
+fi
+
+if [ "$step" = all ] || [ "$step" = list ] || [ "$step" = list-scan ]; then
+  # Issue 29: the embedded-fatbin scan keeps `list` within 1.5x of the build before it. The tools
+  # of that build are carried in .devcarry/before/nvcc-forge-tools (LIST_BEFORE=PATH for another).
+  before="${LIST_BEFORE:-$carry/before/nvcc-forge-tools}"
+  torch_so=$(python3 -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cuda.so"))')
+  if [ -x "$before" ]; then
+    echo "== 1b. list before/after the embedded-fatbin scan: $torch_so"
+    python3 "$repo/bench/list/speed.py" --rounds "${LIST_ROUNDS:-21}" --toolkit-rounds 0 \
+      --outputs-may-differ "$before" "$carry/libexec/nvcc-forge-tools" "$torch_so" 2>&1 \
+      | tee "$OUT/list-scan.log" | tail -8
+    "$F" list --format json "$torch_so" | python3 -c '
+import collections, json, sys
+rows = json.load(sys.stdin)
+found = collections.Counter(r["found"] for r in rows)
+emb = [r for r in rows if r["found"] == "embedded"]
+print("rows by where found:", dict(found), "| embedded containers:",
+      len({(r["section"], r["fatbin_offset"]) for r in emb}), "in", sorted({r["section"] for r in emb}))' \
+      | tee -a "$OUT/list-scan.log"
+  else
+    echo "== 1b. skipped: no tools of the build before the scan at $before"
+  fi
 fi
 
 if [ "$step" = all ] || [ "$step" = torch ]; then

@@ -52,6 +52,7 @@ inline constexpr std::uint16_t kEmCuda = 190; // e_machine EM_CUDA: a cubin
 inline constexpr std::uint32_t kShtNull = 0;
 inline constexpr std::uint32_t kShtNote = 7;
 inline constexpr std::uint32_t kShtNobits = 8;
+inline constexpr std::uint64_t kShfAlloc = 0x2; // sh_flags SHF_ALLOC: in memory at run time
 
 // More sections than any linker or ptxas writes (a -ffunction-sections object with a hundred
 // thousand functions stays well below); the decoded table stays under ~100 MB.

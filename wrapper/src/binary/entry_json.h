@@ -15,7 +15,7 @@ namespace forge::binary {
 // \u00XX, every other byte (UTF-8 included) as is.
 std::string json_string(std::string_view s);
 
-// `  {"file": ..., "member": ..., ..., "toolkit": ...}` (no newline).
+// `  {"file": ..., "member": ..., ..., "toolkit": ..., "found": ...}` (no newline).
 std::string entry_json(const Entry& e);
 
 // "[\n" rows joined by ",\n" "\n]\n"; "[]\n" when there are none.

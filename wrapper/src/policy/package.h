@@ -81,6 +81,9 @@ struct PackageOverride {
     bool allow_pure_python = false;
     std::vector<std::string> lint_ignore;
     std::vector<ExpectedExtension> extensions;
+    // verify.embedded_fatbins: "judge" counts fatbin containers embedded outside the registered
+    // sections as carried code; "report" (the default) lists them apart.
+    bool judge_embedded = false;
     WrapperSettings wrapper;
     std::optional<ForwardPtx> forward_ptx;
     // build_matrix.yml
