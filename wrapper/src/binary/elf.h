@@ -26,6 +26,7 @@ inline constexpr std::uint64_t kEMachine = 18;    // u16 e_machine
 inline constexpr std::uint64_t kEPhoff = 32;      // u64 e_phoff
 inline constexpr std::uint64_t kEShoff = 40;      // u64 e_shoff
 inline constexpr std::uint64_t kEFlags = 48;      // u32 e_flags
+inline constexpr std::uint64_t kEEhsize = 52;     // u16 e_ehsize: 64 for ELF64
 inline constexpr std::uint64_t kEPhentsize = 54;  // u16 e_phentsize
 inline constexpr std::uint64_t kEPhnum = 56;      // u16 e_phnum
 inline constexpr std::uint64_t kEShentsize = 58;  // u16 e_shentsize
