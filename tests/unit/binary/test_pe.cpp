@@ -3,15 +3,14 @@
 #include "binary/pe.h"
 #include "support.h"
 
+#include "../in_child.h"
+
 #include <algorithm>
-#include <csignal>
 #include <fmt/format.h>
 #include <fstream>
 #include <set>
 #include <sstream>
 #include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 namespace forge::binary::test {
 namespace {
@@ -184,64 +183,48 @@ std::vector<HostileCase> hostile_cases() {
 }
 
 // One case in a child process under a time limit (and, without ASan, whose shadow memory needs
-// the address space, a memory limit): the file as it is and as the member of an archive must be
-// an error naming the field. "" when it is; else what happened.
+// the address space, a 1 GiB memory limit): the file as it is and as the member of an archive
+// must be an error naming the field. "" when it is; else what happened.
 std::string replay(const HostileCase& c, const std::vector<std::uint8_t>& bytes) {
-    int fds[2];
-    if (::pipe(fds) != 0) return "pipe failed";
-    const pid_t pid = ::fork();
-    if (pid < 0) return "fork failed";
-    if (pid == 0) {
-        ::close(fds[0]);
-        ::alarm(30); // a hang is SIGALRM
-        if (!kAddressSanitizer) {
-            const rlimit mem{rlim_t{1} << 30, rlim_t{1} << 30};
-            ::setrlimit(RLIMIT_AS, &mem);
-        }
-        std::string why;
-        // As a file, then as an archive member (the error's offset is then the archive's).
-        std::vector<std::uint8_t> ar;
-        std::string head = "!<arch>\nk.dll/          0           0     0     644     ";
-        std::string size = std::to_string(bytes.size());
-        head += size + std::string(10 - size.size(), ' ') + "`\n";
-        ar.assign(head.begin(), head.end());
-        ar.insert(ar.end(), bytes.begin(), bytes.end());
-        const std::uint64_t member_at = head.size();
-        const std::vector<std::pair<const std::vector<std::uint8_t>*, std::uint64_t>> inputs = {
-            {&bytes, 0}, {&ar, member_at}};
-        for (const auto& [data, shift] : inputs) {
-            for (bool inspect : {false, true}) {
-                ReadOptions opts;
-                opts.inspect_payloads = inspect;
-                opts.max_member_bytes = 16u << 20;
-                auto r = read_memory(*data, opts);
-                if (r.ok()) {
-                    why += fmt::format("read as {} entries; ", r->size());
-                } else if (r.error().offset != c.offset + shift ||
-                           r.error().message.find(c.phrase) == std::string::npos) {
-                    why += fmt::format("error at {} (wanted {} naming '{}'): {}; ",
-                                       r.error().offset ? std::to_string(*r.error().offset) : "-",
-                                       c.offset + shift, c.phrase, r.error().to_string());
+    const auto child = forge::test::in_child(
+        [&] {
+            if (!kAddressSanitizer) {
+                const rlimit mem{rlim_t{1} << 30, rlim_t{1} << 30};
+                ::setrlimit(RLIMIT_AS, &mem);
+            }
+            std::string why;
+            // As a file, then as an archive member (the error's offset is then the archive's).
+            std::string head = "!<arch>\nk.dll/          0           0     0     644     ";
+            const std::string size = std::to_string(bytes.size());
+            head += size + std::string(10 - size.size(), ' ') + "`\n";
+            std::vector<std::uint8_t> ar(head.begin(), head.end());
+            ar.insert(ar.end(), bytes.begin(), bytes.end());
+            const std::vector<std::pair<const std::vector<std::uint8_t>*, std::uint64_t>> inputs = {
+                {&bytes, 0}, {&ar, head.size()}};
+            for (const auto& [data, shift] : inputs) {
+                for (bool inspect : {false, true}) {
+                    ReadOptions opts;
+                    opts.inspect_payloads = inspect;
+                    opts.max_member_bytes = 16u << 20;
+                    auto r = read_memory(*data, opts);
+                    if (r.ok()) {
+                        why += fmt::format("read as {} entries; ", r->size());
+                    } else if (r.error().offset != c.offset + shift ||
+                               r.error().message.find(c.phrase) == std::string::npos) {
+                        why +=
+                            fmt::format("error at {} (wanted {} naming '{}'): {}; ",
+                                        r.error().offset ? std::to_string(*r.error().offset) : "-",
+                                        c.offset + shift, c.phrase, r.error().to_string());
+                    }
                 }
             }
-        }
-        const auto n = ::write(fds[1], why.data(), why.size());
-        ::_exit(n == static_cast<ssize_t>(why.size()) ? 0 : 3);
-    }
-    ::close(fds[1]);
-    std::string got;
-    char buf[4096];
-    for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;)
-        got.append(buf, static_cast<std::size_t>(n));
-    ::close(fds[0]);
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    if (WIFSIGNALED(status))
-        return fmt::format("killed by signal {}{}", WTERMSIG(status),
-                           WTERMSIG(status) == SIGALRM ? " (ran past 30 s)" : "");
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        return fmt::format("child exited {}: {}", WEXITSTATUS(status), got);
-    return got;
+            return why;
+        },
+        30);
+    if (child.timed_out()) return "ran past 30 s";
+    if (!child.exited_ok())
+        return fmt::format("child ended with status {}: {}", child.status, child.out);
+    return child.out;
 }
 
 TEST(BinaryPeHostile, EveryCaseIsAnErrorNamingItsField) {
