@@ -430,8 +430,11 @@ ExtensionReport verify_extension(const binary::Extension& ext, const arch::ArchL
         if (!want_ptx.count(t) && !want_ptx.count(t.folded())) r.extra.push_back(t.name());
     {
         Check c{"extra", r.extra.empty() || opts.allow_extra, "", {}};
+        const bool apart = r.embedded.containers != 0 && !r.embedded.judged;
         c.detail = r.extra.empty()
-                       ? "nothing beyond the list"
+                       ? (apart ? "nothing beyond the list in the registered fatbins (the "
+                                  "embedded ones are reported apart)"
+                                : "nothing beyond the list")
                        : fmt::format("not in the list: {}{}", fmt::join(r.extra, " "),
                                      opts.allow_extra ? " (allowed: --allow-extra)" : "");
         r.checks.push_back(c);
