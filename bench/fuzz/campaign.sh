@@ -41,7 +41,7 @@ for exe in "$BIN"/fuzz_*; do
     f=$(grep -o 'ft: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*$'); f=${f:-0}
     ((c > cov)) && cov=$c
     ((f > ft)) && ft=$f
-    m=$(grep -o 'stat::peak_rss_mb: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*$'); m=${m:-0}
+    m=$(grep -o 'stat::peak_rss_mb: *[0-9]*' "$log" | tail -1 | grep -o '[0-9]*$'); m=${m:-0}
     ((m > rss)) && rss=$m
   done
   nart=$(find "$artifacts" -type f | wc -l)
