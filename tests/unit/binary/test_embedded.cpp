@@ -169,7 +169,7 @@ TEST(BinaryEmbedded, AMagicInCodeOrNoiseNeverMakesAnEntry) {
 
 TEST(BinaryEmbedded, TheSearchSplitAcrossWorkersFindsWhatOneWorkerFinds) {
     std::mt19937 rng(forge::test::test_seed(7));
-    std::vector<std::uint8_t> big((std::size_t{13} << 20) + 12);
+    std::vector<std::uint8_t> big((std::size_t{9} << 20) + 12); // three 4 MiB tasks
     for (auto& c : big)
         c = static_cast<std::uint8_t>(rng() % 7 == 0 ? 0x50 : rng());
     std::vector<std::uint64_t> planted;
