@@ -100,4 +100,9 @@ fi
 # truth test (binary.pe.curand_truth) compares their device code entry for entry.
 bash "$root/tests/integration/binary/fetch_pe_truth.sh" "$tools_dir/pe-truth" \
   || echo "install-deps: cannot fetch the PE truth wheels; binary.pe.curand_truth will skip" >&2
+# cuFFT and cuSPARSE for both systems (1.1 GB of wheels, once; only the four libraries are kept,
+# 1.5 GB): the binary.embedded.* cases count the fatbin containers outside the registered
+# sections and compare the twins.
+bash "$root/tests/integration/binary/fetch_embedded_truth.sh" "$tools_dir/embedded-truth" \
+  || echo "install-deps: cannot fetch the cuFFT/cuSPARSE wheels; binary.embedded.* will skip" >&2
 echo "install-deps: ok"

@@ -89,6 +89,10 @@ def main():
     z = zlib.compressobj(level=9, wbits=-15)
     write("ok-wheel.whl", zipbytes([("pkg/_C.so", elf([(".nv_fatbin", 1, good)])), ("pkg/__init__.py", b"")]))
     write("ok-ar.a", ar([("k.o/", elf([(".nv_fatbin", 1, good)]), None)]))
+    # Containers outside the registered sections (the embedded scan): one whole, one whose
+    # entry runs past its container, next to a registered one.
+    write("ok-embedded.o", elf([(".nv_fatbin", 1, good), (".rodata", 1, b"\0" * 8 + good),
+                                (".data", 1, fatbin([entry()], fat_size=0x30))]))
 
     # fatbin header and entry lies
     write("fat-size-overflow.fatbin", fatbin([entry()], fat_size=0xFFFFFFFFFFFFFFF8))

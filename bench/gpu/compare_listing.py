@@ -77,8 +77,9 @@ def cuobjdump_entries(path, all_fatbins):
 
 def native_entries(rows, all_fatbins):
     """Applies cuobjdump's rules to our rows: without -all only the executable fatbin (.nv_fatbin)
-    when one exists; family cubins listed without their f; LTO-IR is not listed."""
-    rows = [r for r in rows if r["kind"] != "lto"]
+    when one exists; family cubins listed without their f; LTO-IR is not listed; nothing embedded
+    outside the registered sections (found: embedded) is read by cuobjdump."""
+    rows = [r for r in rows if r["kind"] != "lto" and r.get("found") != "embedded"]
     if not all_fatbins and any(r["section"] == ".nv_fatbin" for r in rows):
         rows = [r for r in rows if r["section"] == ".nv_fatbin"]
     out = []

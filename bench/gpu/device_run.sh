@@ -7,6 +7,9 @@
 #      then (also alone as `toolkit-floor`) `list --toolkit` on libtorch_cuda.so beside its decode
 #      floor (.devcarry/bin/forge-decode-floor), first run and cached (bench/list/floor.py,
 #      FLOOR_ROUNDS=7), with one strace -c of a first run;
+#      (list-scan, also part of list) `list` before/after the embedded-fatbin scan of issue 29 on
+#      libtorch_cuda.so, side by side (bench/list/speed.py), with the tools before it carried in
+#      .devcarry/before/nvcc-forge-tools, and what the scan found there;
 #   2. a real torch CUDAExtension (examples/torch_ext) built through `nvcc-forge shim` in inject
 #      mode with TORCH_CUDA_ARCH_LIST narrowed to 9.0, its kernel run on the GPU, its .so gated;
 #   3. multi-toolkit bundles (built on the CPU machine with CUDA 13.0 + 13.1, carried as headers)
@@ -44,6 +47,29 @@ if [ "$step" = all ] || [ "$step" = list ] || [ "$step" = toolkit-floor ]; then
       "$tools" "$carry/bin/forge-decode-floor" "$torch_so" 2>&1 | tee "$OUT/toolkit_floor.log"
   else
     echo "toolkit-floor: no .devcarry/bin/forge-decode-floor (cmake --build BUILD --target forge-decode-floor)"
+  fi
+fi
+
+if [ "$step" = all ] || [ "$step" = list ] || [ "$step" = list-scan ]; then
+  # Issue 29: the embedded-fatbin scan keeps `list` within 1.5x of the build before it. The tools
+  # of that build are carried in .devcarry/before/nvcc-forge-tools (LIST_BEFORE=PATH for another).
+  before="${LIST_BEFORE:-$carry/before/nvcc-forge-tools}"
+  torch_so=$(python3 -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cuda.so"))')
+  if [ -x "$before" ]; then
+    echo "== 1c. list before/after the embedded-fatbin scan: $torch_so"
+    python3 "$repo/bench/list/speed.py" --rounds "${LIST_ROUNDS:-21}" --toolkit-rounds 0 \
+      --outputs-may-differ "$before" "$carry/libexec/nvcc-forge-tools" "$torch_so" 2>&1 \
+      | tee "$OUT/list-scan.log" | tail -8
+    "$F" list --format json "$torch_so" | python3 -c '
+import collections, json, sys
+rows = json.load(sys.stdin)
+found = collections.Counter(r["found"] for r in rows)
+emb = [r for r in rows if r["found"] == "embedded"]
+print("rows by where found:", dict(found), "| embedded containers:",
+      len({(r["section"], r["fatbin_offset"]) for r in emb}), "in", sorted({r["section"] for r in emb}))' \
+      | tee -a "$OUT/list-scan.log"
+  else
+    echo "== 1c. skipped: no tools of the build before the scan at $before"
   fi
 fi
 

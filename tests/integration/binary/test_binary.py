@@ -533,5 +533,91 @@ def case_text_escapes(t):
     check([e["member"] for e in j] == [name.decode()], j)
 
 
+# ---- fatbins outside the registered sections, on real NVIDIA libraries ------------------------
+
+def embedded_truth(t):
+    """The four libraries of fetch_embedded_truth.sh (cached), or a skip saying why not."""
+    cache = os.path.join(t.tools_dir, "embedded-truth")
+    r = t.run(["bash", t.src("tests", "integration", "binary", "fetch_embedded_truth.sh"), cache])
+    if r.rc != 0:
+        ft.skip(f"cannot download the cuFFT/cuSPARSE wheels from PyPI into {cache}: {r.err[-300:]}")
+    return os.path.join(cache, "lib")
+
+
+def by_found(rows):
+    import collections
+    out = collections.defaultdict(list)
+    for r in rows:
+        out[r["found"]].append(r)
+    return out
+
+
+@ft.case("binary.embedded.real_twins")
+def case_embedded_real_twins(t):
+    """cuFFT 11.4.1.4 and cuSPARSE 12.5.10.65 hand fatbin containers to the driver themselves:
+    `list` finds them outside the registered sections (.ldata/.data, .rodata/.rdata), the same
+    (kind, arch) multiset in the Windows DLL as in the Linux .so, and the registered fatbins are
+    listed as before (docs/fatbin-format.md, "Fatbins outside the registered sections")."""
+    import collections
+    lib = embedded_truth(t)
+    want = {  # library: (registered entries, embedded containers, embedded entries, sections)
+        "libcufft.so.11": (1, 24453, 24453, {".ldata"}),
+        "cufft64_11.dll": (1, 24453, 24453, {".data"}),
+        "libcusparse.so.12": (1862, 34, 476, {".rodata"}),
+        "cusparse64_12.dll": (1862, 34, 476, {".rdata"}),
+    }
+    soft = ft.Soft()
+    counts = {}
+    for name, (registered, containers, entries, sections) in want.items():
+        rows = by_found(listing(t, os.path.join(lib, name)))
+        soft.check_eq(len(rows["registered"]), registered, f"{name} registered entries")
+        emb = rows["embedded"]
+        soft.check_eq(len({r["fatbin_offset"] for r in emb}), containers, f"{name} containers")
+        soft.check_eq(len(emb), entries, f"{name} embedded entries")
+        soft.check_eq({r["section"] for r in emb}, sections, f"{name} sections")
+        soft.check_eq(set(rows) - {"registered", "embedded"}, set(), f"{name} other rows")
+        counts[name] = collections.Counter((r["kind"], r["arch"]) for r in emb)
+    for so, dll in (("libcufft.so.11", "cufft64_11.dll"), ("libcusparse.so.12", "cusparse64_12.dll")):
+        soft.check(counts[so] == counts[dll],
+                   f"{so} vs {dll}: only .so {counts[so] - counts[dll]}, only DLL {counts[dll] - counts[so]}")
+    cufft = counts["libcufft.so.11"]
+    soft.check_eq(cufft[("sass", "sm_87")], 155, "cuFFT sm_87 containers")
+    soft.check_eq(cufft[("lto", "lto_50")], 11651, "cuFFT lto_50 entries")
+    soft.done()
+
+
+@ft.case("binary.embedded.verify_reports_apart")
+def case_embedded_verify(t):
+    """verify judges the registered fatbins as before and reports the embedded ones apart (text
+    and JSON, LTO included); a package with `verify.embedded_fatbins: judge` counts them."""
+    lib = embedded_truth(t)
+    so = os.path.join(lib, "libcusparse.so.12")
+    sass = sorted({r["arch"] for r in listing(t, so) if r["found"] == "registered" and r["kind"] == "sass"})
+    arch_list = ",".join(sass)
+    r = t.forge("verify", "--arch-list", arch_list, "--format", "json", so)
+    (ext,) = r.json()["extensions"]
+    emb = ext["embedded"]
+    soft = ft.Soft()
+    soft.check_eq((emb["judged"], emb["containers"], emb["entries"], emb["sections"]),
+                  (False, 34, 476, [".rodata"]), "embedded report")
+    soft.check("lto_50" in emb["lto"] and "compute_100" in emb["ptx"] and "sm_100" in emb["sass"], emb)
+    soft.check("compute_70" not in ext["ptx"] and "compute_70" not in ext["extra"],
+               f"embedded PTX judged: {ext['ptx']} {ext['extra']}")
+    text = t.forge("verify", "--arch-list", arch_list, so).out
+    soft.check("embedded  34 fatbin containers (476 entries) in .rodata" in text and
+               "not judged" in text, text)
+    pkgs = os.path.join(t.work, "packages")
+    os.makedirs(os.path.join(pkgs, "cusparse"))
+    ft.write(os.path.join(pkgs, "cusparse", "arch_override.yml"),
+             "verify:\n  embedded_fatbins: judge\n")
+    j = t.forge("verify", "--arch-list", arch_list, "--package", "cusparse", "--packages-dir", pkgs,
+                "--format", "json", so).json()["extensions"][0]
+    soft.check(j["embedded"]["judged"] and "compute_70" in j["ptx"], j["ptx"])
+    ft.write(os.path.join(pkgs, "cusparse", "arch_override.yml"), "verify:\n  embedded_fatbins: yes\n")
+    bad = t.forge("verify", "--arch-list", arch_list, "--package", "cusparse", "--packages-dir", pkgs, so)
+    soft.check(bad.rc == 2 and "embedded_fatbins" in bad.err, f"{bad.rc} {bad.err}")
+    soft.done()
+
+
 if __name__ == "__main__":
     sys.exit(ft.main())

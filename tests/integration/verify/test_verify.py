@@ -292,7 +292,7 @@ def case_json(t):
     keys = {"file", "member", "expected", "sass", "ptx", "lto", "missing_sass", "missing_ptx",
             "missing_families", "extra", "waived", "stub_only", "kernels", "toolkit_violations",
             "device_code", "source", "verdict", "checks", "ptx_without_kernels", "lost_gpus",
-            "host_only"}
+            "host_only", "embedded"}
     by_file = {}
     for e in rep["extensions"]:
         check_eq(set(e), keys, f"keys of {e['file']}")
@@ -313,6 +313,9 @@ def case_json(t):
     check_eq(sorted(obj["extra"]), ["compute_90", "compute_90a", "sm_90a"], "extra")
     check_eq([c["check"] for c in obj["checks"]], ["family", "sass", "ptx", "extra"], "check order")
     check_eq([c["ok"] for c in obj["checks"]], [False, False, False, False], "check results")
+    # nvcc's own objects hold fatbins only in the registered sections.
+    check_eq(obj["embedded"], {"judged": False, "containers": 0, "entries": 0, "sections": [],
+                               "sass": [], "ptx": [], "lto": []}, "embedded")
 
 
 @ft.case("verify.exit.unreadable_input")

@@ -37,6 +37,7 @@ const std::map<std::string, Expect>& expectations() {
         {"ok-cubin-90a.cubin", ok(1)},
         {"ok-fatbin.fatbin", ok(2)},
         {"ok-host.o", ok(4)},
+        {"ok-embedded.o", ok(4)}, // 2 registered, 2 embedded in .rodata, none in .data
         {"ok-wheel.whl", ok(2)},
         {"ar-bsd-longname.a", ok(2)},
         {"elf-no-sections-scan.so", ok(2)},

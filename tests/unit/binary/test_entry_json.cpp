@@ -38,7 +38,7 @@ TEST(EntryJson, OneEntryWithUnreadFieldsAsNull) {
               "\"fatbin\": 1, \"fatbin_offset\": 16, \"offset\": 80, \"kind\": \"sass\", "
               "\"arch\": \"sm_90a\", \"compression\": \"zstd\", \"size\": 4096, "
               "\"uncompressed_size\": 9000, \"stub\": null, \"kernels\": null, \"toolkit\": "
-              "null}");
+              "null, \"found\": \"registered\"}");
 }
 
 TEST(EntryJson, InspectedFieldsAndMember) {
@@ -47,9 +47,12 @@ TEST(EntryJson, InspectedFieldsAndMember) {
     e.stub = true;
     e.kernels = 3;
     e.toolkit = "13.0";
+    e.found = Found::Embedded;
     const std::string j = entry_json(e);
     EXPECT_NE(j.find("\"member\": \"pkg/_C.so\""), std::string::npos) << j;
-    EXPECT_NE(j.find("\"stub\": true, \"kernels\": 3, \"toolkit\": \"13.0\"}"), std::string::npos)
+    EXPECT_NE(
+        j.find("\"stub\": true, \"kernels\": 3, \"toolkit\": \"13.0\", \"found\": \"embedded\"}"),
+        std::string::npos)
         << j;
 }
 

@@ -138,6 +138,18 @@ TEST(BinaryHostile, ElfHeaderProblems) {
     b = Buf{good};
     b.put32(shoff + 64, 0xFFFFFF); // section name offset outside the name table
     EXPECT_TRUE(mentions(must_fail(b.b), "name offset"));
+    b = Buf{good};
+    b.put16(52, 0x40 + 8); // e_ehsize
+    EXPECT_EQ(must_fail(b.b).offset, 52u);
+    b = Buf{good};
+    b.put64(40, 16); // e_shoff inside the ELF header
+    EXPECT_EQ(must_fail(b.b).offset, 40u);
+    // An allocated section the embedded scan reads must lie inside the file too.
+    Buf o{host_elf(".rodata", fatbin_bytes({{}}))};
+    std::uint64_t o_shoff = 0;
+    std::memcpy(&o_shoff, &o.b[40], 8);
+    o.put64(o_shoff + 64 + 32, 1ull << 50);
+    EXPECT_TRUE(mentions(must_fail(o.b), "'.rodata'"));
 }
 
 TEST(BinaryHostile, MagicScanWithoutSectionTableAcceptsOnlyConsistentHeaders) {

@@ -3,8 +3,14 @@
 #include "binary/pe.h"
 #include "support.h"
 
+#include "../in_child.h"
+
 #include <algorithm>
+#include <fmt/format.h>
+#include <fstream>
 #include <set>
+#include <sstream>
+#include <sys/resource.h>
 
 namespace forge::binary::test {
 namespace {
@@ -136,6 +142,104 @@ TEST(BinaryPeFixtures, MsvcLibMembersByLongName) {
         members.insert(e.member.value_or("-"));
     EXPECT_EQ(members,
               (std::set<std::string>{"out/x64/release/rdc_with_a_long_name.obj", "exec.obj"}));
+}
+
+// ASan reserves terabytes of shadow address space: an address-space limit would stop it.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kAddressSanitizer = true;
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+
+// tests/fixtures/binary/pe_hostile (make_pe_hostile.py): a file per header field that lies, and
+// the byte offset of the field its error must name.
+struct HostileCase {
+    std::string file;
+    std::uint64_t offset = 0;
+    std::string phrase;
+};
+
+std::vector<HostileCase> hostile_cases() {
+    std::ifstream in(joined({FORGE_TEST_SOURCE_DIR, "/fixtures/binary/pe_hostile/expected.tsv"}));
+    std::vector<HostileCase> out;
+    for (std::string line; std::getline(in, line);) {
+        if (line.empty() || line[0] == '#') continue;
+        std::istringstream fields(line);
+        HostileCase c;
+        std::string offset;
+        std::getline(fields, c.file, '\t');
+        std::getline(fields, offset, '\t');
+        std::getline(fields, c.phrase);
+        c.offset = std::stoull(offset);
+        out.push_back(c);
+    }
+    return out;
+}
+
+// One case in a child process under a time limit (and, without ASan, whose shadow memory needs
+// the address space, a 1 GiB memory limit): the file as it is and as the member of an archive
+// must be an error naming the field. "" when it is; else what happened.
+std::string replay(const HostileCase& c, const std::vector<std::uint8_t>& bytes) {
+    const auto child = forge::test::in_child(
+        [&] {
+            if (!kAddressSanitizer) {
+                const rlimit mem{rlim_t{1} << 30, rlim_t{1} << 30};
+                ::setrlimit(RLIMIT_AS, &mem);
+            }
+            std::string why;
+            // As a file, then as an archive member (the error's offset is then the archive's).
+            std::string head = "!<arch>\nk.dll/          0           0     0     644     ";
+            const std::string size = std::to_string(bytes.size());
+            head += size + std::string(10 - size.size(), ' ') + "`\n";
+            std::vector<std::uint8_t> ar(head.begin(), head.end());
+            ar.insert(ar.end(), bytes.begin(), bytes.end());
+            const std::vector<std::pair<const std::vector<std::uint8_t>*, std::uint64_t>> inputs = {
+                {&bytes, 0}, {&ar, head.size()}};
+            for (const auto& [data, shift] : inputs) {
+                for (bool inspect : {false, true}) {
+                    ReadOptions opts;
+                    opts.inspect_payloads = inspect;
+                    opts.max_member_bytes = 16u << 20;
+                    auto r = read_memory(*data, opts);
+                    if (r.ok()) {
+                        why += fmt::format("read as {} entries; ", r->size());
+                    } else if (r.error().offset != c.offset + shift ||
+                               r.error().message.find(c.phrase) == std::string::npos) {
+                        why +=
+                            fmt::format("error at {} (wanted {} naming '{}'): {}; ",
+                                        r.error().offset ? std::to_string(*r.error().offset) : "-",
+                                        c.offset + shift, c.phrase, r.error().to_string());
+                    }
+                }
+            }
+            return why;
+        },
+        30);
+    if (child.timed_out()) return "ran past 30 s";
+    if (!child.exited_ok())
+        return fmt::format("child ended with status {}: {}", child.status, child.out);
+    return child.out;
+}
+
+TEST(BinaryPeHostile, EveryCaseIsAnErrorNamingItsField) {
+    const auto cases = hostile_cases();
+    ASSERT_GE(cases.size(), 20u);
+    const std::string dir = joined({FORGE_TEST_SOURCE_DIR, "/fixtures/binary/pe_hostile/"});
+    // The image every case was made from reads, with its device code.
+    auto good = read_memory(slurp(dir + "good.dll"));
+    ASSERT_TRUE(good.ok()) << good.error().to_string();
+    EXPECT_EQ(good->size(), 2u);
+    for (const auto& c : cases) {
+        const auto bytes = slurp(dir + c.file);
+        ASSERT_FALSE(bytes.empty()) << c.file;
+        EXPECT_EQ(replay(c, bytes), "") << c.file;
+    }
 }
 
 } // namespace

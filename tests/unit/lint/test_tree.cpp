@@ -1,6 +1,7 @@
 // lint_tree on fixture trees written after the real patterns (tests/fixtures/lint/): the
 // flash-attention ladder, the SageAttention whitelist, the pointnet2_ops override, NATTEN-style
 // arch-specific CMake targets, a clean tree; plus lint_ignore, the walk and its errors.
+#include "../in_child.h"
 #include "helpers.h"
 #include "lint/lint.h"
 #include "lint/report.h"
@@ -273,12 +274,7 @@ TEST(LintTree, UnreadableFileMakesTheScanIncomplete) {
         fs::permissions(t.path() / "a.cu", fs::perms::owner_read | fs::perms::owner_write |
                                                fs::perms::group_read | fs::perms::others_read);
     }
-    int fds[2];
-    ASSERT_EQ(::pipe(fds), 0);
-    const pid_t pid = ::fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-        ::close(fds[0]);
+    const auto child = forge::test::in_child([&] {
         if (root && (::setgid(65534) != 0 || ::setuid(65534) != 0)) ::_exit(3);
         if (std::FILE* probe = std::fopen((t.path() / "b.cu").c_str(), "r")) {
             std::fclose(probe);
@@ -290,18 +286,10 @@ TEST(LintTree, UnreadableFileMakesTheScanIncomplete) {
             out += "hit " + file + ":" + std::to_string(line) + ":" + rule + ":" + needs + "\n";
         for (const auto& s : r.skipped)
             out += "skipped " + s + "\n";
-        const bool written =
-            ::write(fds[1], out.data(), out.size()) == static_cast<ssize_t>(out.size());
-        ::_exit(written ? 0 : 5);
-    }
-    ::close(fds[1]);
-    std::string got;
-    char buf[4096];
-    for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;)
-        got.append(buf, static_cast<std::size_t>(n));
-    ::close(fds[0]);
-    int status = 0;
-    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+        return out;
+    });
+    const int status = child.status;
+    const std::string& got = child.out;
     fs::permissions(t.path() / "b.cu", fs::perms::owner_all);
     ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
         << "child status " << status << " (3: cannot drop privileges, 4: b.cu still readable)";

@@ -26,17 +26,17 @@ TEST(PackageOverride, SeedFieldsInBothForms) {
 TEST(PackageOverride, UnknownKeysAnywhereAreErrorsWithLine) {
     auto e = override_error("arch_list: \"8.0\"\narch_list_by_cud:\n  \"12.8\": \"8.9\"\n");
     EXPECT_EQ(e.key, "arch_list_by_cud");
-    EXPECT_EQ(e.line, 2);
+    EXPECT_EQ(e.line, std::optional<int>(2));
     EXPECT_EQ(e.file, "pkg.yml");
     e = override_error("verify:\n  allow_missing_arch: []\n");
     EXPECT_EQ(e.key, "allow_missing_arch");
-    EXPECT_EQ(e.line, 2);
+    EXPECT_EQ(e.line, std::optional<int>(2));
     e = override_error("wrapper:\n  inject_arch_specfic: true\n");
     EXPECT_EQ(e.key, "inject_arch_specfic");
     e = override_error("arch_list: {list: \"8.0\", reason: r, source: s, sauce: x}\n");
     EXPECT_EQ(e.key, "sauce");
     e = override_error("arch_list_by_cuda:\n  \"12.8.1\": \"8.0\"\n");
-    EXPECT_EQ(e.line, 2);
+    EXPECT_EQ(e.line, std::optional<int>(2));
 }
 
 TEST(PackageOverride, MapFormNeedsReasonAndSource) {
@@ -76,6 +76,21 @@ TEST(PackageOverride, WaiverNeedsEvidence) {
     EXPECT_EQ(e.key, "sm_9x");
     e = override_error("verify:\n  allow_pure_python: yes please\n");
     EXPECT_NE(e.message.find("true or false"), std::string::npos);
+    e = override_error("verify:\n  embedded_fatbins: true\n");
+    EXPECT_NE(e.message.find("report"), std::string::npos) << e.to_string();
+    EXPECT_EQ(e.line, std::optional<int>(2));
+}
+
+TEST(PackageOverride, EmbeddedFatbinsAreReportedUnlessJudged) {
+    auto none = parse_arch_override("verify:\n  allow_pure_python: false\n", "pkg.yml");
+    ASSERT_TRUE(none.ok()) << none.error().to_string();
+    EXPECT_FALSE(none->judge_embedded);
+    auto judge = parse_arch_override("verify:\n  embedded_fatbins: judge\n", "pkg.yml");
+    ASSERT_TRUE(judge.ok()) << judge.error().to_string();
+    EXPECT_TRUE(judge->judge_embedded);
+    auto report = parse_arch_override("verify:\n  embedded_fatbins: report\n", "pkg.yml");
+    ASSERT_TRUE(report.ok()) << report.error().to_string();
+    EXPECT_FALSE(report->judge_embedded);
 }
 
 TEST(PackageOverride, WrapperSettingsAreValidated) {

@@ -263,3 +263,56 @@ TEST(Gate, VerdictNeedsAJudgedExtensionOrTheAllowance) {
     EXPECT_TRUE(ok.pass);
     EXPECT_NE(ok.reason.find("allow_pure_python"), std::string::npos);
 }
+
+namespace {
+
+binary::Entry embedded(std::string_view target, std::uint64_t container) {
+    binary::Entry e = entry(target);
+    e.found = binary::Found::Embedded;
+    e.section = ".ldata";
+    e.fatbin_offset = container;
+    return e;
+}
+
+} // namespace
+
+// cuFFT's shape (docs/fatbin-format.md, "Fatbins outside the registered sections"): a kernel-less
+// registered cubin, and the real code in containers the library loads itself.
+TEST(Gate, EmbeddedContainersAreReportedApartUnlessJudged) {
+    const binary::Extension x =
+        ext({entry("sm_52", 0, true), embedded("sm_87", 0x100), embedded("lto_50", 0x200),
+             embedded("compute_70", 0x300), embedded("sm_87", 0x400)});
+    auto r = verify_extension(x, list("8.7"), {});
+    EXPECT_FALSE(r.pass);
+    EXPECT_FALSE(r.device_code);
+    EXPECT_EQ(r.missing_sass, std::vector<std::string>{"sm_87"});
+    EXPECT_TRUE(r.ptx.empty()) << "embedded PTX is not judged";
+    EXPECT_FALSE(r.embedded.judged);
+    EXPECT_EQ(r.embedded.containers, 4u);
+    EXPECT_EQ(r.embedded.entries, 4u);
+    EXPECT_EQ(r.embedded.sections, std::vector<std::string>{".ldata"});
+    EXPECT_EQ(r.embedded.sass, std::vector<std::string>{"sm_87"});
+    EXPECT_EQ(r.embedded.ptx, std::vector<std::string>{"compute_70"});
+    EXPECT_EQ(r.embedded.lto, std::vector<std::string>{"lto_50"});
+    const Check* device = check(r, "device-code");
+    ASSERT_NE(device, nullptr);
+    EXPECT_NE(device->detail.find("4 embedded fatbin container(s)"), std::string::npos)
+        << device->detail;
+
+    Options judge;
+    judge.judge_embedded = true;
+    r = verify_extension(x, list("8.7"), judge);
+    EXPECT_TRUE(r.embedded.judged);
+    EXPECT_TRUE(r.missing_sass.empty());
+    EXPECT_EQ(r.ptx, std::vector<std::string>{"compute_70"});
+    EXPECT_EQ(r.extra, std::vector<std::string>{"compute_70"});
+
+    // A host library whose only GPU code is embedded is host-only unless that code is judged.
+    binary::Extension lib;
+    lib.file = "libcufft.so.11";
+    lib.entries = {embedded("sm_80", 0x100)};
+    EXPECT_TRUE(is_host_only(lib));
+    EXPECT_FALSE(is_host_only(lib, true));
+    EXPECT_EQ(classify(lib).sass.size(), 0u);
+    EXPECT_EQ(classify(lib, true).sass.size(), 1u);
+}

@@ -228,6 +228,7 @@ std::vector<arch::Target> cuobjdump_view(const std::vector<Entry>& native, bool 
     std::vector<arch::Target> out;
     for (const auto& e : native) {
         if (e.target.kind == arch::Kind::Lto) continue;
+        if (e.found == Found::Embedded) continue; // cuobjdump reads the registered sections only
         if (!all_fatbins && has_exec[e.member] && e.section == "__nv_relfatbin") continue;
         arch::Target t = e.target;
         if (t.kind == arch::Kind::Sass && t.suffix == arch::Suffix::Family)

@@ -28,7 +28,8 @@ Result<std::vector<Entry>> read_entries_cuobjdump(const std::string& cuobjdump,
                                                   const std::string& path, bool all_fatbins);
 
 // What cuobjdump would list for these native entries: per ELF (file or archive member), only the
-// executable fatbin (.nv_fatbin) when it has one, unless `all_fatbins`; no LTO-IR; cubins named
+// executable fatbin (.nv_fatbin) when it has one, unless `all_fatbins`; no LTO-IR, nothing
+// embedded outside the registered sections (Found::Embedded); cubins named
 // without their family `f` (sm_100f -> sm_100); PTX keeps its suffix.
 std::vector<arch::Target> cuobjdump_view(const std::vector<Entry>& native, bool all_fatbins);
 

@@ -58,6 +58,10 @@ Result<Elf> parse_elf(const Bytes& b, const Where& where) {
                                        : data == 2 ? "big-endian"
                                                    : "data " + std::to_string(data)));
     if (!b.has(0, kEhdrSize)) return where.error(b.abs(0), "truncated ELF header");
+    if (b.u16(kEEhsize) != kEhdrSize)
+        return where.error(b.abs(kEEhsize), fmt::format("bad e_ehsize {} (an ELF64 header has 64 "
+                                                        "bytes)",
+                                                        b.u16(kEEhsize)));
     Elf elf;
     elf.bytes = b;
     elf.osabi = b.u8(kEiOsabi);
@@ -83,6 +87,10 @@ Result<Elf> parse_elf(const Bytes& b, const Where& where) {
                                            phnum, phentsize, phoff, b.size()));
     }
     if (elf.shoff == 0) return elf; // no section table: caller falls back to a magic scan
+    if (elf.shoff < kEhdrSize)
+        return where.error(
+            b.abs(kEShoff),
+            fmt::format("section table offset 0x{:x} lies inside the ELF header", elf.shoff));
     if (shentsize != kShdrSize)
         return where.error(b.abs(kEShentsize),
                            fmt::format("bad e_shentsize {} (expected 64)", shentsize));

@@ -26,6 +26,7 @@ inline constexpr std::uint64_t kEMachine = 18;    // u16 e_machine
 inline constexpr std::uint64_t kEPhoff = 32;      // u64 e_phoff
 inline constexpr std::uint64_t kEShoff = 40;      // u64 e_shoff
 inline constexpr std::uint64_t kEFlags = 48;      // u32 e_flags
+inline constexpr std::uint64_t kEEhsize = 52;     // u16 e_ehsize: 64 for ELF64
 inline constexpr std::uint64_t kEPhentsize = 54;  // u16 e_phentsize
 inline constexpr std::uint64_t kEPhnum = 56;      // u16 e_phnum
 inline constexpr std::uint64_t kEShentsize = 58;  // u16 e_shentsize
@@ -52,6 +53,7 @@ inline constexpr std::uint16_t kEmCuda = 190; // e_machine EM_CUDA: a cubin
 inline constexpr std::uint32_t kShtNull = 0;
 inline constexpr std::uint32_t kShtNote = 7;
 inline constexpr std::uint32_t kShtNobits = 8;
+inline constexpr std::uint64_t kShfAlloc = 0x2; // sh_flags SHF_ALLOC: in memory at run time
 
 // More sections than any linker or ptxas writes (a -ffunction-sections object with a hundred
 // thousand functions stays well below); the decoded table stays under ~100 MB.

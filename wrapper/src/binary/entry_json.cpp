@@ -25,11 +25,13 @@ std::string entry_json(const Entry& e) {
         "  {{\"file\": {}, \"member\": {}, \"section\": {}, \"fatbin\": {}, \"fatbin_offset\": {}, "
         "\"offset\": {}, \"kind\": \"{}\", \"arch\": \"{}\", \"compression\": \"{}\", \"size\": "
         "{}, "
-        "\"uncompressed_size\": {}, \"stub\": {}, \"kernels\": {}, \"toolkit\": {}}}",
+        "\"uncompressed_size\": {}, \"stub\": {}, \"kernels\": {}, \"toolkit\": {}, "
+        "\"found\": \"{}\"}}",
         json_quote(e.file), json_optional(e.member), json_quote(e.section), e.fatbin_index,
         e.fatbin_offset, e.entry_offset, arch::kind_string(e.target.kind), e.target.name(),
         compression_string(e.compression), e.payload_size, e.uncompressed_size,
-        json_optional(stub_known(e)), json_optional(e.kernels), json_optional(e.toolkit));
+        json_optional(stub_known(e)), json_optional(e.kernels), json_optional(e.toolkit),
+        found_string(e.found));
 }
 
 std::string entries_json(const std::vector<Entry>& rows) {

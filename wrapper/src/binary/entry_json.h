@@ -12,7 +12,7 @@
 
 namespace forge::binary {
 
-// `  {"file": ..., "member": ..., ..., "toolkit": ...}` (no newline).
+// `  {"file": ..., "member": ..., ..., "toolkit": ..., "found": ...}` (no newline).
 std::string entry_json(const Entry& e);
 
 // "[\n" rows joined by ",\n" "\n]\n"; "[]\n" when there are none.

@@ -4,7 +4,10 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <cstring>
 #include <fmt/format.h>
+#include <thread>
 
 namespace forge::binary {
 
@@ -244,41 +247,128 @@ Result<std::vector<Fatbin>> parse_fatbins(const Bytes& r, const Where& where, En
     return out;
 }
 
-Result<std::vector<Fatbin>> scan_fatbins(const Bytes& r, const Where& where, EntryBudget& budget) {
+namespace {
+
+// The magic search reads a region in blocks of this size (one buffer per worker, small enough to
+// stay in the core's cache while it is searched) and hands a worker at least a task's worth.
+constexpr std::uint64_t kScanBlock = std::uint64_t{128} << 10;
+constexpr std::uint64_t kScanTask = std::uint64_t{4} << 20;
+
+// Candidate offsets (magic at `first` + 8k) of r in [first, end): `first` is a candidate offset.
+void find_magic_in(const Bytes& r, std::uint64_t first, std::uint64_t end,
+                   std::vector<std::uint8_t>& buf, std::vector<std::uint64_t>& out) {
+    buf.resize(kScanBlock);
+    for (std::uint64_t at = first; at < end && r.has(at, 4);) {
+        const std::uint64_t n = std::min<std::uint64_t>(kScanBlock, r.size() - at);
+        copy_bytes(r.data() + at, n, buf.data());
+        const std::uint8_t* p = buf.data();
+        auto hit = [p](std::uint64_t k) {
+            std::uint32_t w = 0;
+            std::memcpy(&w, p + k, 4);
+            return w == kFatbinMagic;
+        };
+        // Candidates i < limit (i + 4 <= n: n is a multiple of 8 except at the region's end).
+        // Eight candidates per step with no branch between them: the compiler keeps this to
+        // loads and compares, and real regions have one hit in many thousands of steps.
+        const std::uint64_t limit = std::min(n, end - at);
+        std::uint64_t i = 0;
+        for (; i + 64 <= limit && i + 64 <= n; i += 64) {
+            bool any = false;
+            for (std::uint64_t k = 0; k < 64; k += 8)
+                any |= hit(i + k);
+            if (!any) continue;
+            for (std::uint64_t k = 0; k < 64; k += 8)
+                if (hit(i + k)) out.push_back(at + i + k);
+        }
+        for (; i < limit && i + 4 <= n; i += 8)
+            if (hit(i)) out.push_back(at + i);
+        at += n; // n is a multiple of 8 unless it reached the end of the region
+    }
+}
+
+} // namespace
+
+std::vector<std::vector<std::uint64_t>> find_fatbin_magic(const std::vector<ScanRegion>& regions,
+                                                          unsigned threads) {
+    struct Task {
+        std::size_t region;
+        std::uint64_t begin, end; // candidate offsets in [begin, end), begin a candidate
+    };
+    std::vector<Task> tasks;
+    std::uint64_t total = 0;
+    for (std::size_t i = 0; i < regions.size(); ++i) {
+        const ScanRegion& g = regions[i];
+        for (std::uint64_t b = g.aligned_from; b < g.bytes.size(); b += kScanTask) {
+            tasks.push_back({i, b, std::min(g.bytes.size(), b + kScanTask)});
+            total += tasks.back().end - b;
+        }
+    }
+    std::vector<std::vector<std::uint64_t>> found(tasks.size());
+    threads = static_cast<unsigned>(
+        std::clamp<std::uint64_t>(std::min<std::uint64_t>(threads, total / kScanTask), 1, 64));
+    std::atomic<std::size_t> next{0};
+    auto work = [&] {
+        std::vector<std::uint8_t> buf;
+        for (std::size_t k = next++; k < tasks.size(); k = next++)
+            find_magic_in(regions[tasks[k].region].bytes, tasks[k].begin, tasks[k].end, buf,
+                          found[k]);
+    };
+    if (threads <= 1) {
+        work();
+    } else {
+        std::vector<std::thread> pool;
+        for (unsigned w = 0; w < threads; ++w)
+            pool.emplace_back(work);
+        for (auto& t : pool)
+            t.join();
+    }
+    std::vector<std::vector<std::uint64_t>> out(regions.size());
+    for (std::size_t k = 0; k < tasks.size(); ++k) // tasks are in region and offset order
+        out[tasks[k].region].insert(out[tasks[k].region].end(), found[k].begin(), found[k].end());
+    return out;
+}
+
+Result<std::vector<Fatbin>> accept_fatbins(const Bytes& r,
+                                           const std::vector<std::uint64_t>& candidates,
+                                           const Where& where, EntryBudget& budget) {
     // Every candidate header costs a walk of its entry chain, and a hostile file can point many
     // headers into one long chain: the walks of rejected candidates share one budget, so the
-    // scan stays linear in the file size. Accepted fatbins are disjoint, so their entries alone
-    // never exceed region/0x40; the budget allows that twice over, plus a margin for the odd
-    // false candidate.
+    // scan stays linear in the region's size. Accepted fatbins are disjoint, so their entries
+    // alone never exceed region/0x40; the budget allows that twice over, plus a margin for the
+    // odd false candidate.
     EntryBudget walks{r.size() / eh::kBaseSize * 2 + kScanSlack,
-                      "examined by the magic scan of a file without a section table (fatbin "
-                      "header chains that overlap: not what a linker writes)"};
+                      "examined by the magic scan (fatbin header chains that overlap: not what a "
+                      "linker writes)"};
+    HeaderWindow win(r);
     std::vector<Fatbin> out;
-    std::uint64_t off = 0;
-    while (r.has(off, fh::kSize)) {
-        if (r.u32(off + fh::kMagic) == kFatbinMagic && r.u16(off + fh::kVersion) == 1 &&
-            r.u16(off + fh::kHeaderSize) == fh::kSize && r.has(off + fh::kSize, eh::kBaseSize)) {
-            const std::uint64_t first = off + fh::kSize;
-            const std::uint16_t kind = r.u16(first + eh::kKind);
-            const bool plausible = r.u16(first + eh::kVersion) == kEntryVersion &&
-                                   r.u32(first + eh::kHeaderSize) >= eh::kBaseSize &&
-                                   (kind == kKindPtx || kind == kKindElf || kind == kKindLto);
-            if (plausible) {
-                auto fb = parse_fatbin_at(r, off, where, walks);
-                if (!fb && walks.hit) return std::move(fb).error();
-                if (fb && !fb->entries.empty()) {
-                    if (fb->entries.size() > budget.left)
-                        return budget.exhausted(fb->entries.back().offset, where);
-                    budget.left -= fb->entries.size();
-                    off += align_up8(fb->size);
-                    out.push_back(std::move(*fb));
-                    continue;
-                }
-            }
-        }
-        off += 8;
+    std::uint64_t free_from = 0; // candidates before this lie inside an accepted fatbin
+    for (const std::uint64_t off : candidates) {
+        if (off < free_from || !r.has(off, fh::kSize + eh::kBaseSize)) continue;
+        // The cheap tests first (header and first entry), on a copy of the header bytes.
+        const Bytes h = win.at(off, fh::kSize + eh::kBaseSize);
+        const std::uint16_t kind = h.u16(fh::kSize + eh::kKind);
+        if (h.u32(fh::kMagic) != kFatbinMagic || h.u16(fh::kVersion) != 1 ||
+            h.u16(fh::kHeaderSize) != fh::kSize ||
+            h.u16(fh::kSize + eh::kVersion) != kEntryVersion ||
+            h.u32(fh::kSize + eh::kHeaderSize) < eh::kBaseSize ||
+            (kind != kKindPtx && kind != kKindElf && kind != kKindLto))
+            continue;
+        auto fb = parse_fatbin_at(r, off, where, walks, win);
+        if (!fb && walks.hit) return std::move(fb).error();
+        if (!fb || fb->entries.empty()) continue;
+        if (fb->entries.size() > budget.left)
+            return budget.exhausted(fb->entries.back().offset, where);
+        budget.left -= fb->entries.size();
+        free_from = off + fb->size; // inside the region: parse_fatbin_at checked it
+        out.push_back(std::move(*fb));
     }
     return out;
+}
+
+Result<std::vector<Fatbin>> scan_fatbins(const Bytes& r, const Where& where, EntryBudget& budget,
+                                         std::uint64_t aligned_from, unsigned threads) {
+    auto candidates = find_fatbin_magic({ScanRegion{r, aligned_from}}, threads);
+    return accept_fatbins(r, candidates.front(), where, budget);
 }
 
 } // namespace forge::binary

@@ -106,11 +106,33 @@ Result<std::vector<Fatbin>> parse_fatbins(const Bytes& region, const Where& wher
 Result<Fatbin> parse_fatbin_at(const Bytes& region, std::uint64_t off, const Where& where,
                                EntryBudget& budget);
 
-// Fallback when section headers are unusable: fatbins found by magic at 8-byte aligned offsets,
-// accepted only when the whole header chain is consistent (docs/fatbin-format.md, "Files without
-// a section table"). Linear in the region's size: header chains that overlap beyond what a file
-// can hold end the scan with an error, as does running out of `budget` (accepted entries).
+// Where the magic scan looks: a region (a section, a file) and the first offset in it that is
+// 8-byte aligned in the address space the bytes are loaded at (docs/fatbin-format.md, "Fatbins
+// outside the registered sections"): candidates are that offset plus multiples of 8.
+struct ScanRegion {
+    Bytes bytes;
+    std::uint64_t aligned_from = 0;
+};
+
+// The offsets in each region where the fatbin magic sits at a candidate offset, in order. The
+// bytes are copied in blocks (copy_bytes: pread for a mapped file, so the scan leaves no page of
+// the mapping resident) and searched by `threads` workers when there is enough to share.
+std::vector<std::vector<std::uint64_t>> find_fatbin_magic(const std::vector<ScanRegion>& regions,
+                                                          unsigned threads);
+
+// The fatbins of `region` that start at `candidates` (ascending, from find_fatbin_magic): a
+// candidate counts only when its header, every entry header and every entry's payload bounds
+// parse (parse_fatbin_at, strict) with at least one entry; candidates inside an accepted fatbin
+// are skipped. Linear in the region's size: header chains that overlap beyond what a file can
+// hold end the scan with an error, as does running out of `budget` (accepted entries).
+Result<std::vector<Fatbin>> accept_fatbins(const Bytes& region,
+                                           const std::vector<std::uint64_t>& candidates,
+                                           const Where& where, EntryBudget& budget);
+
+// Both, over one region: the fallback when section headers are unusable (docs/fatbin-format.md,
+// "Files without a section table").
 Result<std::vector<Fatbin>> scan_fatbins(const Bytes& region, const Where& where,
-                                         EntryBudget& budget);
+                                         EntryBudget& budget, std::uint64_t aligned_from = 0,
+                                         unsigned threads = 1);
 
 } // namespace forge::binary

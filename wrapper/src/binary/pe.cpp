@@ -127,6 +127,150 @@ Status read_section_table(const Bytes& b, const TableSpec& t, const Where& where
     return ok_status();
 }
 
+// The optional header's size and layout fields (PE format specification, "Optional Header
+// Windows-Specific Fields"), as the checks of the section table need them.
+struct ImageLayout {
+    std::uint64_t opt = 0;             // offset of the optional header
+    std::uint32_t file_alignment = 0;  // FileAlignment
+    std::uint32_t size_of_image = 0;   // SizeOfImage
+    std::uint32_t size_of_headers = 0; // SizeOfHeaders
+};
+
+// Magic, ImageBase, the header's own size against NumberOfRvaAndSizes, the alignments, and
+// SizeOfHeaders against the file.
+Result<ImageLayout> read_optional_header(const Bytes& b, std::uint64_t coff, const Where& where,
+                                         Pe& pe) {
+    ImageLayout l;
+    l.opt = coff + kFileHeaderSize;
+    const std::uint64_t opt = l.opt;
+    const std::uint16_t opt_size = b.u16(coff + kSizeOfOptionalHeader);
+    if (!b.has(opt, 2))
+        return where.error(b.abs(coff + kSizeOfOptionalHeader),
+                           fmt::format("optional header at 0x{:x} lies past the end of the file "
+                                       "(0x{:x} bytes)",
+                                       opt, b.size()));
+    pe.optional_magic = b.u16(opt + kOptMagic);
+    if (pe.optional_magic != kPeOptMagic64 && pe.optional_magic != kPeOptMagic32)
+        return where.error(b.abs(opt + kOptMagic),
+                           fmt::format("bad optional header magic 0x{:x} (expected 0x10b PE32 or "
+                                       "0x20b PE32+)",
+                                       pe.optional_magic));
+    const bool plus = pe.optional_magic == kPeOptMagic64;
+    const std::uint64_t fixed = plus ? kOptFixedSize64 : kOptFixedSize32;
+    if (opt_size < fixed || !b.has(opt, opt_size))
+        return where.error(b.abs(coff + kSizeOfOptionalHeader),
+                           fmt::format("SizeOfOptionalHeader {} at 0x{:x}: a PE32{} optional "
+                                       "header has at least {} bytes and must fit in the file "
+                                       "(0x{:x} bytes)",
+                                       opt_size, opt, plus ? "+" : "", fixed, b.size()));
+    const std::uint64_t nrva_field = opt + (plus ? kNumberOfRvaAndSizes64 : kNumberOfRvaAndSizes32);
+    const std::uint32_t nrva = b.u32(nrva_field);
+    if (nrva > kMaxDataDirectories)
+        return where.error(b.abs(nrva_field), fmt::format("NumberOfRvaAndSizes {} (at most {})",
+                                                          nrva, kMaxDataDirectories));
+    if (opt_size != fixed + nrva * kDataDirectorySize)
+        return where.error(b.abs(coff + kSizeOfOptionalHeader),
+                           fmt::format("SizeOfOptionalHeader {} disagrees with "
+                                       "NumberOfRvaAndSizes {} ({} + {} x 8 = {} bytes)",
+                                       opt_size, nrva, fixed, nrva,
+                                       fixed + nrva * kDataDirectorySize));
+    pe.image_base = plus ? b.u64(opt + kImageBase64) : b.u32(opt + kImageBase32);
+    const std::uint32_t section_alignment = b.u32(opt + kSectionAlignment);
+    l.file_alignment = b.u32(opt + kFileAlignment);
+    auto power_of_two = [](std::uint32_t v) { return v != 0 && (v & (v - 1)) == 0; };
+    if (!power_of_two(l.file_alignment))
+        return where.error(
+            b.abs(opt + kFileAlignment),
+            fmt::format("FileAlignment 0x{:x} is not a power of two", l.file_alignment));
+    if (!power_of_two(section_alignment) || section_alignment < l.file_alignment)
+        return where.error(b.abs(opt + kSectionAlignment),
+                           fmt::format("SectionAlignment 0x{:x} is not a power of two at least "
+                                       "FileAlignment (0x{:x})",
+                                       section_alignment, l.file_alignment));
+    l.size_of_image = b.u32(opt + kSizeOfImage);
+    l.size_of_headers = b.u32(opt + kSizeOfHeaders);
+    if (l.size_of_headers > b.size())
+        return where.error(b.abs(opt + kSizeOfHeaders),
+                           fmt::format("SizeOfHeaders 0x{:x} is past the end of the file (0x{:x} "
+                                       "bytes)",
+                                       l.size_of_headers, b.size()));
+    if (l.size_of_image < l.size_of_headers)
+        return where.error(b.abs(opt + kSizeOfImage),
+                           fmt::format("SizeOfImage 0x{:x} is smaller than SizeOfHeaders 0x{:x}",
+                                       l.size_of_image, l.size_of_headers));
+    return l;
+}
+
+// The section table lies inside the headers the optional header declares (SizeOfHeaders), which
+// is what the loader maps: a table that runs past them reads section data as headers.
+Status check_table_in_headers(const Bytes& b, const TableSpec& t, const ImageLayout& l,
+                              const Where& where) {
+    const std::uint64_t end = t.table_offset + t.count * kSectionHeaderSize; // u16 * 40: no wrap
+    if (end > l.size_of_headers)
+        return where.error(b.abs(t.count_field),
+                           fmt::format("NumberOfSections {}: the section table at 0x{:x} ends at "
+                                       "0x{:x}, past SizeOfHeaders 0x{:x}",
+                                       t.count, t.table_offset, end, l.size_of_headers));
+    return ok_status();
+}
+
+// A section's raw data lies in the file after the headers (PointerToRawData 0 only without raw
+// data); its memory range lies in SizeOfImage, in ascending order without overlap.
+Status check_image_sections(const Pe& pe, const ImageLayout& l, const Where& where) {
+    const Bytes& b = pe.bytes;
+    std::uint64_t mapped_to = 0; // end of the previous section's memory range
+    for (const auto& s : pe.sections) {
+        const std::uint64_t h = s.header_offset;
+        if ((s.characteristics & kPeScnUninitializedData) == 0 && s.raw_size != 0) {
+            if (s.raw_offset < l.size_of_headers)
+                return where.error(b.abs(h + kSecPointerToRawData),
+                                   fmt::format("section '{}': PointerToRawData 0x{:x} lies inside "
+                                               "the headers (SizeOfHeaders 0x{:x})",
+                                               s.name, s.raw_offset, l.size_of_headers));
+            if (!b.has(s.raw_offset, s.raw_size))
+                return where.error(b.abs(h + kSecSizeOfRawData),
+                                   fmt::format("section '{}': raw data (0x{:x} bytes at 0x{:x}) "
+                                               "extends past the end of the file (0x{:x} bytes)",
+                                               s.name, s.raw_size, s.raw_offset, b.size()));
+        }
+        const std::uint64_t vsize = s.virtual_size != 0 ? s.virtual_size : s.raw_size;
+        if (s.virtual_address < mapped_to)
+            return where.error(b.abs(h + kSecVirtualAddress),
+                               fmt::format("section '{}': VirtualAddress 0x{:x} overlaps the "
+                                           "section before it (which ends at 0x{:x})",
+                                           s.name, s.virtual_address, mapped_to));
+        mapped_to = std::uint64_t{s.virtual_address} + vsize; // u32 + u32: no wrap
+        if (mapped_to > l.size_of_image)
+            return where.error(
+                b.abs(h + (s.virtual_size != 0 ? kSecVirtualSize : kSecSizeOfRawData)),
+                fmt::format("section '{}' (0x{:x} bytes at 0x{:x}) extends past "
+                            "SizeOfImage 0x{:x}",
+                            s.name, vsize, s.virtual_address, l.size_of_image));
+    }
+    return ok_status();
+}
+
+// An object's sections: raw data after the section table and inside the object (uninitialised
+// sections give SizeOfRawData as their size and have no data).
+Status check_object_sections(const Pe& pe, const TableSpec& t, const Where& where) {
+    const Bytes& b = pe.bytes;
+    const std::uint64_t table_end = t.table_offset + t.count * kSectionHeaderSize; // checked
+    for (const auto& s : pe.sections) {
+        if ((s.characteristics & kPeScnUninitializedData) != 0 || s.raw_size == 0) continue;
+        if (s.raw_offset < table_end)
+            return where.error(b.abs(s.header_offset + kSecPointerToRawData),
+                               fmt::format("section '{}': PointerToRawData 0x{:x} lies inside "
+                                           "the headers (the section table ends at 0x{:x})",
+                                           s.name, s.raw_offset, table_end));
+        if (!b.has(s.raw_offset, s.raw_size))
+            return where.error(b.abs(s.header_offset + kSecSizeOfRawData),
+                               fmt::format("section '{}': raw data (0x{:x} bytes at 0x{:x}) "
+                                           "extends past the end of the object (0x{:x} bytes)",
+                                           s.name, s.raw_size, s.raw_offset, b.size()));
+    }
+    return ok_status();
+}
+
 } // namespace
 
 bool has_pe_magic(const Bytes& b) {
@@ -210,30 +354,21 @@ Result<Pe> parse_pe(const Bytes& b, const Where& where) {
                                        "ARM64, ARM64EC, ARM64X)",
                                        pe.machine));
     const std::uint64_t opt = coff + kFileHeaderSize;
-    const std::uint16_t opt_size = b.u16(coff + kSizeOfOptionalHeader);
-    if (opt_size < kOptMinSize || !b.has(opt, opt_size))
-        return where.error(b.abs(coff + kSizeOfOptionalHeader),
-                           fmt::format("optional header ({} bytes at 0x{:x}) is too small or "
-                                       "extends past the end of the file (0x{:x} bytes)",
-                                       opt_size, opt, b.size()));
-    pe.optional_magic = b.u16(opt + kOptMagic);
-    if (pe.optional_magic == kPeOptMagic64)
-        pe.image_base = b.u64(opt + kImageBase64);
-    else if (pe.optional_magic == kPeOptMagic32)
-        pe.image_base = b.u32(opt + kImageBase32);
-    else
-        return where.error(b.abs(opt + kOptMagic),
-                           fmt::format("bad optional header magic 0x{:x} (expected 0x10b PE32 or "
-                                       "0x20b PE32+)",
-                                       pe.optional_magic));
+    auto layout = read_optional_header(b, coff, where, pe);
+    if (!layout) return std::move(layout).error();
     TableSpec t;
-    t.table_offset = opt + opt_size;
+    t.table_offset = opt + b.u16(coff + kSizeOfOptionalHeader);
     t.count = b.u16(coff + kNumberOfSections);
     t.count_field = coff + kNumberOfSections;
     t.symtab_offset = b.u32(coff + kPointerToSymbolTable);
     t.symbols = b.u32(coff + kNumberOfSymbols);
     t.symtab_field = coff + kPointerToSymbolTable;
+    if (t.count == 0)
+        return where.error(b.abs(t.count_field), "NumberOfSections is 0: an image without "
+                                                 "sections has no code or data to read");
+    FORGE_TRY_STATUS(check_table_in_headers(b, t, *layout, where));
     FORGE_TRY_STATUS(read_section_table(b, t, where, pe));
+    FORGE_TRY_STATUS(check_image_sections(pe, *layout, where));
     return pe;
 }
 
@@ -271,6 +406,7 @@ Result<Pe> parse_coff_object(const Bytes& b, const Where& where) {
         return where.error(b.abs(pe.bigobj ? kBigMachine : kMachine),
                            fmt::format("unsupported COFF machine 0x{:04x}", pe.machine));
     FORGE_TRY_STATUS(read_section_table(b, t, where, pe));
+    FORGE_TRY_STATUS(check_object_sections(pe, t, where));
     return pe;
 }
 

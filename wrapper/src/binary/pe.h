@@ -34,10 +34,19 @@ inline constexpr std::uint64_t kSizeOfOptionalHeader = 16; // u16 SizeOfOptional
 inline constexpr std::uint64_t kCharacteristics = 18;      // u16 Characteristics
 inline constexpr std::uint64_t kFileHeaderSize = 20;       // sizeof(IMAGE_FILE_HEADER)
 // IMAGE_OPTIONAL_HEADER32 / IMAGE_OPTIONAL_HEADER64 (images only).
-inline constexpr std::uint64_t kOptMagic = 0;     // u16 Magic: 0x10b PE32, 0x20b PE32+
-inline constexpr std::uint64_t kImageBase32 = 28; // u32 ImageBase (PE32)
-inline constexpr std::uint64_t kImageBase64 = 24; // u64 ImageBase (PE32+)
-inline constexpr std::uint64_t kOptMinSize = 32;  // through ImageBase, both forms
+inline constexpr std::uint64_t kOptMagic = 0;                // u16 Magic: 0x10b PE32, 0x20b PE32+
+inline constexpr std::uint64_t kImageBase32 = 28;            // u32 ImageBase (PE32)
+inline constexpr std::uint64_t kImageBase64 = 24;            // u64 ImageBase (PE32+)
+inline constexpr std::uint64_t kSectionAlignment = 32;       // u32 SectionAlignment (both forms)
+inline constexpr std::uint64_t kFileAlignment = 36;          // u32 FileAlignment
+inline constexpr std::uint64_t kSizeOfImage = 56;            // u32 SizeOfImage
+inline constexpr std::uint64_t kSizeOfHeaders = 60;          // u32 SizeOfHeaders
+inline constexpr std::uint64_t kNumberOfRvaAndSizes32 = 92;  // u32 NumberOfRvaAndSizes (PE32)
+inline constexpr std::uint64_t kNumberOfRvaAndSizes64 = 108; // u32 NumberOfRvaAndSizes (PE32+)
+inline constexpr std::uint64_t kOptFixedSize32 = 96;   // PE32: the fields before the directories
+inline constexpr std::uint64_t kOptFixedSize64 = 112;  // PE32+
+inline constexpr std::uint64_t kDataDirectorySize = 8; // IMAGE_DATA_DIRECTORY
+inline constexpr std::uint64_t kMaxDataDirectories = 16;
 // ANON_OBJECT_HEADER_BIGOBJ (objects built with /bigobj).
 inline constexpr std::uint64_t kBigSig1 = 0;                  // u16 Sig1 = 0
 inline constexpr std::uint64_t kBigSig2 = 2;                  // u16 Sig2 = 0xffff
@@ -72,6 +81,9 @@ inline constexpr std::uint16_t kPeMachineArm64X = 0xa64e;
 inline constexpr std::uint16_t kPeOptMagic32 = 0x10b;
 inline constexpr std::uint16_t kPeOptMagic64 = 0x20b;
 inline constexpr std::uint32_t kPeScnUninitializedData = 0x80; // IMAGE_SCN_CNT_UNINITIALIZED_DATA
+// IMAGE_SCN_LNK_INFO | IMAGE_SCN_LNK_REMOVE | IMAGE_SCN_MEM_DISCARDABLE: never in the running
+// program (linker directives, debug info, .reloc).
+inline constexpr std::uint32_t kPeScnNotLoaded = 0x200 | 0x800 | 0x02000000;
 
 // One IMAGE_SECTION_HEADER, decoded; `name` is the long name for "/N" sections.
 struct PeSection {
@@ -116,7 +128,9 @@ bool is_coff_import_member(const Bytes& b);
 bool has_macho_magic(const Bytes& b);
 
 // A PE image: DOS header, signature, COFF and optional headers, section table (long names from
-// the COFF string table when the image has one). PE32 and PE32+.
+// the COFF string table when the image has one). PE32 and PE32+. Each header field is checked
+// against the file and against the others (docs/fatbin-format.md, "What the PE reader checks"):
+// an error names the field's byte offset.
 Result<Pe> parse_pe(const Bytes& b, const Where& where);
 // A COFF object (plain or /bigobj), section names resolved through the string table.
 Result<Pe> parse_coff_object(const Bytes& b, const Where& where);

@@ -38,6 +38,18 @@ std::string_view compression_string(Compression c) {
     return "none";
 }
 
+std::string_view found_string(Found f) {
+    switch (f) {
+    case Found::Embedded:
+        return "embedded";
+    case Found::Unsectioned:
+        return "unsectioned";
+    case Found::Registered:
+        break;
+    }
+    return "registered";
+}
+
 namespace {
 
 // Section names that hold fatbins: ELF executable and relocatable fatbins, and the Mach-O style
@@ -309,7 +321,7 @@ class Reader {
         auto fatbins = parse_fatbins(b, where, budget_);
         if (!fatbins) return std::move(fatbins).error();
         const std::size_t ext = extension_for(where, into);
-        return add_fatbins(*fatbins, "fatbin", where, ext, {}, false);
+        return add_fatbins(*fatbins, "fatbin", where, ext, {}, Found::Registered);
     }
 
     Status read_elf(const Bytes& b, const Where& where, std::optional<std::size_t> into) {
@@ -319,9 +331,9 @@ class Reader {
         const std::size_t ext = extension_for(where, into);
         if (elf->find(kPlanMarkerSection) != nullptr) out_[ext].plan_product = true;
         if (elf->sections.empty()) { // stripped section table: consistent headers only
-            auto scanned = scan_fatbins(b, where, budget_);
+            auto scanned = scan_fatbins(b, where, budget_, 0, worker_threads());
             if (!scanned) return std::move(scanned).error();
-            return add_fatbins(*scanned, "(scan)", where, ext, {}, false);
+            return add_fatbins(*scanned, "(scan)", where, ext, {}, Found::Unsectioned);
         }
         const bool has_relfatbin = elf->find("__nv_relfatbin") != nullptr;
         const std::set<std::uint64_t> device_link = device_link_fatbins(*elf, where);
@@ -339,15 +351,115 @@ class Reader {
             if (!data) return std::move(data).error();
             auto fatbins = parse_fatbins(*data, where, budget_);
             if (!fatbins) return std::move(fatbins).error();
+            if (fatbins->empty())
+                return holds_no_fatbin(
+                    s.name, s.type == kShtNobits, *data,
+                    elf->bytes.abs(elf->shoff + std::uint64_t{s.index} * elf64::kShdrSize), where);
             // Fatbins named by a version-2 wrapper come from nvcc's nvlink step. Without rdc
             // objects in the link they are kernel-less stubs; with them they hold the kernels.
             std::set<std::uint64_t> stubs;
             if (!has_relfatbin)
                 for (const auto& fb : *fatbins)
                     if (device_link.count(fb.offset)) stubs.insert(fb.offset);
-            FORGE_TRY_STATUS(add_fatbins(*fatbins, std::string(s.name), where, ext, stubs, true));
+            FORGE_TRY_STATUS(
+                add_fatbins(*fatbins, std::string(s.name), where, ext, stubs, Found::Registered));
+        }
+        if (!opts_.scan_embedded) return ok_status();
+        std::vector<ScanSection> others;
+        std::vector<Range> registered;
+        for (const auto* s : fatbin_sections)
+            registered.push_back({elf->bytes.abs(s->offset), elf->bytes.abs(s->offset + s->size)});
+        for (const auto& s : elf->sections) {
+            if ((s.flags & kShfAlloc) == 0 || s.type == kShtNull || s.type == kShtNobits ||
+                s.size == 0 || named(s.name, kFatbinSections))
+                continue;
+            auto data = elf->section_bytes(s, where);
+            if (!data) return std::move(data).error();
+            // Linked files load a section at sh_addr (sh_addr = sh_offset mod the page size);
+            // an object's section is placed at an aligned address at link time.
+            others.push_back({std::string(s.name), *data, elf->type == kEtRel ? 0 : s.addr});
+        }
+        return read_embedded(b, std::move(others), std::move(registered), where, ext);
+    }
+
+    // A section named as one the toolchain registers fatbins in must hold one: an empty or
+    // zeroed one is a file that lies about itself, never "no device code".
+    static Error holds_no_fatbin(std::string_view name, bool no_data, const Bytes& data,
+                                 std::uint64_t header, const Where& where) {
+        return where.error(header,
+                           fmt::format("section '{}' is named as a fatbin section but holds no "
+                                       "fatbin ({})",
+                                       name,
+                                       no_data || data.empty()
+                                           ? std::string("no file contents")
+                                           : fmt::format("0x{:x} zero bytes", data.size())));
+    }
+
+    unsigned worker_threads() const {
+        return std::clamp(opts_.threads != 0 ? opts_.threads : std::thread::hardware_concurrency(),
+                          1u, std::max(opts_.max_threads, 1u));
+    }
+
+    struct ScanSection {
+        std::string name;
+        Bytes bytes;              // the section's contents (base(): their offset in the file)
+        std::uint64_t address{0}; // where bytes[0] is loaded (0 for an object's section)
+    };
+    struct Range {
+        std::uint64_t begin, end; // offsets in the file, as Bytes::abs gives them
+    };
+
+    // The fatbin containers in sections other than the registered ones (docs/fatbin-format.md,
+    // "Fatbins outside the registered sections"): each byte is searched once, however many
+    // section headers name it, and never inside a registered section.
+    Status read_embedded(const Bytes& file, std::vector<ScanSection> secs,
+                         std::vector<Range> registered, const Where& where, std::size_t ext) {
+        std::stable_sort(secs.begin(), secs.end(), [](const ScanSection& a, const ScanSection& b) {
+            return a.bytes.base() != b.bytes.base() ? a.bytes.base() < b.bytes.base()
+                                                    : a.bytes.size() > b.bytes.size();
+        });
+        std::sort(registered.begin(), registered.end(),
+                  [](const Range& a, const Range& b) { return a.begin < b.begin; });
+        std::vector<ScanRegion> regions;
+        std::vector<std::size_t> owner; // the section of each region
+        std::uint64_t searched_to = 0;  // offsets below this were searched already
+        for (std::size_t i = 0; i < secs.size(); ++i) {
+            const Bytes& sb = secs[i].bytes;
+            const std::uint64_t end = sb.base() + sb.size(); // inside the file
+            std::uint64_t lo = std::max(sb.base(), searched_to);
+            searched_to = std::max(searched_to, end);
+            for (const Range& reg : registered) {
+                if (lo >= end) break;
+                if (reg.end <= lo || reg.begin >= end) continue;
+                if (reg.begin > lo) add_region(file, secs[i], lo, reg.begin, i, regions, owner);
+                lo = std::max(lo, reg.end);
+            }
+            if (lo < end) add_region(file, secs[i], lo, end, i, regions, owner);
+        }
+        if (regions.empty()) return ok_status();
+        const auto candidates = find_fatbin_magic(regions, worker_threads());
+        std::vector<Fatbin> fatbins;
+        for (std::size_t r = 0; r < regions.size(); ++r) {
+            auto found = accept_fatbins(regions[r].bytes, candidates[r], where, budget_);
+            if (!found) return std::move(found).error();
+            for (auto& fb : *found)
+                fatbins.push_back(std::move(fb));
+            // One call per section, so that a row's fatbin index counts within its section.
+            if (r + 1 < regions.size() && owner[r + 1] == owner[r]) continue;
+            if (!fatbins.empty())
+                FORGE_TRY_STATUS(
+                    add_fatbins(fatbins, secs[owner[r]].name, where, ext, {}, Found::Embedded));
+            fatbins.clear();
         }
         return ok_status();
+    }
+
+    static void add_region(const Bytes& file, const ScanSection& s, std::uint64_t lo,
+                           std::uint64_t hi, std::size_t index, std::vector<ScanRegion>& regions,
+                           std::vector<std::size_t>& owner) {
+        const std::uint64_t address = s.address + (lo - s.bytes.base());
+        regions.push_back({file.sub(lo - file.base(), hi - lo), (8 - address % 8) % 8});
+        owner.push_back(index);
     }
 
     Status read_pe_image(const Bytes& b, const Where& where, std::optional<std::size_t> into) {
@@ -371,18 +483,40 @@ class Reader {
             has_relfatbin = has_relfatbin || named(s.name, kPeRelfatbinSections);
         const std::set<std::uint64_t> device_link =
             has_relfatbin ? std::set<std::uint64_t>{} : device_link_fatbins(pe, where);
+        std::vector<Range> registered;
         for (const auto& s : pe.sections) {
             if (!named(s.name, kPeFatbinSections)) continue;
             auto data = pe.section_bytes(s, where);
             if (!data) return std::move(data).error();
             auto fatbins = parse_fatbins(*data, where, budget_, kPeFatbinAlign);
             if (!fatbins) return std::move(fatbins).error();
+            if (fatbins->empty())
+                return holds_no_fatbin(s.name, !pe_has_data(s), *data,
+                                       pe.bytes.abs(s.header_offset), where);
+            registered.push_back({data->base(), data->base() + data->size()});
             std::set<std::uint64_t> stubs;
             for (const auto& fb : *fatbins)
                 if (device_link.count(fb.offset)) stubs.insert(fb.offset);
-            FORGE_TRY_STATUS(add_fatbins(*fatbins, s.name, where, ext, stubs, true));
+            FORGE_TRY_STATUS(add_fatbins(*fatbins, s.name, where, ext, stubs, Found::Registered));
         }
-        return ok_status();
+        if (!opts_.scan_embedded) return ok_status();
+        std::vector<ScanSection> others;
+        for (const auto& s : pe.sections) {
+            // Sections the loader or linker discards (.reloc, an object's .debug$S, directives)
+            // never reach the program; uninitialised ones have no contents.
+            if (named(s.name, kPeFatbinSections) || !pe_has_data(s) ||
+                (s.characteristics & kPeScnNotLoaded) != 0)
+                continue;
+            auto data = pe.section_bytes(s, where);
+            if (!data) return std::move(data).error();
+            if (!data->empty()) others.push_back({s.name, *data, pe.image ? s.virtual_address : 0});
+        }
+        return read_embedded(pe.bytes, std::move(others), std::move(registered), where, ext);
+    }
+
+    static bool pe_has_data(const PeSection& s) {
+        return (s.characteristics & kPeScnUninitializedData) == 0 && s.raw_offset != 0 &&
+               s.raw_size != 0;
     }
 
     // The PE form of the ELF hint below: in a PE32+ image a wrapper record's data pointer is a
@@ -514,7 +648,7 @@ class Reader {
 
     Status add_fatbins(const std::vector<Fatbin>& fatbins, const std::string& section,
                        const Where& where, std::size_t ext, const std::set<std::uint64_t>& stubs,
-                       bool /*in_host_elf*/) {
+                       Found found) {
         auto& entries = out_[ext].entries;
         std::vector<PayloadTask> tasks;
         for (std::size_t i = 0; i < fatbins.size(); ++i) {
@@ -533,14 +667,17 @@ class Reader {
                 e.payload_size = x.padded_size;
                 e.uncompressed_size = x.uncompressed_size;
                 e.flags = x.flags;
-                if (x.kind == kKindElf)
+                e.found = found;
+                // Embedded entries a caller will not judge keep their headers only.
+                const bool describe = found != Found::Embedded || opts_.inspect_embedded;
+                if (x.kind == kKindElf && describe)
                     tasks.push_back({entries.size(), &x, stubs.count(fb.offset) > 0});
-                if (x.kind == kKindPtx && x.compression == Compression::None) {
+                if (x.kind == kKindPtx && x.compression == Compression::None && describe) {
                     e.kernels = count_ptx_entries(x.payload.view());
                     release_pages(x.payload.data(), x.payload.size()); // the text was read
                 }
                 if (x.kind == kKindPtx && x.compression != Compression::None &&
-                    opts_.inspect_payloads)
+                    opts_.inspect_payloads && describe)
                     tasks.push_back({entries.size(), &x, false});
                 entries.push_back(std::move(e));
             }
@@ -579,10 +716,7 @@ class Reader {
                 release_pages(t.fatbin_entry->payload.data(), t.fatbin_entry->payload.size());
         };
         unsigned threads = 1;
-        if (opts_.inspect_payloads && tasks.size() >= 16)
-            threads =
-                std::clamp(opts_.threads != 0 ? opts_.threads : std::thread::hardware_concurrency(),
-                           1u, std::max(opts_.max_threads, 1u));
+        if (opts_.inspect_payloads && tasks.size() >= 16) threads = worker_threads();
         if (threads <= 1) {
             Worker worker(stream_memory_);
             for (std::size_t k = 0; k < tasks.size(); ++k) {

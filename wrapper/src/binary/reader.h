@@ -18,6 +18,14 @@ namespace forge::binary {
 enum class Compression : std::uint8_t { None, Lz4, Zstd };
 std::string_view compression_string(Compression c); // "none", "lz4", "zstd"
 
+// Where an entry's fatbin was found (docs/fatbin-format.md, "Fatbins outside the registered
+// sections"): in a section the toolchain registers fatbins in (.nv_fatbin, __nv_relfatbin, a
+// standalone .fatbin or .cubin), embedded as data in another section (.data, .rodata, .ldata,
+// .rdata: containers a library hands to the driver itself), or by the magic scan of an ELF file
+// without a section table (which cannot tell the two apart).
+enum class Found : std::uint8_t { Registered, Embedded, Unsectioned };
+std::string_view found_string(Found f); // "registered", "embedded", "unsectioned"
+
 struct Entry {
     std::string file;                  // the path given by the user
     std::optional<std::string> member; // wheel or archive member ("pkg/_C.so", "libx.a(k.o)")
@@ -47,6 +55,7 @@ struct Entry {
     // `a` as the cubin itself records it (.nv.compat attribute 9), when the cubin was read; it
     // can disagree with the fatbin flag when someone hand-packs with fatbinary --image3.
     std::optional<bool> cubin_arch_specific;
+    Found found = Found::Registered;
 };
 
 // Whether a cubin is kernel-less, when that is known: a compressed cubin whose payload was not
@@ -99,6 +108,13 @@ struct ReadOptions {
     // With inspect_payloads: answers of images read before, by a hash of their compressed bytes
     // (binary/result_cache.h); the answers of this read are added. Saved once the read succeeds.
     ResultCache* cache = nullptr;
+    // Fatbin containers outside the registered sections: every allocated section with file
+    // contents of a host ELF or PE/COFF file is searched for them (Entry::found == Embedded).
+    bool scan_embedded = true;
+    // Whether embedded entries are described as the registered ones are (cubin headers, PTX
+    // kernels, and with inspect_payloads their payloads); false lists their headers only (a gate
+    // that does not judge them need not decompress them).
+    bool inspect_embedded = true;
 };
 
 // All entries of every fatbin in `path` (every section, every fatbin, every entry), in file

@@ -45,6 +45,7 @@ int run_files(const std::vector<std::string>& files, const std::vector<arch::Gpu
               const std::string& format) {
     binary::ReadOptions ro;
     ro.inspect_payloads = true; // kernel counts decide what runs (kernel-less images run nothing)
+    ro.scan_embedded = false;   // rated as verify judges by default: the registered fatbins
     nlohmann::ordered_json exts = nlohmann::ordered_json::array();
     std::string text;
     bool unreadable = false;

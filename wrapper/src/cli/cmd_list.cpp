@@ -36,6 +36,7 @@ void append_table(std::string& text, const std::vector<binary::Entry>& rows, boo
     std::vector<std::string> head{"FILE", "MEMBER",      "SECTION", "FATBIN", "OFFSET", "KIND",
                                   "ARCH", "COMPRESSION", "SIZE",    "STUB",   "KERNELS"};
     if (toolkit) head.emplace_back("TOOLKIT");
+    head.emplace_back("FOUND"); // registered section, or embedded in another one
     cells.push_back(head);
     for (const auto& e : rows) {
         std::vector<std::string> r{e.file,
@@ -53,6 +54,7 @@ void append_table(std::string& text, const std::vector<binary::Entry>& rows, boo
                                        : "unknown",
                                    e.kernels ? std::to_string(*e.kernels) : "-"};
         if (toolkit) r.push_back(e.toolkit.value_or("-"));
+        r.emplace_back(binary::found_string(e.found));
         // Only the names come from the user or the file; the other cells are numbers and
         // names this program formats.
         for (std::size_t i = 0; i < 3; ++i)

@@ -112,6 +112,7 @@ Result<policy::Resolution> from_arch_list(const po::variables_map& vm) {
         r.allow_pure_python = pkg->allow_pure_python;
         r.lint_ignore = pkg->lint_ignore;
         r.expected_extensions = pkg->extensions;
+        r.judge_embedded = pkg->judge_embedded;
         r.package_file = pkg->override_file;
         r.wrapper = pkg->wrapper;
         r.arch_knobs = pkg->arch_knobs;

@@ -38,6 +38,7 @@ Result<GateOutcome> run_gate(const boost::program_options::variables_map& vm,
     opts.gpus = std::move(*gpus);
     opts.allow_extra = args.allow_extra;
     opts.allow_pure_python = args.allow_pure_python || resolution.allow_pure_python;
+    opts.judge_embedded = resolution.judge_embedded;
     auto waivers = parse_waivers(args.allow_missing);
     if (!waivers) return std::move(waivers).error();
     opts.waivers = std::move(*waivers);
@@ -66,6 +67,7 @@ Result<GateOutcome> run_gate(const boost::program_options::variables_map& vm,
     std::vector<std::pair<std::string, std::string>> unreadable; // (file, message)
     binary::ReadOptions ro;
     ro.inspect_payloads = true; // kernel counts and toolkits need the cubins themselves
+    ro.inspect_embedded = opts.judge_embedded; // else only their headers are reported
     for (const auto& f : args.files) {
         Result<std::vector<binary::Extension>> exts = binary::read_extensions(f, ro);
         if (!exts) {

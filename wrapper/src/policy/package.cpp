@@ -122,9 +122,9 @@ Result<std::vector<ExpectedExtension>> parse_extensions(const std::string& file,
 }
 
 Status parse_verify(const std::string& file, const YAML::Node& node, PackageOverride& pkg) {
-    FORGE_TRY_STATUS(yamlx::check_map(
-        file, node, "verify",
-        {"allow_missing_archs", "allow_pure_python", "lint_ignore", "extensions"}));
+    FORGE_TRY_STATUS(yamlx::check_map(file, node, "verify",
+                                      {"allow_missing_archs", "allow_pure_python", "lint_ignore",
+                                       "extensions", "embedded_fatbins"}));
     if (node["allow_missing_archs"]) {
         const YAML::Node list = node["allow_missing_archs"];
         if (!list.IsSequence())
@@ -168,6 +168,16 @@ Status parse_verify(const std::string& file, const YAML::Node& node, PackageOver
         auto l = string_list(file, node["lint_ignore"], "verify.lint_ignore");
         if (!l) return std::move(l).error();
         pkg.lint_ignore = std::move(*l);
+    }
+    if (node["embedded_fatbins"]) {
+        auto v = yamlx::scalar(file, node["embedded_fatbins"], "verify.embedded_fatbins");
+        if (!v) return std::move(v).error();
+        if (*v != "report" && *v != "judge")
+            return error_at(file, node["embedded_fatbins"], "verify.embedded_fatbins",
+                            fmt::format("'{}': expected report (list embedded fatbin containers "
+                                        "apart) or judge (count them as carried code)",
+                                        *v));
+        pkg.judge_embedded = *v == "judge";
     }
     if (node["extensions"]) {
         auto e = parse_extensions(file, node["extensions"]);

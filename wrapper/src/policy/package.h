@@ -109,6 +109,9 @@ struct PackageOverride {
     bool allow_pure_python = false;
     std::vector<std::string> lint_ignore;
     std::vector<ExpectedExtension> extensions;
+    // verify.embedded_fatbins: "judge" counts fatbin containers embedded outside the registered
+    // sections as carried code; "report" (the default) lists them apart.
+    bool judge_embedded = false;
     WrapperSettings wrapper;
     std::optional<ForwardPtx> forward_ptx;
     // arch_knobs: the variables the build script reads its archs from (policy/arch_knob.h)

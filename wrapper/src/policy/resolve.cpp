@@ -235,6 +235,7 @@ Result<Resolution> resolve_loaded(const ResolveRequest& req, const PolicyData& p
         res.allow_pure_python = package->allow_pure_python;
         res.lint_ignore = package->lint_ignore;
         res.expected_extensions = package->extensions;
+        res.judge_embedded = package->judge_embedded;
         res.package_file = package->override_file;
         res.wrapper = package->wrapper;
         res.arch_knobs = package->arch_knobs;

@@ -72,6 +72,7 @@ struct Resolution {
     bool allow_pure_python = false;
     std::vector<std::string> lint_ignore;
     std::vector<ExpectedExtension> expected_extensions; // verify.extensions
+    bool judge_embedded = false;                        // verify.embedded_fatbins: judge
     std::string package_file; // the package's arch_override.yml ("" when none)
 
     // Extensions (policy module):

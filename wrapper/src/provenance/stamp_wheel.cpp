@@ -302,6 +302,7 @@ Result<StampResult> stamp_wheel(const std::string& wheel_path, const policy::Res
     in.distribution = name->distribution;
     binary::ReadOptions ro;
     ro.inspect_payloads = true; // a kernel-less cubin is not a target the module carries
+    ro.scan_embedded = false;   // what the build registered, as audit compares it
     if (auto extensions = binary::read_extensions(wheel_path, ro); extensions)
         in.modules = module_records(*extensions);
     else

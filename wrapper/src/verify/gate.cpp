@@ -88,9 +88,10 @@ Result<MaxToolkit> parse_max_toolkit(std::string_view spec) {
     return m;
 }
 
-Carried classify(const binary::Extension& ext) {
+Carried classify(const binary::Extension& ext, bool judge_embedded) {
     Carried c;
     for (const auto& e : ext.entries) {
+        if (e.found == binary::Found::Embedded && !judge_embedded) continue; // reported apart
         switch (e.target.kind) {
         case Kind::Sass:
             // A kernel-less cubin (the nvlink device-link stub, or a TU without kernels) proves
@@ -162,9 +163,49 @@ bool is_shared_library(std::string_view path) {
 
 } // namespace
 
-bool is_host_only(const binary::Extension& ext) {
+bool is_host_only(const binary::Extension& ext, bool judge_embedded) {
     const std::string& path = ext.member ? *ext.member : ext.file;
-    return ext.entries.empty() && is_shared_library(path) && !is_python_extension(path);
+    const bool judged_code =
+        std::any_of(ext.entries.begin(), ext.entries.end(), [&](const auto& e) {
+            return judge_embedded || e.found != binary::Found::Embedded;
+        });
+    return !judged_code && is_shared_library(path) && !is_python_extension(path);
+}
+
+EmbeddedReport embedded_report(const binary::Extension& ext, bool judged) {
+    EmbeddedReport r;
+    r.judged = judged;
+    std::set<std::pair<std::string, std::uint64_t>> containers; // (section, fatbin offset)
+    std::set<std::string> sections;
+    std::set<Target> sass, ptx, lto;
+    for (const auto& e : ext.entries) {
+        if (e.found != binary::Found::Embedded) continue;
+        ++r.entries;
+        containers.emplace(e.section, e.fatbin_offset);
+        sections.insert(e.section);
+        (e.target.kind == Kind::Sass  ? sass
+         : e.target.kind == Kind::Ptx ? ptx
+                                      : lto)
+            .insert(e.target);
+    }
+    r.containers = containers.size();
+    r.sections.assign(sections.begin(), sections.end());
+    r.sass = names(sass);
+    r.ptx = names(ptx);
+    r.lto = names(lto);
+    return r;
+}
+
+std::string EmbeddedReport::describe() const {
+    std::vector<std::string> parts;
+    if (!sass.empty()) parts.push_back(fmt::format("{}", fmt::join(sass, " ")));
+    if (!ptx.empty()) parts.push_back(fmt::format("{}", fmt::join(ptx, " ")));
+    if (!lto.empty()) parts.push_back(fmt::format("{}", fmt::join(lto, " ")));
+    return fmt::format(
+        "{} fatbin container{} ({} entr{}) in {}: {}; {}", containers, containers == 1 ? "" : "s",
+        entries, entries == 1 ? "y" : "ies", fmt::join(sections, " "), fmt::join(parts, " "),
+        judged ? "judged with the registered fatbins (verify.embedded_fatbins: judge)"
+               : "not judged (verify.embedded_fatbins: report)");
 }
 
 namespace {
@@ -192,7 +233,8 @@ ExtensionReport verify_extension(const binary::Extension& ext, const arch::ArchL
         r.expected.push_back(t.name());
     }
 
-    if (is_host_only(ext)) {
+    r.embedded = embedded_report(ext, opts.judge_embedded);
+    if (is_host_only(ext, opts.judge_embedded)) {
         r.host_only = true;
         r.pass = true;
         r.checks.push_back({"device-code",
@@ -203,7 +245,7 @@ ExtensionReport verify_extension(const binary::Extension& ext, const arch::ArchL
         return r;
     }
 
-    Carried carried = classify(ext);
+    Carried carried = classify(ext, opts.judge_embedded);
     for (const auto& [name, count] : carried.kernels)
         r.kernels[name] = count;
     const std::set<Target>& have_sass = carried.sass;
@@ -236,6 +278,10 @@ ExtensionReport verify_extension(const binary::Extension& ext, const arch::ArchL
                                                    return all;
                                                }()),
                                                " ")));
+        if (r.embedded.containers != 0 && !r.embedded.judged)
+            c.detail += fmt::format(" (and {} embedded fatbin container(s), reported apart, not "
+                                    "judged: verify.embedded_fatbins)",
+                                    r.embedded.containers);
         if (opts.allow_pure_python) {
             r.checks.push_back(c);
             r.pass = true;
@@ -384,8 +430,11 @@ ExtensionReport verify_extension(const binary::Extension& ext, const arch::ArchL
         if (!want_ptx.count(t) && !want_ptx.count(t.folded())) r.extra.push_back(t.name());
     {
         Check c{"extra", r.extra.empty() || opts.allow_extra, "", {}};
+        const bool apart = r.embedded.containers != 0 && !r.embedded.judged;
         c.detail = r.extra.empty()
-                       ? "nothing beyond the list"
+                       ? (apart ? "nothing beyond the list in the registered fatbins (the "
+                                  "embedded ones are reported apart)"
+                                : "nothing beyond the list")
                        : fmt::format("not in the list: {}{}", fmt::join(r.extra, " "),
                                      opts.allow_extra ? " (allowed: --allow-extra)" : "");
         r.checks.push_back(c);
@@ -396,6 +445,7 @@ ExtensionReport verify_extension(const binary::Extension& ext, const arch::ArchL
         Check c{"toolkit", true, "", {}};
         for (const auto& e : ext.entries) {
             if (e.target.kind != Kind::Sass || e.stub) continue;
+            if (e.found == binary::Found::Embedded && !opts.judge_embedded) continue;
             for (const auto& m : opts.max_toolkit) {
                 if (m.sm != 0 && m.sm != e.target.sm) continue;
                 int maj = 0, min = 0;

@@ -34,6 +34,10 @@ struct Options {
     // The GPU table (policy/gpus.yml): which CCs exist decides whether a suffixed cubin keeps the
     // coverage of the plain one it stands in for. Empty: the CCs the list and the binary name.
     std::vector<arch::Gpu> gpus;
+    // Fatbin containers embedded outside the registered sections (binary::Found::Embedded) count
+    // as carried code (packages/<pkg>/arch_override.yml `verify.embedded_fatbins: judge`); by
+    // default they are reported apart and not judged.
+    bool judge_embedded = false;
 };
 
 // What a file really carries, as the gate counts it: cubins and PTX with kernels; kernel-less
@@ -43,13 +47,15 @@ struct Carried {
     std::map<std::string, int> kernels; // per cubin / PTX arch, summed over TUs
     [[nodiscard]] std::vector<arch::Target> runnable() const; // sass + ptx: what coverage reads
 };
-Carried classify(const binary::Extension& ext);
+// Embedded entries count only when `judge_embedded`.
+Carried classify(const binary::Extension& ext, bool judge_embedded = false);
 
 // A Python extension module by its name (`*.cpython-*.so`, `*.abi3.so`, `*.pyd`) and not in an
 // auditwheel `*.libs/` folder. Anything else without a fatbin is a host-only library.
 bool is_python_extension(std::string_view path);
-// A shared library (by name) that is not a Python extension module and carries no fatbin.
-bool is_host_only(const binary::Extension& ext);
+// A shared library (by name) that is not a Python extension module and carries no fatbin the
+// gate judges (embedded ones count only when `judge_embedded`).
+bool is_host_only(const binary::Extension& ext, bool judge_embedded = false);
 
 // Parses "120=12.8" or "*=12.8".
 Result<MaxToolkit> parse_max_toolkit(std::string_view spec);
@@ -72,6 +78,18 @@ struct LostGpu {
     [[nodiscard]] std::string describe() const; // "10.3 (B300): native -> dead"
 };
 
+// The fatbin containers found outside the registered sections (binary::Found::Embedded), with
+// their targets, LTO-IR included: reported apart from the registered ones unless judged.
+struct EmbeddedReport {
+    bool judged = false;
+    std::size_t containers = 0;
+    std::size_t entries = 0;
+    std::vector<std::string> sections; // ".ldata", ".rdata"
+    std::vector<std::string> sass, ptx, lto;
+    [[nodiscard]] std::string describe() const; // "24453 containers (24453 entries) in .ldata: ..."
+};
+EmbeddedReport embedded_report(const binary::Extension& ext, bool judged);
+
 struct ExtensionReport {
     std::string file;
     std::optional<std::string> member;
@@ -88,6 +106,7 @@ struct ExtensionReport {
     std::vector<std::string> missing_families; // "sm_10x"
     std::map<std::string, int> kernels;        // per cubin / PTX arch: kernels summed over TUs
     std::vector<LostGpu> lost;                 // GPUs promised by the list, not reached
+    EmbeddedReport embedded;                   // containers outside the registered sections
     std::vector<std::string> toolkit_violations;
     bool device_code = false;
     // A shared library that is not a Python extension module and has no fatbin (libgomp vendored

@@ -35,6 +35,14 @@ nlohmann::json to_json(const ExtensionReport& r) {
         {"stub_only", r.stub_only},
         {"ptx_without_kernels", r.ptx_without_kernels},
         {"lost_gpus", lost},
+        {"embedded",
+         {{"judged", r.embedded.judged},
+          {"containers", r.embedded.containers},
+          {"entries", r.embedded.entries},
+          {"sections", r.embedded.sections},
+          {"sass", r.embedded.sass},
+          {"ptx", r.embedded.ptx},
+          {"lto", r.embedded.lto}}},
         {"host_only", r.host_only},
         {"kernels", r.kernels},
         {"toolkit_violations", r.toolkit_violations},
@@ -66,8 +74,11 @@ std::string to_text(const std::vector<ExtensionReport>& reports, const std::stri
     for (const auto& r : reports) {
         std::string name =
             escape_control(r.member ? fmt::format("{} [{}]", r.file, *r.member) : r.file);
+        const std::string embedded = r.embedded.containers == 0
+                                         ? ""
+                                         : fmt::format("  embedded  {}\n", r.embedded.describe());
         if (r.host_only) {
-            out += fmt::format("HOST  {}\n  {}\n\n", name, r.checks.front().detail);
+            out += fmt::format("HOST  {}\n  {}\n{}\n", name, r.checks.front().detail, embedded);
             continue;
         }
         out += fmt::format("{}  {}\n", r.pass ? "PASS" : "FAIL", name);
@@ -98,6 +109,7 @@ std::string to_text(const std::vector<ExtensionReport>& reports, const std::stri
                                fmt::join(r.ptx_without_kernels, " "));
         for (const auto& g : r.lost)
             out += fmt::format("  lost      {}\n", g.describe());
+        out += embedded;
         out += "\n";
     }
     if (run.expected != nullptr) out += extensions_text(*run.expected);
