@@ -36,9 +36,11 @@ def base_env(t, **kw):
     return e
 
 
-def shim(t):
-    """One `nvcc-forge shim` per build tree, for the real builds through the wrapper."""
-    root = os.path.join(t.work_root, "plan-shim")
+def shim(t, name="plan-shim"):
+    """One `nvcc-forge shim` per build tree, for the real builds through the wrapper (`name`: one of
+    its own, for a build that binds it to a policy with `env --shim`: a bound shim keeps its
+    policy, so the shared one must stay unbound)."""
+    root = os.path.join(t.work_root, name)
     if not os.path.isdir(os.path.join(root, "bin")):
         tmp = tempfile.mkdtemp(dir=t.work_root)
         cuda = os.path.dirname(os.path.dirname(os.path.realpath(t.nvcc())))
@@ -50,7 +52,7 @@ def shim(t):
     return root
 
 
-def real_build(t, name, argv, arch_list, cwd=None, mode=None, **env):
+def real_build(t, name, argv, arch_list, cwd=None, mode=None, shim_root=None, **env):
     """The real build through the wrapper (shim first, the same list and mode as the plan), once
     per build tree into WORK/plan-real/<name>; argv may name @OUT@, replaced by that directory."""
     out = os.path.join(t.work_root, "plan-real", name)
@@ -58,7 +60,7 @@ def real_build(t, name, argv, arch_list, cwd=None, mode=None, **env):
         return out
     os.makedirs(os.path.dirname(out), exist_ok=True)
     tmp = tempfile.mkdtemp(dir=os.path.dirname(out))
-    root = shim(t)
+    root = shim_root or shim(t)
     e = base_env(t, **env)
     e.update(PATH=os.path.join(root, "bin") + os.pathsep + e["PATH"], CUDA_HOME=root,
              CUDA_PATH=root, NVCC_FORGE_ARCH_LIST=arch_list)
@@ -202,12 +204,13 @@ def flash_case(t, lane, mode):
     real stderr file, exports)."""
     cfg = FLASH_LANES[lane]
     build = t.fixtures("packages", "flash_attn_like", "build.py")
-    exports = env_exports(t, "--package", "flash_attn", "--mode", mode, "--shim", shim(t),
-                          *cfg["args"])
     name = f"flash_{lane}_{mode}"
+    own_shim = shim(t, f"plan-shim-{name}")
+    exports = env_exports(t, "--package", "flash_attn", "--mode", mode, "--shim", own_shim,
+                          *cfg["args"])
     log = os.path.join(t.work_root, "plan-real", name + ".jsonl")
     real = real_build(t, name, [sys.executable, build, "@OUT@"], exports["NVCC_FORGE_ARCH_LIST"],
-                      mode=mode, NVCC_FORGE_LOG=log, **exports)
+                      mode=mode, shim_root=own_shim, NVCC_FORGE_LOG=log, **exports)
     r = plan(t, None, ["out/*.so"], [sys.executable, build, "out"], "--package", "flash_attn",
              *cfg["args"], env=base_env(t, NVCC_FORGE_MODE=mode))
     v = t.forge("verify", *sos(real), "--package", "flash_attn", *cfg["args"], "--format", "json")

@@ -213,7 +213,7 @@ def case_package_arch_knob(t):
     check([g["token"] for g in j["knob_cannot_express"]] == ["9.0+PTX"], j["knob_cannot_express"])
     # NATTEN's knob: dotted, no +PTX spelling.
     env_out = run("env", "--cuda", "13.0", "--package", "natten").stdout
-    check("export NATTEN_CUDA_ARCH='8.0;8.6;8.9;9.0;10.0;12.0'\n" in env_out, env_out)
+    check("export NATTEN_CUDA_ARCH='8.0;8.6;8.9;9.0;10.0;10.3;12.0'\n" in env_out, env_out)
     # A package without a knob exports none; a broken declaration is exit 2 naming file:line.
     env_out = run("env", "--cuda", "13.0", "--package", "torchao").stdout
     check("FLASH_ATTN" not in env_out and "NATTEN" not in env_out, env_out)

@@ -224,7 +224,8 @@ Result<frontend::PlanConfig> prepare_run(const PlanOptions& o, const policy::Res
         if (!ec) config.stub_cache = dir / "plan";
     }
     const fs::path root = state / "cuda";
-    FORGE_TRY_STATUS(frontend::make_shim({real.parent_path().parent_path(), root, wrapper_exe()}));
+    FORGE_TRY_STATUS(
+        frontend::make_shim({real.parent_path().parent_path(), root, wrapper_exe(), {}}));
     FORGE_TRY_STATUS(frontend::write_plan_files(root, config));
     return config;
 }

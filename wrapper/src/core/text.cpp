@@ -58,6 +58,8 @@ std::optional<std::size_t> first_invalid_utf8(std::string_view s) {
         i += len;
     }
     return std::nullopt;
+}
+
 std::string shown_value(std::string_view s, std::size_t max_bytes) {
     if (s.size() <= max_bytes) return escape_control(s);
     return fmt::format("{}... ({} bytes)", escape_control(s.substr(0, max_bytes)), s.size());

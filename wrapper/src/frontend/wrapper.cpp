@@ -335,6 +335,8 @@ std::optional<int> without_policy(const Call& call, std::optional<Mode> mode) {
     }
     if (env.log.empty() && said_in_this_build(env, "no-policy")) return exec_untouched(call);
     return std::nullopt;
+}
+
 // What the fallback after a failed rewritten call needs of the call it stands for.
 struct InjectedCall {
     const nvcc::Invocation& inv;
@@ -372,7 +374,8 @@ void say_fallback(const Call& call, const InjectedCall& c, const ProcessOutcome&
     // Its own failure: the rewritten call said what the caller's call just said.
     if (!own_failure)
         say("nvcc-forge: the rewritten call's diagnostics:\n" + indent(first.err + first.out));
-    if (second.succeeded()) print_drops(call, c.inv, c.policy, c.tu_class, c.missing, c.arch_specific_why);
+    if (second.succeeded())
+        print_drops(call, c.inv, c.policy, c.tu_class, c.missing, c.arch_specific_why);
 }
 
 // The rewritten call failed (not by a signal): the caller's own call runs with inherited stdio,

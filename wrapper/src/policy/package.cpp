@@ -3,8 +3,8 @@
 #include <cctype>
 
 #include "core/file.h"
-#include "policy/policy_file.h"
 #include "core/text.h"
+#include "policy/policy_file.h"
 #include "policy/versions.h"
 #include "policy/yaml_util.h"
 

@@ -295,7 +295,7 @@ AuditResult audit_file(const std::string& file, const Ledger* ledger, const Audi
     binary::ReadOptions ro;
     ro.inspect_payloads = true; // kernel-less stubs must not count as carried
     ro.cache = policy.image_cache;
-    ro.scan_embedded = false;   // the stamp records the registered fatbins (what the build made)
+    ro.scan_embedded = false; // the stamp records the registered fatbins (what the build made)
     auto exts = binary::read_extensions(file, ro);
     if (!exts) return unreadable(exts.error());
 
