@@ -5,9 +5,7 @@
 // here fails the test. Under ASan/UBSan in the test command; limits keep each read small.
 #include "support.h"
 
-#include <chrono>
 #include <map>
-#include <set>
 
 namespace forge::binary::test {
 namespace {
@@ -58,53 +56,29 @@ const std::map<std::string, Expect>& expectations() {
 }
 
 TEST(WheelCorpus, EveryHostileWheelDoesWhatItsRowSays) {
-    const std::filesystem::path corpus =
-        std::filesystem::path(FORGE_TEST_FIXTURES) / "wheels" / "hostile";
-    ASSERT_TRUE(std::filesystem::is_directory(corpus)) << corpus;
-    std::set<std::string> seen;
-    for (const auto& d : std::filesystem::directory_iterator(corpus)) {
-        if (!d.is_regular_file()) continue;
-        const std::string name = d.path().filename().string();
-        seen.insert(name);
-        auto row = expectations().find(name);
-        if (row == expectations().end()) {
-            ADD_FAILURE() << name << ": no row in test_wheel_corpus.cpp: state what it must do";
-            continue;
-        }
-        const Expect& want = row->second;
-        const auto bytes = slurp(d.path().string());
-        for (bool check_record : {false, true}) {
-            SCOPED_TRACE(name + (check_record ? " (RECORD checked)" : " (as list reads)"));
-            ReadOptions opts;
-            opts.inspect_payloads = check_record;
-            opts.check_record = check_record;
-            opts.max_member_bytes = 64 << 20;
-            opts.max_total_inflated = 256 << 20;
-            opts.spill_member_bytes = 256; // the spill path too, on members this small
-            const auto start = std::chrono::steady_clock::now();
-            auto r = read_extensions_from_memory(bytes.data(), bytes.size(), name, opts);
-            const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                std::chrono::steady_clock::now() - start)
-                                .count();
-            EXPECT_LT(ms, 5000) << "took too long (a loop?)";
-            const bool want_error = !want.entries || (check_record && want.record_only);
-            if (!want_error) {
-                ASSERT_TRUE(r.ok()) << r.error().to_string();
-                std::size_t n = 0;
-                for (const auto& x : *r)
-                    n += x.entries.size();
-                EXPECT_EQ(n, static_cast<std::size_t>(*want.entries));
-                continue;
+    const auto corpus = std::filesystem::path(FORGE_TEST_FIXTURES) / "wheels" / "hostile";
+    replay_corpus(
+        corpus, expectations(), "test_wheel_corpus.cpp",
+        [](const std::string& name, const Expect& want, const std::vector<std::uint8_t>& bytes) {
+            for (bool check_record : {false, true}) {
+                SCOPED_TRACE(name + (check_record ? " (RECORD checked)" : " (as list reads)"));
+                ReadOptions opts;
+                opts.inspect_payloads = check_record;
+                opts.check_record = check_record;
+                opts.spill_member_bytes = 256; // the spill path too, on members this small
+                auto r = corpus_read(bytes, name, opts);
+                if (want.entries && !(check_record && want.record_only)) {
+                    ASSERT_TRUE(r.ok()) << r.error().to_string();
+                    EXPECT_EQ(entry_count(*r), static_cast<std::size_t>(*want.entries));
+                    continue;
+                }
+                ASSERT_FALSE(r.ok()) << "read cleanly, but the file is hostile";
+                EXPECT_EQ(r.error().file, name);
+                EXPECT_TRUE(r.error().offset) << r.error().to_string();
+                EXPECT_EQ(r.error().key, want.key) << r.error().to_string();
+                EXPECT_TRUE(mentions(r.error(), want.says)) << r.error().to_string();
             }
-            ASSERT_FALSE(r.ok()) << "read cleanly, but the file is hostile";
-            EXPECT_EQ(r.error().file, name);
-            EXPECT_TRUE(r.error().offset) << r.error().to_string();
-            EXPECT_EQ(r.error().key, want.key) << r.error().to_string();
-            EXPECT_TRUE(mentions(r.error(), want.says)) << r.error().to_string();
-        }
-    }
-    for (const auto& [name, _] : expectations())
-        EXPECT_TRUE(seen.count(name)) << name << " is gone from the corpus";
+        });
 }
 
 } // namespace

@@ -2,7 +2,8 @@
 //   [--format text|json]
 // Sweeps wheels and shared objects: what each carries vs its provenance vs the current policy.
 // Exit 0 all ok, 1 any file not ok, 2 usage errors, a PATH that does not exist, or any file that
-// cannot be read (the report still lists every file).
+// cannot be read (the report still lists every file). The report is written as the files are
+// audited (docs/policy.md, "The audit's report"); a signal finishes it and ends the process.
 #include "cli/command.h"
 #include "cli/policy_options.h"
 #include "policy/policy_file.h"
@@ -146,8 +147,11 @@ int run_audit(int argc, char** argv) {
         std::ostringstream os;
         os << desc;
         fmt::print("usage: {}\n\n{}\nstatuses: ok, wheel-wrong, extension-lost, config-moved, "
-                   "stale-epoch, no-provenance, unreadable\nexit codes: 0 all ok, 1 any not ok, 2 "
-                   "unusable input (any file unreadable) or usage\n",
+                   "stale-epoch, no-provenance, unreadable\njson: {{\"policy\", \"files\", "
+                   "\"entries\": [one per file, written as it is done], \"counts\", "
+                   "\"narrowed\", \"audited\", \"interrupted\"}}\nSIGINT: the report is finished "
+                   "for the files audited, then the process ends by the signal\nexit codes: 0 all "
+                   "ok, 1 any not ok, 2 unusable input (any file unreadable) or usage\n",
                    kAuditUsage, os.str());
         return kExitOk;
     }
