@@ -132,7 +132,7 @@ for n in ${MEMORY_COUNTS:-}; do
     [[ "$which" == before ]] && exe="$BEFORE"
     /usr/bin/time -f "%e %M" -o "$WORK/time.txt" "$exe" audit "$WORK/fleet-$n" --ledger \
       "$WORK/ledger-$n.jsonl" --arch-list "8.0 9.0+PTX" --jobs 2 --format json >/dev/null 2>&1 || true
-    read -r wall kb < "$WORK/time.txt"
+    read -r wall kb < <(tail -n 1 "$WORK/time.txt") # after "Command exited with ..."
     echo "memory: $n wheels, $which: ${wall} s, $((kb >> 10)) MiB" >&2
     memory_rows+="| $n | $which | $wall | $((kb >> 10)) |"$'\n'
   done
