@@ -36,8 +36,9 @@ with zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_STORED) as z:
     rows += row("big/zeros.bin", h, size)
     z.writestr("big/_C.so", module)
     rows += row("big/_C.so", hashlib.sha256(module), len(module))
-    z.writestr("big-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: big\nVersion: 1.0\n")
-    rows += row("big-1.0.dist-info/METADATA", hashlib.sha256(b"Metadata-Version: 2.1\nName: big\nVersion: 1.0\n"), 46)
+    metadata = b"Metadata-Version: 2.1\nName: big\nVersion: 1.0\n"
+    z.writestr("big-1.0.dist-info/METADATA", metadata)
+    rows += row("big-1.0.dist-info/METADATA", hashlib.sha256(metadata), len(metadata))
     z.writestr("big-1.0.dist-info/RECORD", rows + "big-1.0.dist-info/RECORD,,\n")
 PY
 status=0
