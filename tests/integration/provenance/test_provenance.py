@@ -595,6 +595,10 @@ def many_wheels(d, n):
             z.writestr(f"p{i:04d}-1.0.dist-info/RECORD", f"p{i:04d}/__init__.py,,\n")
 
 
+def default_sigint():
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @ft.case("provenance.cli.audit_interrupted")
 def case_audit_interrupted(t):
     """SIGINT: the report is closed for the files audited (JSON still parses, says how far it
@@ -603,8 +607,10 @@ def case_audit_interrupted(t):
     d = fresh_dir("w")
     many_wheels(d, 1000)
     # bufsize=0: the lines read here are all that leaves the pipe before communicate() drains it.
+    # SIGINT as a terminal delivers it: a test run in the background may inherit it ignored.
     p = subprocess.Popen([EXE, "audit", d, "--arch-list", "8.0", "--format", "json", "--jobs", "2"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV, cwd=WORK, bufsize=0)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV, cwd=WORK, bufsize=0,
+                         preexec_fn=default_sigint)
     first = p.stdout.readline() + p.stdout.readline() + p.stdout.readline()
     check(b'"policy"' in first, first)
     time.sleep(0.5)  # the pipe is full: the workers wait for it
@@ -620,7 +626,8 @@ def case_audit_interrupted(t):
     check(f"interrupted (Interrupt) after {doc['audited']} of 1000 file(s)".encode() in err, err)
     # Text: the table of counts still ends the report, and says how far it got.
     p = subprocess.Popen([EXE, "audit", d, "--arch-list", "8.0", "--jobs", "1"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV, cwd=WORK, bufsize=0)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV, cwd=WORK, bufsize=0,
+                         preexec_fn=default_sigint)
     head = p.stdout.readline()
     check(b"audit: 1000 file(s)" in head, head)
     time.sleep(0.5)

@@ -84,8 +84,12 @@ void catch_audit_signals() {
     sa.sa_handler = on_audit_signal;
     sa.sa_flags = SA_RESTART | SA_RESETHAND;
     sigemptyset(&sa.sa_mask);
-    for (int sig : kAuditSignals)
+    for (int sig : kAuditSignals) {
+        // A signal the caller ignores (nohup, a background job's SIGINT) stays ignored.
+        struct sigaction before {};
+        if (::sigaction(sig, nullptr, &before) == 0 && before.sa_handler == SIG_IGN) continue;
         ::sigaction(sig, &sa, nullptr);
+    }
 }
 
 // Audits the fleet, writing the report as the results arrive (memory does not grow with the
@@ -98,10 +102,10 @@ int audit_fleet(const std::vector<std::string>& files, const provenance::Ledger*
         bar.emplace();
         progress = [&](size_t done, size_t total) { (*bar)(done, total); };
     }
+    catch_audit_signals();
     provenance::AuditReport report(
         std::cout, format == "json" ? provenance::AuditFormat::Json : provenance::AuditFormat::Text,
         policy, files.size());
-    catch_audit_signals();
     provenance::audit_stream(
         files, ledger, policy, jobs, [&](provenance::AuditResult&& r) { report.add(r); }, progress,
         &g_audit_stop);
@@ -119,8 +123,6 @@ int audit_fleet(const std::vector<std::string>& files, const provenance::Ledger*
         std::raise(sig);
         return 128 + sig; // the signal was blocked or ignored by the caller
     }
-    for (int sig : kAuditSignals)
-        std::signal(sig, SIG_DFL);
     const auto& counts = report.counts();
     // An unreadable file is unusable input (exit 2, as for every command), not a finding.
     if (counts.at(std::string(provenance::kAuditUnreadable)) > 0) return kExitInput;
