@@ -5,7 +5,9 @@
 # fleet in one run and writes wheels/second to the "Audit" section of bench/RESULTS.md.
 #   bench/audit/run.sh NVCC_FORGE [WORKDIR]
 # Env: COUNT (500), REPEAT (3, best of), NVCC (/usr/local/cuda/bin/nvcc), RESULTS (the
-# RESULTS.md to update; default bench/RESULTS.md next to this script). No assertions: numbers.
+# RESULTS.md to update; default bench/RESULTS.md next to this script), MEMORY_COUNTS (e.g.
+# "680 6800": peak memory of `audit --format json` at those fleet sizes) with BEFORE (another
+# nvcc-forge measured beside this one). No assertions: numbers.
 set -euo pipefail
 FORGE="$(realpath "${1:?usage: run.sh NVCC_FORGE [WORKDIR]}")"
 WORK="${2:-/tmp/nvcc-forge-bench-audit}"
@@ -29,11 +31,12 @@ EOF
     -gencode arch=compute_80,code=sm_80
 fi
 
-FLEET="$WORK/fleet"
-LEDGER="$WORK/ledger.jsonl"
-rm -rf "$FLEET" "$LEDGER"
-echo "== generating $COUNT wheels" >&2
-python3 - "$WORK/so" "$FLEET" "$LEDGER" "$COUNT" <<'EOF'
+# make_fleet COUNT FLEET LEDGER: COUNT wheels in FLEET, a quarter stamped, a quarter in LEDGER.
+make_fleet() {
+  local count="$1" fleet="$2" ledger="$3" stamped=0 w
+  rm -rf "$fleet" "$ledger"
+  echo "== generating $count wheels in $fleet" >&2
+  python3 - "$WORK/so" "$fleet" "$ledger" "$count" <<'EOF'
 import base64, csv, hashlib, io, json, os, sys, zipfile
 so_dir, fleet, ledger, count = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 good = open(os.path.join(so_dir, "good.so"), "rb").read()
@@ -73,15 +76,19 @@ for i in range(count):
         ledger_lines.append(json.dumps({"wheel": name, "arch_list": "8.0 9.0+PTX", "build_epoch": 1}))
     # kind 2, 3: no provenance
 open(ledger, "w").write("\n".join(ledger_lines) + "\n")
-open(os.path.join(fleet, "..", "to_stamp.txt"), "w").write("\n".join(stamp_list) + "\n")
+open(fleet + ".to_stamp.txt", "w").write("\n".join(stamp_list) + "\n")
 EOF
-stamped=0
-while read -r w; do
-  [[ -z "$w" ]] && continue
-  "$FORGE" stamp "$w" --arch-list "8.0 9.0+PTX" >/dev/null
-  stamped=$((stamped + 1))
-done < "$WORK/to_stamp.txt"
-echo "== stamped $stamped wheels, $(wc -l < "$LEDGER") ledger lines" >&2
+  while read -r w; do
+    [[ -z "$w" ]] && continue
+    "$FORGE" stamp "$w" --arch-list "8.0 9.0+PTX" >/dev/null
+    stamped=$((stamped + 1))
+  done < "$fleet.to_stamp.txt"
+  echo "== stamped $stamped wheels, $(wc -l < "$ledger") ledger lines" >&2
+}
+
+FLEET="$WORK/fleet"
+LEDGER="$WORK/ledger.jsonl"
+make_fleet "$COUNT" "$FLEET" "$LEDGER"
 
 # best_ms JOBS -> best wall milliseconds of REPEAT runs
 best_ms() {
@@ -101,10 +108,11 @@ ms2="$(best_ms 2)"
 cmp -s "$WORK/audit_1.json" "$WORK/audit_2.json" || echo "WARNING: --jobs 1 and --jobs 2 differ" >&2
 summary="$(python3 -c '
 import collections, json, sys
-rows = json.load(open(sys.argv[1]))
+doc = json.load(open(sys.argv[1]))
+rows = doc["entries"] if isinstance(doc, dict) else doc  # the streamed report, or a flat array
 c = collections.Counter(r["status"] for r in rows)
 print(", ".join(f"{k} {v}" for k, v in sorted(c.items())))' "$WORK/audit_1.json")"
-files="$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' "$WORK/audit_1.json")"
+files="$(python3 -c 'import json,sys; d = json.load(open(sys.argv[1])); print(len(d["entries"] if isinstance(d, dict) else d))' "$WORK/audit_1.json")"
 rate() { python3 -c "print(f'{$files / max($1, 1) * 1000:.0f}')"; }
 wps1="$(rate "$ms1")"; wps2="$(rate "$ms2")"
 cpus="$(nproc)"
@@ -113,6 +121,33 @@ build="$(grep -m1 CMAKE_BUILD_TYPE "$(dirname "$FORGE")/../CMakeCache.txt" 2>/de
 printf "%-10s %10s %14s\n" "jobs" "best ms" "wheels/s"
 printf "%-10s %10s %14s\n" 1 "$ms1" "$wps1" 2 "$ms2" "$wps2"
 echo "statuses: $summary"
+
+# Peak memory by fleet size: `audit --format json --jobs 2` at each of MEMORY_COUNTS, this build
+# and (BEFORE=path) another one side by side; /usr/bin/time's maximum resident set.
+memory_rows=""
+for n in ${MEMORY_COUNTS:-}; do
+  make_fleet "$n" "$WORK/fleet-$n" "$WORK/ledger-$n.jsonl"
+  for which in ${BEFORE:+before} after; do
+    exe="$FORGE"
+    [[ "$which" == before ]] && exe="$BEFORE"
+    /usr/bin/time -f "%e %M" -o "$WORK/time.txt" "$exe" audit "$WORK/fleet-$n" --ledger \
+      "$WORK/ledger-$n.jsonl" --arch-list "8.0 9.0+PTX" --jobs 2 --format json >/dev/null 2>&1 || true
+    read -r wall kb < <(tail -n 1 "$WORK/time.txt") # after "Command exited with ..."
+    echo "memory: $n wheels, $which: ${wall} s, $((kb >> 10)) MiB" >&2
+    memory_rows+="| $n | $which | $wall | $((kb >> 10)) |"$'\n'
+  done
+done
+memory_table=""
+if [[ -n "$memory_rows" ]]; then
+  memory_table="
+Peak memory by fleet size (\`MEMORY_COUNTS\`, \`audit --format json --jobs 2\`, maximum resident
+set from /usr/bin/time, one run each; \`before\`: \`BEFORE\`, a build that held every result to the
+end and repeated the policy in each):
+
+| wheels | build | wall (s) | peak (MiB) |
+|-------:|-------|---------:|-----------:|
+$memory_rows"
+fi
 
 section="$(cat <<EOF
 ## Audit
@@ -128,6 +163,7 @@ cut in half. Statuses: $summary.
 |-----:|----------:|---------:|
 | 1 | $ms1 | $wps1 |
 | 2 | $ms2 | $wps2 |
+$memory_table
 EOF
 )"
 python3 - "$RESULTS" "$section" <<'EOF'

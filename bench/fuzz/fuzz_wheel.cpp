@@ -1,4 +1,5 @@
-// libFuzzer target: the zip/wheel reader (libzip over memory, size limits, nested members).
+// libFuzzer target: the zip/wheel reader (binary/zip_io over memory, size limits, nested members,
+// member names, RECORD, large members spilled to a temporary file).
 // Inputs that are not zips are made into one: the bytes become a stored member, so the fuzzer
 // also explores what lies inside wheels.
 #include "binary/reader.h"
@@ -35,7 +36,7 @@ void put_common_fields(std::vector<std::uint8_t>& z, std::uint32_t crc, std::uin
     put16(z, 0); // extra field length
 }
 
-// A one-member stored zip around `data`, with a correct CRC so that libzip hands the member over.
+// A one-member stored zip around `data`, with a correct CRC so that the reader hands it over.
 std::vector<std::uint8_t> wrap(const std::uint8_t* data, std::size_t size) {
     const char name[] = "pkg/_C.so";
     const std::uint16_t n = sizeof(name) - 1;
@@ -72,8 +73,15 @@ void read(const std::uint8_t* data, std::size_t size) {
     forge::binary::ReadOptions opts;
     opts.max_member_bytes = 16u << 20;
     opts.max_total_inflated = 64u << 20;
-    auto r = forge::binary::read_extensions_from_memory(data, size, "fuzz.whl", opts);
-    if (!r.ok() && !r.error().offset) __builtin_trap();
+    // As `list` reads (members above 1 MiB through the spill file), then as `verify` does
+    // (RECORD checked, payloads inspected).
+    opts.spill_member_bytes = 1u << 20;
+    for (bool verify : {false, true}) {
+        opts.check_record = verify;
+        opts.inspect_payloads = verify;
+        auto r = forge::binary::read_extensions_from_memory(data, size, "fuzz.whl", opts);
+        if (!r.ok() && !r.error().offset) __builtin_trap();
+    }
 }
 
 } // namespace

@@ -12,12 +12,12 @@ WORK="${FUZZ_WORK:-/tmp/nvcc-forge-fuzz}"
 CXX="${CXX_FUZZ:-clang++-14}"
 mkdir -p "$WORK/bin"
 
-SRC=("$ROOT"/wrapper/src/binary/{reader,elf,pe,fatbin,ar,zip,zip_io,cubin,mapped_file,result_cache}.cpp
+SRC=("$ROOT"/wrapper/src/binary/{reader,elf,pe,fatbin,ar,zip,zip_io,wheel_record,cubin,mapped_file,result_cache}.cpp
      "$ROOT"/wrapper/src/arch/{arch,coverage,gencode}.cpp
-     "$ROOT"/wrapper/src/core/result.cpp "$ROOT"/wrapper/src/core/text.cpp)
+     "$ROOT"/wrapper/src/core/{result,text,sha256}.cpp)
 FLAGS=(-std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
        -fno-sanitize-recover=undefined -I"$ROOT/wrapper/src" -DFORGE_VERSION=\"fuzz\")
-LIBS=(-lfmt -llz4 -lzstd -lminizip -lz)
+LIBS=(-lfmt -llz4 -lzstd -lz)
 
 for target in ${FUZZ_TARGETS:-fuzz_fatbin fuzz_wheel fuzz_pe}; do
   if [[ ! -x "$WORK/bin/$target" || "$HERE/$target.cpp" -nt "$WORK/bin/$target" || -n "${FUZZ_REBUILD:-}" ]]; then
@@ -32,7 +32,10 @@ for target in ${FUZZ_TARGETS:-fuzz_fatbin fuzz_wheel fuzz_pe}; do
   artifacts="$WORK/artifacts-$target/"
   mkdir -p "$corpus" "$artifacts"
   echo "== running $target for ${SECONDS_PER_TARGET}s"
-  if ! "$WORK/bin/$target" "$corpus" "$HERE/corpus" -max_total_time="$SECONDS_PER_TARGET" \
+  seeds=("$HERE/corpus")
+  # The hostile wheels (tests/fixtures/wheels/make_hostile.py) seed the wheel reader too.
+  if [[ "$target" == fuzz_wheel ]]; then seeds+=("$ROOT/tests/fixtures/wheels/hostile"); fi
+  if ! "$WORK/bin/$target" "$corpus" "${seeds[@]}" -max_total_time="$SECONDS_PER_TARGET" \
       -rss_limit_mb=2048 -timeout=10 -max_len=65536 -artifact_prefix="$artifacts" \
       -print_final_stats=1 ${FUZZ_JOBS:+-jobs=$FUZZ_JOBS -workers=$FUZZ_JOBS} 2>&1 | tail -25; then
     status=1

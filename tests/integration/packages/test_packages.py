@@ -156,7 +156,7 @@ def case_stamp_audit(t):
 
     r = t.forge("audit", full, lossy, "--arch-list", LIST, "--ledger", ledger, "--format", "json")
     check(r.rc == 1, f"audit must fail on the lossy wheel: {r!r}")
-    by = {os.path.basename(o["file"]): o for o in json.loads(r.out)}
+    by = {os.path.basename(o["file"]): o for o in json.loads(r.out)["entries"]}
     with ft.Soft() as s:
         s.check_eq(by[os.path.basename(full)]["status"], "ok", "the full wheel")
         lost = by[os.path.basename(lossy)]

@@ -11,9 +11,12 @@ import json
 import os
 import re
 import shutil
+import signal
+import struct
 import subprocess
 import sys
 import tempfile
+import time
 import zipfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
@@ -78,6 +81,15 @@ def build_objects():
 def record_line(name, data):
     digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
     return [name, "sha256=" + digest, str(len(data))]
+
+
+def host_only_so(path):
+    """A host-only shared object the reader accepts (an ELF header, no section table): for the
+    cases about the wheel, not its GPU code."""
+    ident = b"\x7fELF" + bytes([2, 1, 1]) + b"\0" * 9
+    with open(path, "wb") as f:
+        f.write(ident + struct.pack("<HHIQQQIHHHHHH", 3, 62, 1, 0, 0, 0, 0, 64, 0, 0, 0, 0, 0))
+    return path
 
 
 def make_wheel(directory, dist, so_path, version="1.0", stored=False):
@@ -238,9 +250,10 @@ def case_resolve_options(t):
     # The wheel carries 8.0 9.0+PTX, not the resolved 12.8 list: wrong against its own ask.
     rc, out, err = forge("audit", d, *opts, "--format", "json")
     check(rc == 1, err)
-    rows = json.loads(out)
+    doc = json.loads(out)
+    rows = doc["entries"]
     check([r["status"] for r in rows] == ["wheel-wrong"], rows)
-    check(rows[0]["policy"]["arch_list"] == rec["arch_list"], rows[0]["policy"])
+    check(doc["policy"]["arch_list"] == rec["arch_list"], doc["policy"])
 
 
 @ft.case("provenance.cli.stamp_errors")
@@ -262,13 +275,20 @@ def case_stamp_errors(t):
     check(rc == 2 and "banana" in err, err)
     rc, _, err = forge("stamp", "--arch-list", "8.0")
     check(rc == 2 and "WHEEL" in err, err)
-    fake_so = os.path.join(d, "fake.so")
-    open(fake_so, "wb").write(b"\x7fELF not really")
-    valid = make_wheel(d, "valid", fake_so)
+    valid = make_wheel(d, "valid", host_only_so(os.path.join(d, "host.so")))
     before = open(valid, "rb").read()
     rc, _, err = forge("stamp", valid, "--arch-list", "8.0", env=dict(ENV, SOURCE_DATE_EPOCH="soon"))
     check(rc == 2 and "SOURCE_DATE_EPOCH" in err, err)
     check(open(valid, "rb").read() == before, "a failed stamp modified the wheel")
+    # A module the reader cannot read is not stamped with `modules: null` (exit 2, named).
+    fake_so = os.path.join(d, "fake.so")
+    open(fake_so, "wb").write(b"\x7fELF not really")
+    fake = make_wheel(d, "fake", fake_so)
+    before = open(fake, "rb").read()
+    ledger = os.path.join(d, "ledger.jsonl")
+    rc, _, err = forge("stamp", fake, "--arch-list", "8.0", "--ledger", ledger)
+    check(rc == 2 and "'fake/_C.so'" in err, err)
+    check(open(fake, "rb").read() == before and not os.path.exists(ledger), "a refused stamp wrote")
     check(not [f for f in os.listdir(d) if ".stamp-" in f], os.listdir(d))
 
 
@@ -289,7 +309,8 @@ def case_stamp_escaping_members(t):
             z.writestr("evil-1.0.dist-info/RECORD", "")
         before = open(wheel, "rb").read()
         rc, _, err = forge("stamp", wheel, "--arch-list", "8.0")
-        check(rc == 2 and "leaves the wheel" in err and bad in err, f"{bad}: rc {rc}, {err}")
+        check(rc == 2 and "leaves the directory the wheel is installed into" in err and f"'{bad}'" in err,
+              f"{bad}: rc {rc}, {err}")
         check(open(wheel, "rb").read() == before, f"{bad}: the wheel was modified")
         check(stamp_of(wheel) == [], f"{bad}: stamped")
 
@@ -299,8 +320,7 @@ def case_stamp_through_links(t):
     """A symlinked wheel is stamped where it lives (the link stays a link); a hard-linked one keeps
     its links; owner and mode are kept; a wheel the caller could not write is refused."""
     d = fresh_dir("w")
-    fake_so = os.path.join(d, "fake.so")
-    open(fake_so, "wb").write(b"\x7fELF not really")
+    fake_so = host_only_so(os.path.join(d, "fake.so"))
     real_dir = os.path.join(d, "store")
     os.makedirs(real_dir)
     real = make_wheel(real_dir, "linked", fake_so)
@@ -417,23 +437,35 @@ def fleet():
     return d, ledger, current, expected, (match, miss)
 
 
-def audit_json(*args):
+def audit_json(*args, doc=False):
+    """(exit code, the entries), or the whole report with doc=True: {"policy", "files",
+    "entries", "counts", "narrowed", "audited", "interrupted"} (docs/policy.md, "audit")."""
     rc, out, err = forge("audit", *args, "--format", "json")
     check(rc in (0, 1, 2), f"audit exited {rc}: {err}")
-    return rc, json.loads(out)
+    report = json.loads(out)
+    return rc, report if doc else report["entries"]
 
 
 @ft.case("provenance.cli.audit_statuses")
 def case_audit_statuses(t):
     d, ledger, current, expected, (match, miss) = fleet()
-    rc, rows = audit_json(d, "--ledger", ledger, *current, "--jobs", "2")
+    rc, report = audit_json(d, "--ledger", ledger, *current, "--jobs", "2", doc=True)
     check(rc == 2, "a fleet with an unreadable file must exit 2 (unusable input)")
+    rows = report["entries"]
     got = {r["file"]: r for r in rows}
+    # The policy and the file count once at the top, the counts after the entries.
+    check(list(report)[:3] == ["policy", "files", "entries"], list(report))
+    check(report["policy"]["build_epoch"] == 2, report["policy"])
+    check(report["files"] == len(expected) and report["audited"] == len(expected), report["files"])
+    check(report["interrupted"] is False, report)
+    for s in set(expected.values()):
+        check(report["counts"][s] == sum(1 for v in expected.values() if v == s), (s, report["counts"]))
     check(sorted(got) == sorted(expected), f"audited {sorted(got)}, expected {sorted(expected)}")
     for f, status in expected.items():
         check(got[f]["status"] == status, f"{f}: {got[f]['status']} != {status}: {got[f]['details']}")
-        for key in ("file", "status", "carries", "provenance", "policy", "details"):
+        for key in ("file", "status", "carries", "provenance", "details"):
             check(key in got[f], f"{f} lacks {key}")
+        check("policy" not in got[f], "the policy is written once, at the top")
     check(got[match]["inferred"] is True and got[match]["inferred_match"] is True, got[match])
     check(got[miss]["inferred"] is True and got[miss]["inferred_match"] is False, got[miss])
     for f, r in got.items():
@@ -446,7 +478,6 @@ def case_audit_statuses(t):
             check(r["provenance"]["source"] == src, (f, r["provenance"]))
     okf = [f for f, s in expected.items() if s == "ok"][0]
     check(sorted(got[okf]["carries"]["targets"]) == ["compute_90", "sm_80", "sm_90"], got[okf]["carries"])
-    check(got[okf]["policy"]["build_epoch"] == 2, got[okf]["policy"])
     stale = [f for f, s in expected.items() if s == "stale-epoch"][0]
     check(got[stale]["provenance"]["build_epoch"] == 1, got[stale]["provenance"])
 
@@ -500,7 +531,7 @@ def case_audit_parallel(t):
         check(rc == 2, err)
         outs.append(out)
     check(outs[0] == outs[1] == outs[2], "parallel audit differs from serial")
-    rows = json.loads(outs[0])
+    rows = json.loads(outs[0])["entries"]
     check(len(rows) == len(expected) + copies, (len(rows), len(expected), copies))
     check(sum(r["status"] == "unreadable" for r in rows) == 41, "the corrupt wheel and its copies")
     # On a terminal (util-linux `script` provides one) the progress bar is drawn on stderr.
@@ -510,6 +541,8 @@ def case_audit_parallel(t):
                            env=ENV)
         check(f"/{len(rows)}".encode() in p.stdout and b"\r[" in p.stdout,
               f"no progress bar on a tty: {p.stdout[-300:]!r}")
+        check(b" files/s, " in p.stdout and b" left" in p.stdout,
+              f"the progress bar shows no rate and time left: {p.stdout[-300:]!r}")
 
 
 @ft.case("provenance.cli.audit_usage")
@@ -531,7 +564,77 @@ def case_audit_usage(t):
     check(rc == 2 and "none.jsonl" in err, err)
     # An empty directory audits nothing and finds nothing wrong.
     rc, out, err = forge("audit", d, "--arch-list", "8.0", "--format", "json")
-    check(rc == 0 and json.loads(out) == [], (rc, out, err))
+    check(rc == 0 and json.loads(out)["entries"] == [] and json.loads(out)["files"] == 0,
+          (rc, out, err))
+
+
+@ft.case("provenance.cli.audit_empty_and_cut_files")
+def case_audit_empty_and_cut(t):
+    """An empty file is said to be empty; a zip without its end record names where it looked."""
+    d = fresh_dir("w")
+    empty = os.path.join(d, "empty-1.0-py3-none-any.whl")
+    open(empty, "wb").close()
+    cut = os.path.join(d, "cut-1.0-py3-none-any.whl")
+    with zipfile.ZipFile(cut, "w") as z:
+        z.writestr("cut/__init__.py", "x = 1\n" * 100)
+    data = open(cut, "rb").read()
+    open(cut, "wb").write(data[:-40])
+    rc, rows = audit_json(d, "--arch-list", "8.0")
+    check(rc == 2, rows)
+    by = {os.path.basename(r["file"]): r for r in rows}
+    check("an empty file (0 bytes)" in by[os.path.basename(empty)]["error"], by)
+    err = by[os.path.basename(cut)]["error"]
+    check(f"in none of the last {len(data) - 40} bytes (0x0..0x{len(data) - 40:x})" in err, err)
+
+
+def many_wheels(d, n):
+    """`n` small wheels without GPU code (no nvcc needed): enough for an audit to take a while."""
+    for i in range(n):
+        with zipfile.ZipFile(os.path.join(d, f"p{i:04d}-1.0-py3-none-any.whl"), "w") as z:
+            z.writestr(f"p{i:04d}/__init__.py", "")
+            z.writestr(f"p{i:04d}-1.0.dist-info/RECORD", f"p{i:04d}/__init__.py,,\n")
+
+
+def default_sigint():
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@ft.case("provenance.cli.audit_interrupted")
+def case_audit_interrupted(t):
+    """SIGINT: the report is closed for the files audited (JSON still parses, says how far it
+    got), the process ends by the signal, and stderr names how far it got. stdout is a pipe the
+    test stops reading: the audit stalls on it, so the signal lands mid-run whatever the speed."""
+    d = fresh_dir("w")
+    many_wheels(d, 1000)
+    # bufsize=0: the lines read here are all that leaves the pipe before communicate() drains it.
+    # SIGINT as a terminal delivers it: a test run in the background may inherit it ignored.
+    p = subprocess.Popen([EXE, "audit", d, "--arch-list", "8.0", "--format", "json", "--jobs", "2"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV, cwd=WORK, bufsize=0,
+                         preexec_fn=default_sigint)
+    first = p.stdout.readline() + p.stdout.readline() + p.stdout.readline()
+    check(b'"policy"' in first, first)
+    time.sleep(0.5)  # the pipe is full: the workers wait for it
+    p.send_signal(signal.SIGINT)
+    rest, err = p.communicate(timeout=120)
+    check(p.returncode == -signal.SIGINT, f"exit {p.returncode}, expected death by SIGINT: {err!r}")
+    doc = json.loads(first + rest)
+    check(doc["interrupted"] is True, {k: v for k, v in doc.items() if k != "entries"})
+    check(0 < doc["audited"] < 1000 and len(doc["entries"]) == doc["audited"], doc["audited"])
+    check(doc["files"] == 1000, doc["files"])
+    files = sorted(os.path.join(d, f) for f in os.listdir(d))
+    check([e["file"] for e in doc["entries"]] == files[:doc["audited"]], "not the first files, in order")
+    check(f"interrupted (Interrupt) after {doc['audited']} of 1000 file(s)".encode() in err, err)
+    # Text: the table of counts still ends the report, and says how far it got.
+    p = subprocess.Popen([EXE, "audit", d, "--arch-list", "8.0", "--jobs", "1"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV, cwd=WORK, bufsize=0,
+                         preexec_fn=default_sigint)
+    head = p.stdout.readline()
+    check(b"audit: 1000 file(s)" in head, head)
+    time.sleep(0.5)
+    p.send_signal(signal.SIGINT)
+    rest, err = p.communicate(timeout=120)
+    check(p.returncode == -signal.SIGINT, f"exit {p.returncode}: {err!r}")
+    check(b"interrupted: " in rest and b"of 1000 file(s) audited" in rest, rest[-500:])
 
 
 if __name__ == "__main__":

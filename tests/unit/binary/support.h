@@ -7,6 +7,7 @@
 
 #include "../joined.h"
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -15,7 +16,9 @@
 #include <fstream>
 #include <gtest/gtest.h>
 #include <iterator>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -99,6 +102,50 @@ inline std::string nvcc_release() {
 inline std::vector<std::uint8_t> slurp(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// Replays a corpus directory: every regular file against its row in `rows`; a file without a row
+// and a row without a file fail the test (`table` names where the rows are). `replay(name, row,
+// bytes)` checks one file.
+template <class Row, class Replay>
+void replay_corpus(const std::filesystem::path& dir, const std::map<std::string, Row>& rows,
+                   const std::string& table, Replay replay) {
+    ASSERT_TRUE(std::filesystem::is_directory(dir)) << dir;
+    std::set<std::string> seen;
+    for (const auto& d : std::filesystem::directory_iterator(dir)) {
+        if (!d.is_regular_file()) continue;
+        const std::string name = d.path().filename().string();
+        seen.insert(name);
+        auto row = rows.find(name);
+        if (row == rows.end()) {
+            ADD_FAILURE() << name << ": no row in " << table << ": state what it must do";
+            continue;
+        }
+        replay(name, row->second, slurp(d.path().string()));
+    }
+    for (const auto& [name, _] : rows)
+        EXPECT_TRUE(seen.count(name)) << name << " is gone from the corpus";
+}
+
+// A corpus read: small limits, and a read that takes seconds fails (a loop, not a slow read).
+inline Result<std::vector<Extension>> corpus_read(const std::vector<std::uint8_t>& bytes,
+                                                  const std::string& name, ReadOptions opts) {
+    opts.max_member_bytes = 64 << 20;
+    opts.max_total_inflated = 256 << 20;
+    const auto start = std::chrono::steady_clock::now();
+    auto r = read_extensions_from_memory(bytes.data(), bytes.size(), name, opts);
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::steady_clock::now() - start)
+                        .count();
+    EXPECT_LT(ms, 5000) << "took too long (a loop?)";
+    return r;
+}
+
+inline std::size_t entry_count(const std::vector<Extension>& exts) {
+    std::size_t n = 0;
+    for (const auto& x : exts)
+        n += x.entries.size();
+    return n;
 }
 
 inline Result<std::vector<Entry>> read_memory(const std::vector<std::uint8_t>& bytes,

@@ -4,9 +4,7 @@
 // byte offset. A corpus file without a row here fails the test (say what it must do).
 #include "support.h"
 
-#include <chrono>
 #include <map>
-#include <set>
 
 namespace forge::binary::test {
 namespace {
@@ -91,50 +89,28 @@ const std::map<std::string, Expect>& expectations() {
 TEST(BinaryCorpus, EveryCorpusFileDoesWhatItsRowSays) {
     const std::filesystem::path corpus =
         std::filesystem::path(FORGE_TEST_SOURCE_DIR) / ".." / "bench" / "fuzz" / "corpus";
-    ASSERT_TRUE(std::filesystem::is_directory(corpus)) << corpus;
-    std::set<std::string> seen;
-    for (const auto& d : std::filesystem::directory_iterator(corpus)) {
-        if (!d.is_regular_file()) continue;
-        const std::string name = d.path().filename().string();
-        seen.insert(name);
-        auto row = expectations().find(name);
-        if (row == expectations().end()) {
-            ADD_FAILURE() << name << ": no row in test_corpus.cpp: state what it must do";
-            continue;
-        }
-        const Expect& want = row->second;
-        const auto bytes = slurp(d.path().string());
-        for (bool inspect : {false, true}) {
-            SCOPED_TRACE(name + (inspect ? " (payloads inspected)" : " (headers)"));
-            ReadOptions opts;
-            opts.inspect_payloads = inspect;
-            opts.max_member_bytes = 64 << 20;
-            opts.max_total_inflated = 256 << 20;
-            const auto start = std::chrono::steady_clock::now();
-            auto r = read_extensions_from_memory(bytes.data(), bytes.size(), name, opts);
-            const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                std::chrono::steady_clock::now() - start)
-                                .count();
-            EXPECT_LT(ms, 5000) << "took too long (a loop?)";
-            const bool want_error = !want.entries || (inspect && want.inspected_error);
-            if (!want_error) {
-                ASSERT_TRUE(r.ok()) << r.error().to_string();
-                std::size_t n = 0;
-                for (const auto& x : *r)
-                    n += x.entries.size();
-                EXPECT_EQ(n, static_cast<std::size_t>(*want.entries));
-                continue;
+    replay_corpus(
+        corpus, expectations(), "test_corpus.cpp",
+        [](const std::string& name, const Expect& want, const std::vector<std::uint8_t>& bytes) {
+            for (bool inspect : {false, true}) {
+                SCOPED_TRACE(name + (inspect ? " (payloads inspected)" : " (headers)"));
+                ReadOptions opts;
+                opts.inspect_payloads = inspect;
+                auto r = corpus_read(bytes, name, opts);
+                const bool want_error = !want.entries || (inspect && want.inspected_error);
+                if (!want_error) {
+                    ASSERT_TRUE(r.ok()) << r.error().to_string();
+                    EXPECT_EQ(entry_count(*r), static_cast<std::size_t>(*want.entries));
+                    continue;
+                }
+                ASSERT_FALSE(r.ok()) << "read cleanly, but the file is hostile";
+                EXPECT_FALSE(r.error().message.empty());
+                EXPECT_EQ(r.error().file, name);
+                ASSERT_TRUE(r.error().offset) << r.error().to_string();
+                if (want.offset && !inspect)
+                    EXPECT_EQ(*r.error().offset, *want.offset) << r.error().to_string();
             }
-            ASSERT_FALSE(r.ok()) << "read cleanly, but the file is hostile";
-            EXPECT_FALSE(r.error().message.empty());
-            EXPECT_EQ(r.error().file, name);
-            ASSERT_TRUE(r.error().offset) << r.error().to_string();
-            if (want.offset && !inspect)
-                EXPECT_EQ(*r.error().offset, *want.offset) << r.error().to_string();
-        }
-    }
-    for (const auto& [name, _] : expectations())
-        EXPECT_TRUE(seen.count(name)) << name << " is gone from the corpus";
+        });
 }
 
 } // namespace

@@ -1,9 +1,12 @@
-// The zip layer (binary/zip_io.h) on zips built byte by byte here: what minizip would let through
-// (a wrong CRC, a member longer than declared) is caught by the project's own inflating, other
-// compression methods are refused, and a raw copy keeps what a member carries.
+// The zip layer (binary/zip_io.h) on zips built byte by byte here: a wrong CRC or a member longer
+// than declared is caught while inflating, other compression methods are refused, a raw copy
+// keeps what a member carries, zip64 is read and written where a size, offset or count needs it,
+// large members are spilled to an unnamed file, and a zip without its end says where it looked.
 #include "binary/zip.h"
 #include "binary/zip_io.h"
 #include "support.h"
+
+#include "../temp_dir.h"
 
 #include <filesystem>
 #include <fstream>
@@ -11,6 +14,15 @@
 
 namespace forge::binary::test {
 namespace {
+
+// A scratch directory removed when the test ends.
+struct temp_dir_guard {
+    explicit temp_dir_guard(const std::string& name) : path(forge::test::temp_dir(name).string()) {}
+    temp_dir_guard(const temp_dir_guard&) = delete;
+    temp_dir_guard& operator=(const temp_dir_guard&) = delete;
+    ~temp_dir_guard() { std::filesystem::remove_all(path); }
+    std::string path;
+};
 
 struct RawEntry {
     std::string name;
@@ -78,15 +90,17 @@ const std::string kElf = std::string("\x7f"
                                      7) +
                          std::string(57, '\0');
 
-Status visit_all(const std::vector<std::uint8_t>& zip, std::vector<std::string>* names) {
+Status visit_all(const std::vector<std::uint8_t>& zip, std::vector<std::string>* names,
+                 std::uint64_t spill_above = 64 << 20) {
     std::uint64_t total = 0;
-    ZipLimits limits{1 << 20, 1 << 20, &total};
+    ZipOptions options{1 << 20, 1 << 20, &total, spill_above};
     Bytes bytes{zip.data(), zip.size()};
     Where where{"mem.zip"};
     return for_each_zip_member(
-        bytes, where, limits, [](const Bytes&) { return true; },
-        [&](const std::string& name, std::vector<std::uint8_t>&& data) -> Status {
-            names->push_back(name + ":" + std::to_string(data.size()));
+        bytes, where, options, [](const Bytes&) { return true; },
+        [&](const std::string& name, const Bytes& data) -> Status {
+            names->push_back(name + ":" + std::to_string(data.size()) + ":" +
+                             std::string(data.view().substr(0, 4)));
             return ok_status();
         });
 }
@@ -97,7 +111,10 @@ TEST(ZipIo, StoredAndDeflatedMembersRead) {
     std::vector<std::string> names;
     auto s = visit_all(zip_of({stored("pkg/a.so", kElf), d}), &names);
     ASSERT_TRUE(s.ok()) << s.error().to_string();
-    EXPECT_EQ(names, (std::vector<std::string>{"pkg/a.so:64", "pkg/b.so:64"}));
+    EXPECT_EQ(names, (std::vector<std::string>{"pkg/a.so:64:\x7f"
+                                               "ELF",
+                                               "pkg/b.so:64:\x7f"
+                                               "ELF"}));
 }
 
 TEST(ZipIo, WrongCrcIsAnError) {
@@ -172,6 +189,194 @@ TEST(ZipIo, RawCopyKeepsAttributesExtraAndComments) {
     ASSERT_TRUE(got.ok()) << got.error().to_string();
     EXPECT_EQ(text.substr(0, *got), "hello");
     fs::remove_all(dir);
+}
+
+// A member larger than the spill limit reaches the readers from an unnamed temporary file, with
+// the same bytes as one held in memory.
+TEST(ZipIo, LargeMembersAreSpilledToAnUnnamedFile) {
+    std::string big = kElf + std::string(300000, 'x');
+    std::vector<std::string> in_memory;
+    std::vector<std::string> spilled;
+    auto zip = zip_of({stored("pkg/big.so", big)});
+    ASSERT_TRUE(visit_all(zip, &in_memory).ok());
+    // The spill directory is TMPDIR: what the read leaves there is nothing.
+    temp_dir_guard tmp("spill");
+    ::setenv("TMPDIR", tmp.path.c_str(), 1);
+    auto s = visit_all(zip, &spilled, /*spill_above=*/1000);
+    ::unsetenv("TMPDIR");
+    ASSERT_TRUE(s.ok()) << s.error().to_string();
+    EXPECT_EQ(spilled, in_memory);
+    EXPECT_TRUE(std::filesystem::is_empty(tmp.path)) << "a spilled member left a file";
+}
+
+TEST(ZipIo, InstallPathsAsPipNormalisesThem) {
+    EXPECT_EQ(zipio::install_path("demo/_C.so"), "demo/_C.so");
+    EXPECT_EQ(zipio::install_path("demo//./_C.so"), "demo/_C.so");
+    EXPECT_EQ(zipio::install_path("demo/x/../_C.so"), "demo/_C.so");
+    EXPECT_EQ(zipio::install_path("demo/"), "demo");
+    std::string why;
+    for (const char* refused :
+         {"../x", "demo/../../x", "/abs/x", "C:/x.so", "a\\b", ".", "a/..", ""}) {
+        EXPECT_FALSE(zipio::install_path(refused, &why)) << refused;
+        EXPECT_FALSE(why.empty()) << refused;
+    }
+    EXPECT_FALSE(zipio::install_path(std::string("a.so\0x", 6)));
+}
+
+TEST(ZipIo, SymlinksAreTheUnixModesThatSayLink) {
+    zipio::Entry e;
+    e.version_made_by = 3u << 8;
+    e.external_attributes = 0120777u << 16;
+    EXPECT_TRUE(e.is_symlink());
+    e.external_attributes = 0100755u << 16;
+    EXPECT_FALSE(e.is_symlink());
+    e.external_attributes = 0120777u << 16;
+    e.version_made_by = 0; // made on MS-DOS: the high half is not a mode
+    EXPECT_FALSE(e.is_symlink());
+}
+
+TEST(ZipIo, AZipWithoutItsEndRecordSaysWhereItLooked) {
+    auto zip = zip_of({stored("pkg/a.so", kElf)});
+    zip.resize(zip.size() - 30); // the end record and a part of the central directory
+    auto a = zipio::Archive::open_memory(Bytes{zip.data(), zip.size()});
+    ASSERT_FALSE(a.ok());
+    EXPECT_NE(a.error().message.find(fmt::format("in none of the last {} bytes (0x0..0x{:x})",
+                                                 zip.size(), zip.size())),
+              std::string::npos)
+        << a.error().message;
+    ASSERT_TRUE(a.error().offset);
+    EXPECT_EQ(*a.error().offset, 0u);
+}
+
+// Little-endian fields of a crafted zip64 member: sizes 0xFFFFFFFF in both headers and the real
+// ones in zip64 extra blocks (APPNOTE 4.5.3).
+std::vector<std::uint8_t> zip64_member_zip(std::uint64_t declared, const std::string& stored) {
+    const std::string name = "pkg/huge.so";
+    Buf z;
+    Buf extra;
+    extra.u16(1).u16(16).u64(declared).u64(stored.size());
+    z.u32(0x04034b50).u16(45).u16(0).u16(8).u16(0).u16(0x21).u32(0).u32(0xFFFFFFFF).u32(0xFFFFFFFF);
+    z.u16(static_cast<std::uint16_t>(name.size())).u16(static_cast<std::uint16_t>(extra.b.size()));
+    z.str(name).raw(extra.b.data(), extra.b.size()).str(stored);
+    const auto cd = static_cast<std::uint32_t>(z.b.size());
+    z.u32(0x02014b50).u16((3 << 8) | 45).u16(45).u16(0).u16(8).u16(0).u16(0x21).u32(0);
+    z.u32(0xFFFFFFFF).u32(0xFFFFFFFF).u16(static_cast<std::uint16_t>(name.size()));
+    z.u16(static_cast<std::uint16_t>(extra.b.size())).u16(0).u16(0).u16(0).u32(0100644u << 16);
+    z.u32(0).str(name).raw(extra.b.data(), extra.b.size());
+    const auto cd_size = static_cast<std::uint32_t>(z.b.size()) - cd;
+    z.u32(0x06054b50).u16(0).u16(0).u16(1).u16(1).u32(cd_size).u32(cd).u16(0);
+    return z.b;
+}
+
+// Sizes past 4 GiB survive a raw copy: the copy's headers get zip64 blocks of their own (the
+// source's are not copied twice) and read back the same.
+TEST(ZipIo, RawCopyWritesZip64ForSizesPast4GiB) {
+    temp_dir_guard dir("zip64_copy");
+    const std::uint64_t declared = (5ull << 30) + 7;
+    auto src = zip64_member_zip(declared, deflated(""));
+    auto in = zipio::Archive::open_memory(Bytes{src.data(), src.size()});
+    ASSERT_TRUE(in.ok()) << in.error().to_string();
+    ASSERT_EQ(in->entries().size(), 1u);
+    ASSERT_EQ(in->entries()[0].size, declared);
+    const std::string out_path = dir.path + "/copy.zip";
+    {
+        auto w = zipio::Writer::create(out_path);
+        ASSERT_TRUE(w.ok());
+        ASSERT_TRUE(w->copy_raw(*in, in->entries()[0]).ok());
+        ASSERT_TRUE(w->close("").ok());
+    }
+    auto copy = zipio::Archive::open_file(out_path);
+    ASSERT_TRUE(copy.ok()) << copy.error().to_string();
+    ASSERT_EQ(copy->entries().size(), 1u);
+    EXPECT_EQ(copy->entries()[0].size, declared);
+    // One zip64 block holding the size only: the stored size and the offset fit in 32 bits.
+    EXPECT_EQ(copy->entries()[0].extra.size(), 12u);
+    const auto bytes = slurp(out_path);
+    const std::string text(bytes.begin(), bytes.end());
+    EXPECT_EQ(text.find("PK\x06\x06"), std::string::npos) << "one entry needs no zip64 end record";
+}
+
+// 65,535 entries is the count an end record cannot hold (0xFFFF reads as "see the zip64 record"
+// to unzip): the writer adds the zip64 end record and its locator, and the reader follows them.
+TEST(ZipIo, WriterAddsZip64EndRecordsFrom65535Entries) {
+    temp_dir_guard dir("zip64_count");
+    // (A count below needs none: RawCopyWritesZip64ForSizesPast4GiB writes one entry.)
+    for (std::size_t count : {65535u}) {
+        const std::string path = dir.path + "/n" + std::to_string(count) + ".zip";
+        {
+            auto w = zipio::Writer::create(path);
+            ASSERT_TRUE(w.ok());
+            for (std::size_t i = 0; i < count; ++i)
+                ASSERT_TRUE(w->add(fmt::format("d/{}", i), "", zipio::kMethodStore, 0).ok());
+            ASSERT_TRUE(w->close("").ok());
+        }
+        const auto bytes = slurp(path);
+        const std::string text(bytes.begin(), bytes.end());
+        const bool zip64 = text.find(std::string("PK\x06\x06", 4)) != std::string::npos &&
+                           text.find(std::string("PK\x06\x07", 4)) != std::string::npos;
+        EXPECT_EQ(zip64, count >= 65535) << count;
+        auto back = zipio::Archive::open_file(path);
+        ASSERT_TRUE(back.ok()) << back.error().to_string();
+        EXPECT_EQ(back->entries().size(), count);
+    }
+}
+
+// A member past 4 GiB: its offset in a zip64 extra field, the central directory behind a zip64
+// end record. The file is sparse (a hole before the member), so the test writes a few KB.
+TEST(ZipIo, ReadsAMemberPast4GiB) {
+    temp_dir_guard dir("zip64_far");
+    const std::string path = dir.path + "/far.zip";
+    const std::uint64_t at = (4ull << 30) + 4096;
+    const std::string name = "pkg/far.so";
+    // A first member at 0, as in any zip (readers recognise one by its first bytes).
+    const std::string first = "pkg/__init__.py";
+    Buf head;
+    head.u32(0x04034b50).u16(20).u16(0).u16(0).u16(0).u16(0x21).u32(crc_of("")).u32(0).u32(0);
+    head.u16(static_cast<std::uint16_t>(first.size())).u16(0).str(first);
+    Buf local;
+    local.u32(0x04034b50).u16(45).u16(0).u16(0).u16(0).u16(0x21).u32(crc_of(kElf));
+    local.u32(static_cast<std::uint32_t>(kElf.size())).u32(static_cast<std::uint32_t>(kElf.size()));
+    local.u16(static_cast<std::uint16_t>(name.size())).u16(0).str(name).str(kElf);
+    const std::uint64_t cd_at = at + local.b.size();
+    Buf tail;
+    tail.u32(0x02014b50).u16((3 << 8) | 20).u16(20).u16(0).u16(0).u16(0).u16(0x21).u32(crc_of(""));
+    tail.u32(0).u32(0).u16(static_cast<std::uint16_t>(first.size())).u16(0).u16(0).u16(0).u16(0);
+    tail.u32(0100644u << 16).u32(0).str(first);
+    tail.u32(0x02014b50).u16((3 << 8) | 45).u16(45).u16(0).u16(0).u16(0).u16(0x21);
+    tail.u32(crc_of(kElf)).u32(static_cast<std::uint32_t>(kElf.size()));
+    tail.u32(static_cast<std::uint32_t>(kElf.size())).u16(static_cast<std::uint16_t>(name.size()));
+    tail.u16(12).u16(0).u16(0).u16(0).u32(0100644u << 16).u32(0xFFFFFFFF).str(name);
+    tail.u16(1).u16(8).u64(at); // zip64: the local header's offset only
+    const std::uint64_t cd_size = tail.b.size();
+    const std::uint64_t end64_at = cd_at + cd_size;
+    tail.u32(0x06064b50).u64(44).u16(45).u16(45).u32(0).u32(0).u64(2).u64(2).u64(cd_size);
+    tail.u64(cd_at);
+    tail.u32(0x07064b50).u32(0).u64(end64_at).u32(1);
+    tail.u32(0x06054b50).u16(0).u16(0).u16(2).u16(2).u32(static_cast<std::uint32_t>(cd_size));
+    tail.u32(0xFFFFFFFF).u16(0);
+    {
+        std::ofstream out(path, std::ios::binary);
+        out.write(reinterpret_cast<const char*>(head.b.data()),
+                  static_cast<std::streamsize>(head.b.size()));
+        out.seekp(static_cast<std::streamoff>(at));
+        out.write(reinterpret_cast<const char*>(local.b.data()),
+                  static_cast<std::streamsize>(local.b.size()));
+        out.write(reinterpret_cast<const char*>(tail.b.data()),
+                  static_cast<std::streamsize>(tail.b.size()));
+    }
+    auto z = zipio::Archive::open_file(path);
+    ASSERT_TRUE(z.ok()) << z.error().to_string();
+    ASSERT_EQ(z->entries().size(), 2u);
+    EXPECT_EQ(z->entries()[1].local_offset, at);
+    auto r = zipio::MemberReader::open(*z, z->entries()[1]);
+    ASSERT_TRUE(r.ok()) << r.error().to_string();
+    std::string bytes(kElf.size() + 1, '\0');
+    auto got = r->read(reinterpret_cast<std::uint8_t*>(bytes.data()), bytes.size());
+    ASSERT_TRUE(got.ok()) << got.error().to_string();
+    EXPECT_EQ(bytes.substr(0, *got), kElf);
+    // The readers of `list` (the file mapped, read with pread) take the same path.
+    auto exts = read_extensions(path);
+    ASSERT_TRUE(exts.ok()) << exts.error().to_string();
 }
 
 } // namespace

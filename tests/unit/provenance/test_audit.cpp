@@ -7,8 +7,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 namespace fs = std::filesystem;
 using namespace forge;
@@ -227,7 +229,7 @@ TEST(AuditSweep, UnreadableFilesCarryTheReaderError) {
     for (const auto& r : results) {
         EXPECT_EQ(r.status, "unreadable") << r.file;
         EXPECT_FALSE(r.error.empty());
-        auto j = audit_to_json(r, audit_policy("8.0"));
+        auto j = audit_to_json(r);
         EXPECT_EQ(j["status"], "unreadable");
         EXPECT_TRUE(j["error"].is_string());
     }
@@ -241,16 +243,26 @@ TEST(AuditReport, JsonKeysAndTextSummary) {
         classify("b.whl", carrying({"sm_80"}), prov("9.0"), audit_policy("8.0")),
         classify("c.so", carrying({"sm_80"}), std::nullopt, audit_policy("8.0")),
     };
-    auto j = audit_to_json(rs, audit_policy("8.0"));
+    auto doc = audit_to_json(rs, audit_policy("8.0"));
+    // The policy once, at the top; the entries; the counts.
+    ASSERT_TRUE(doc.is_object());
+    EXPECT_EQ(doc["policy"]["build_epoch"], 3);
+    EXPECT_EQ(doc["policy"]["arch_list"], "8.0");
+    EXPECT_EQ(doc["files"], 3);
+    EXPECT_EQ(doc["audited"], 3);
+    EXPECT_EQ(doc["interrupted"], false);
+    EXPECT_EQ(doc["counts"]["wheel-wrong"], 1);
+    EXPECT_EQ(doc["counts"]["stale-epoch"], 0);
+    const auto& j = doc["entries"];
     ASSERT_TRUE(j.is_array());
     ASSERT_EQ(j.size(), 3u);
-    for (const auto& o : j)
-        for (auto key :
-             {"file", "status", "carries", "provenance", "policy", "details", "inferred"})
+    for (const auto& o : j) {
+        for (auto key : {"file", "status", "carries", "provenance", "details", "inferred"})
             EXPECT_TRUE(o.contains(key)) << key;
+        EXPECT_FALSE(o.contains("policy")) << "the policy is written once, not per entry";
+    }
     EXPECT_EQ(j[0]["status"], "ok");
     EXPECT_EQ(j[0]["provenance"]["source"], "stamp");
-    EXPECT_EQ(j[0]["policy"]["build_epoch"], 3);
     EXPECT_EQ(j[1]["status"], "wheel-wrong");
     EXPECT_EQ(j[2]["status"], "no-provenance");
     EXPECT_EQ(j[2]["inferred_match"], true);
@@ -262,9 +274,69 @@ TEST(AuditReport, JsonKeysAndTextSummary) {
     EXPECT_NE(text.find("ok                   1"), std::string::npos) << text;
     EXPECT_NE(text.find("wheel-wrong     b.whl"), std::string::npos) << text;
     EXPECT_EQ(text.find("a.whl"), std::string::npos) << "ok files are not listed";
+    // The header first, the file lines as they come, the table last.
+    EXPECT_LT(text.find("audit: 3 file(s)"), text.find("wheel-wrong     b.whl"));
+    EXPECT_LT(text.find("wheel-wrong     b.whl"), text.find("  status"));
     auto counts = audit_counts(rs);
     EXPECT_EQ(counts["stale-epoch"], 0u);
     EXPECT_EQ(counts["no-provenance"], 1u);
+}
+
+// Each entry is written as it arrives (the stream holds it before the next one is added), and an
+// interrupted report is still a whole document that says how far it got.
+TEST(AuditReport, EntriesAreWrittenAsTheyArriveAndAnInterruptedReportCloses) {
+    std::ostringstream os;
+    AuditReport report(os, AuditFormat::Json, audit_policy("8.0"), 5);
+    EXPECT_NE(os.str().find("\"policy\""), std::string::npos);
+    report.add(classify("a.whl", carrying({"sm_80"}), prov("8.0"), audit_policy("8.0")));
+    EXPECT_NE(os.str().find("a.whl"), std::string::npos) << "the entry waits for the end";
+    report.add(classify("b.whl", carrying({"sm_80"}), prov("9.0"), audit_policy("8.0")));
+    report.finish(/*interrupted=*/true);
+    auto doc = nlohmann::json::parse(os.str());
+    EXPECT_EQ(doc["files"], 5);
+    EXPECT_EQ(doc["audited"], 2);
+    EXPECT_EQ(doc["interrupted"], true);
+    EXPECT_EQ(doc["entries"].size(), 2u);
+    std::ostringstream text;
+    AuditReport t(text, AuditFormat::Text, audit_policy("8.0"), 5);
+    t.add(classify("b.whl", carrying({"sm_80"}), prov("9.0"), audit_policy("8.0")));
+    t.finish(true);
+    EXPECT_NE(text.str().find("interrupted: 1 of 5 file(s) audited"), std::string::npos)
+        << text.str();
+}
+
+// Results arrive in the order of the files whatever the number of workers, each as soon as the
+// files before it are done; a stop request ends the run after the files already started, and
+// what was delivered is a prefix of the list.
+TEST(AuditStream, InOrderAndStoppable) {
+    auto dir = temp_dir("stream");
+    std::vector<std::string> files;
+    for (int i = 0; i < 200; ++i) {
+        auto f = dir / ("f" + std::to_string(1000 + i) + ".so");
+        std::ofstream(f, std::ios::binary) << "not an elf";
+        files.push_back(f.string());
+    }
+    for (int jobs : {1, 3}) {
+        std::vector<std::string> seen;
+        auto n = audit_stream(files, nullptr, audit_policy("8.0"), jobs,
+                              [&](AuditResult&& r) { seen.push_back(r.file); });
+        EXPECT_EQ(n, files.size());
+        EXPECT_EQ(seen, files) << jobs << " jobs";
+        std::atomic<bool> stop{false};
+        seen.clear();
+        n = audit_stream(
+            files, nullptr, audit_policy("8.0"), jobs,
+            [&](AuditResult&& r) {
+                seen.push_back(r.file);
+                if (seen.size() == 10) stop = true;
+            },
+            {}, &stop);
+        EXPECT_EQ(n, seen.size());
+        EXPECT_GE(seen.size(), 10u);
+        EXPECT_LT(seen.size(), files.size()) << "the stop request was not heard";
+        EXPECT_TRUE(std::equal(seen.begin(), seen.end(), files.begin())) << "not a prefix";
+    }
+    fs::remove_all(dir);
 }
 
 TEST(AuditClassify, WaiversArePrintedWithWhereTheyCameFrom) {

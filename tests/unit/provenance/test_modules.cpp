@@ -124,7 +124,7 @@ TEST(AuditExtensionLost, LackingAModuleThePreviousWheelCarried) {
               (std::vector<std::string>{"sa/_q80.cpython-311-x86_64-linux-gnu.so"}));
     ASSERT_FALSE(lost.details.empty());
     EXPECT_NE(lost.details[0].find("sa-1.0.whl"), std::string::npos) << lost.details[0];
-    auto j = audit_to_json(lost, AuditPolicy{});
+    auto j = audit_to_json(lost);
     EXPECT_EQ(j["status"], "extension-lost");
     EXPECT_EQ(j["lost_extensions"], nlohmann::json({"sa/_q80.cpython-311-x86_64-linux-gnu.so"}));
     EXPECT_EQ(audit_counts({lost})["extension-lost"], 1U);

@@ -105,22 +105,23 @@ std::string read_member_text(const fs::path& path, const std::string& name) {
     return data;
 }
 
+// A host-only shared object the reader accepts (an ELF header without a section table), with an
+// incompressible-ish payload so that deflate and store differ.
 std::string so_bytes() {
-    // Incompressible-ish payload so deflate and store differ.
-    std::string s = "\x7f"
-                    "ELF";
+    std::string s(64, '\0');
+    const char ident[] = {0x7f, 'E', 'L', 'F', 2, 1, 1};
+    std::copy(std::begin(ident), std::end(ident), s.begin());
+    s[16] = 3;  // e_type: ET_DYN
+    s[18] = 62; // e_machine: x86-64
+    s[20] = 1;  // e_version
+    s[52] = 64; // e_ehsize
     unsigned x = 12345;
-    for (int i = 0; i < 5000; ++i) {
+    for (int i = 0; i < 4940; ++i) {
         x = x * 1103515245u + 12345u;
         s += static_cast<char>(x >> 24);
     }
     return s;
 }
-
-const std::string kRecord = "demo/__init__.py,sha256=AAAA,3\n"
-                            "demo/_C.so,sha256=BBBB,5004\n"
-                            "demo-1.0.dist-info/METADATA,sha256=CCCC,40\n"
-                            "demo-1.0.dist-info/RECORD,,\n";
 
 // Unpadded urlsafe base64 of the bytes a hex string spells (RECORD's hash encoding).
 std::string urlsafe_b64_of_hex(const std::string& hex) {
@@ -150,17 +151,41 @@ std::string urlsafe_b64_of_hex(const std::string& hex) {
     return out;
 }
 
+const std::string kRecord = "demo/__init__.py,sha256=AAAA,3\n"
+                            "demo/_C.so,sha256=BBBB,5004\n"
+                            "demo-1.0.dist-info/METADATA,sha256=CCCC,40\n"
+                            "demo-1.0.dist-info/RECORD,,\n";
+
+std::string record_line(const std::string& name, const std::string& data) {
+    return name + ",sha256=" + urlsafe_b64_of_hex(policy::sha256_hex(data)) + "," +
+           std::to_string(data.size()) + "\n";
+}
+
+// The members of make_wheel() but RECORD, and the RECORD that lists them (computed here with the
+// test's own encoding, not by the code under test).
+std::vector<Member> wheel_members() {
+    return {{"demo/__init__.py", "x=1", kStore},
+            {"demo/_C.so", so_bytes(), kDeflate},
+            {"demo/data.bin", std::string(4096, 'z'), kStore},
+            {"demo-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: demo\nVersion: 1.0\n"},
+            {"demo-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\n"},
+            {"demo-1.0.dist-info/top_level.txt", "demo\n"}};
+}
+
+std::string wheel_record() {
+    std::string r;
+    for (const auto& m : wheel_members())
+        r += record_line(m.name, m.data);
+    return r + "demo-1.0.dist-info/RECORD,,\n";
+}
+
 fs::path make_wheel(const fs::path& dir,
-                    const std::string& filename = "demo-1.0-cp312-cp312-linux_x86_64.whl") {
+                    const std::string& filename = "demo-1.0-cp312-cp312-linux_x86_64.whl",
+                    const std::string& record = wheel_record()) {
     auto p = dir / filename;
-    write_zip(p,
-              {{"demo/__init__.py", "x=1", kStore},
-               {"demo/_C.so", so_bytes(), kDeflate},
-               {"demo/data.bin", std::string(4096, 'z'), kStore},
-               {"demo-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: demo\nVersion: 1.0\n"},
-               {"demo-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\n"},
-               {"demo-1.0.dist-info/top_level.txt", "demo\n"},
-               {"demo-1.0.dist-info/RECORD", kRecord}});
+    auto members = wheel_members();
+    members.push_back({"demo-1.0.dist-info/RECORD", record});
+    write_zip(p, members);
     return p;
 }
 
@@ -324,13 +349,10 @@ TEST(StampWheel, KeepsEveryOtherMemberByteForByteAndUpdatesRecord) {
               "47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU");
     // The expected line is computed here from the stored bytes (sha256, then unpadded urlsafe
     // base64, PEP 376/427), not by the code under test.
-    EXPECT_EQ(record, "demo/__init__.py,sha256=AAAA,3\n"
-                      "demo/_C.so,sha256=BBBB,5004\n"
-                      "demo-1.0.dist-info/METADATA,sha256=CCCC,40\n"
-                      "demo/_build_info.json,sha256=" +
-                          urlsafe_b64_of_hex(policy::sha256_hex(info)) + "," +
-                          std::to_string(info.size()) +
-                          "\n"
+    std::string expected;
+    for (const auto& m : wheel_members())
+        expected += record_line(m.name, m.data);
+    EXPECT_EQ(record, expected + record_line("demo/_build_info.json", info) +
                           "demo-1.0.dist-info/RECORD,,\n");
     auto j = nlohmann::json::parse(info);
     EXPECT_EQ(j["arch_list"], "8.0 9.0+PTX");
@@ -448,6 +470,55 @@ TEST(StampWheel, BadInputIsAnErrorAndLeavesTheFileAlone) {
     for (auto& f : fs::directory_iterator(dir))
         temps += f.path().filename().string().find(".stamp-") != std::string::npos;
     EXPECT_EQ(temps, 0u);
+    fs::remove_all(dir);
+}
+
+// RECORD is checked before anything is written: a wheel whose RECORD does not match its members
+// is refused (the RECORD stamp writes keeps every other row), naming the member.
+TEST(StampWheel, RefusesAWheelWhoseRecordLies) {
+    auto dir = temp_dir("record_lies");
+    auto env = env_of({{"SOURCE_DATE_EPOCH", "1700000000"}});
+    const std::string good = wheel_record();
+    const std::string so_row = record_line("demo/_C.so", so_bytes());
+    std::string wrong_hash = good;
+    wrong_hash.replace(wrong_hash.find(so_row), so_row.size(),
+                       "demo/_C.so,sha256=" + urlsafe_b64_of_hex(policy::sha256_hex("other")) +
+                           "," + std::to_string(so_bytes().size()) + "\n");
+    std::string unlisted = good;
+    unlisted.erase(unlisted.find("demo/data.bin,"),
+                   record_line("demo/data.bin", std::string(4096, 'z')).size());
+    for (const auto& [record, member] : {std::pair{wrong_hash, std::string("demo/_C.so")},
+                                         std::pair{unlisted, std::string("demo/data.bin")}}) {
+        auto wheel = make_wheel(dir, "demo-1.0-cp312-cp312-linux_x86_64.whl", record);
+        const auto before = fs::file_size(wheel);
+        auto r = stamp_wheel(wheel.string(), resolution("8.0"), env);
+        ASSERT_FALSE(r.ok()) << member;
+        EXPECT_EQ(r.error().exit_code, kExitInput);
+        EXPECT_EQ(r.error().key, member) << r.error().to_string();
+        EXPECT_EQ(fs::file_size(wheel), before);
+    }
+    fs::remove_all(dir);
+}
+
+// A module the reader refuses is not stamped with `modules: null`: the stamp would say nothing of
+// what the wheel carries. Members pip refuses are refused by name.
+TEST(StampWheel, RefusesWheelsItCannotRead) {
+    auto dir = temp_dir("unreadable_module");
+    auto env = env_of({{"SOURCE_DATE_EPOCH", "1700000000"}});
+    for (const auto& [fixture, member, says] :
+         {std::tuple{"declared-4gb.whl", "demo/_C.so", "4000000000"},
+          std::tuple{"path-dotdot.whl", "../../evil.so", "'..' climbs above"},
+          std::tuple{"dup-member.whl", "demo/_C.so", "a second member"},
+          std::tuple{"symlink-module.whl", "demo/_C.so", "symbolic link"}}) {
+        const auto wheel = dir / "demo-1.0-cp312-cp312-linux_x86_64.whl";
+        fs::copy_file(fs::path(FORGE_TEST_FIXTURES) / "wheels" / "hostile" / fixture, wheel,
+                      fs::copy_options::overwrite_existing);
+        auto r = stamp_wheel(wheel.string(), resolution("8.0"), env);
+        ASSERT_FALSE(r.ok()) << fixture;
+        EXPECT_EQ(r.error().exit_code, kExitInput);
+        EXPECT_EQ(r.error().key, member) << r.error().to_string();
+        EXPECT_NE(r.error().to_string().find(says), std::string::npos) << r.error().to_string();
+    }
     fs::remove_all(dir);
 }
 

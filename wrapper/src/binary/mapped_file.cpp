@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -142,14 +143,18 @@ Result<MappedFile> MappedFile::open(const std::string& path) {
         ::close(fd);
         return Error{"not a regular file", path};
     }
+    return map_fd(fd, static_cast<std::uint64_t>(st.st_size), path);
+}
+
+Result<MappedFile> MappedFile::map_fd(int fd, std::uint64_t size, const std::string& shown) {
     MappedFile f;
-    f.size_ = static_cast<std::uint64_t>(st.st_size);
+    f.size_ = size;
     if (f.size_ > 0) {
         void* p = ::mmap(nullptr, f.size_, PROT_READ, MAP_PRIVATE, fd, 0);
         if (p == MAP_FAILED) {
             int err = errno;
             ::close(fd);
-            return Error{fmt::format("cannot map: {}", std::strerror(err)), path};
+            return Error{fmt::format("cannot map: {}", std::strerror(err)), shown};
         }
         ::madvise(p, f.size_, MADV_RANDOM);
         f.data_ = static_cast<const std::uint8_t*>(p);
@@ -187,6 +192,76 @@ MappedFile::~MappedFile() {
         ::munmap(const_cast<std::uint8_t*>(data_), size_);
     }
     if (fd_ >= 0) ::close(fd_);
+}
+
+namespace {
+
+// Where a spilled member goes, in order of preference.
+std::vector<std::string> spill_directories() {
+    std::vector<std::string> dirs;
+    if (const char* t = std::getenv("TMPDIR"); t != nullptr && *t != '\0') dirs.emplace_back(t);
+    dirs.emplace_back("/var/tmp");
+    dirs.emplace_back("/tmp");
+    return dirs;
+}
+
+// An unnamed file in `dir`: O_TMPFILE where the file system has it, else a name removed at once.
+int unnamed_file(const std::string& dir) {
+    int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd >= 0) return fd;
+    std::string name = dir + "/nvcc-forge-member-XXXXXX";
+    fd = ::mkostemp(name.data(), O_CLOEXEC);
+    if (fd >= 0) ::unlink(name.c_str());
+    return fd;
+}
+
+} // namespace
+
+Result<SpillFile> SpillFile::create() {
+    std::string tried;
+    int err = 0;
+    for (const auto& dir : spill_directories()) {
+        const int fd = unnamed_file(dir);
+        if (fd >= 0) {
+            SpillFile f;
+            f.fd_ = fd;
+            f.dir_ = dir;
+            return f;
+        }
+        err = errno;
+        tried += (tried.empty() ? "" : ", ") + dir;
+    }
+    return Error{fmt::format("cannot create a temporary file for a large member in {}: {} (set "
+                             "TMPDIR to a writable directory)",
+                             tried, std::strerror(err))};
+}
+
+SpillFile::SpillFile(SpillFile&& o) noexcept
+    : fd_(std::exchange(o.fd_, -1)), size_(std::exchange(o.size_, 0)), dir_(std::move(o.dir_)) {}
+
+SpillFile::~SpillFile() {
+    if (fd_ >= 0) ::close(fd_);
+}
+
+Status SpillFile::write(const std::uint8_t* data, std::uint64_t n) {
+    while (n > 0) {
+        const ssize_t w =
+            ::write(fd_, data, static_cast<std::size_t>(std::min<std::uint64_t>(n, 1u << 30)));
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0)
+            return Error{fmt::format("cannot write a temporary file in {}: {} (set TMPDIR to a "
+                                     "directory with room)",
+                                     dir_, std::strerror(w < 0 ? errno : EIO))};
+        data += w;
+        n -= static_cast<std::uint64_t>(w);
+        size_ += static_cast<std::uint64_t>(w);
+    }
+    return ok_status();
+}
+
+Result<MappedFile> SpillFile::map() && {
+    return MappedFile::map_fd(std::exchange(fd_, -1), size_,
+                              fmt::format("a temporary file in {}", dir_));
 }
 
 } // namespace forge::binary

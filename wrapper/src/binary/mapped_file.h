@@ -25,10 +25,39 @@ class MappedFile {
     [[nodiscard]] Bytes bytes() const { return Bytes{data_, size_, 0}; }
 
   private:
+    friend class SpillFile;
+    // Maps `size` bytes of the open file `fd` (taken over, closed with the mapping).
+    static Result<MappedFile> map_fd(int fd, std::uint64_t size, const std::string& shown);
     const std::uint8_t* data_ = nullptr;
     std::uint64_t size_ = 0;
     bool mapped_ = false;
     int fd_ = -1; // kept for copy_bytes(): headers are read with pread, not through the map
+};
+
+// An unnamed temporary file that a large inflated wheel member is written to, then mapped like a
+// file on disk: the readers reach it through a MappedFile (pread for headers, release_pages for
+// payloads), so what stays resident does not grow with the member (docs/wheels.md). It lives in
+// $TMPDIR, else /var/tmp (on disk where /tmp is memory), else /tmp, and has no name there: nothing
+// is left behind, whatever ends the process.
+class SpillFile {
+  public:
+    static Result<SpillFile> create();
+    SpillFile(SpillFile&& o) noexcept;
+    SpillFile& operator=(SpillFile&&) = delete;
+    SpillFile(const SpillFile&) = delete;
+    SpillFile& operator=(const SpillFile&) = delete;
+    ~SpillFile();
+
+    Status write(const std::uint8_t* data, std::uint64_t n);
+    // What was written, mapped read-only; the file goes with the mapping.
+    Result<MappedFile> map() &&;
+    [[nodiscard]] const std::string& directory() const { return dir_; }
+
+  private:
+    SpillFile() = default;
+    int fd_ = -1;
+    std::uint64_t size_ = 0;
+    std::string dir_;
 };
 
 // Copies the `n` bytes at `p` to `dst`. Inside a live MappedFile they are read with pread, so no

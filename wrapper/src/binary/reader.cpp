@@ -295,12 +295,12 @@ class Reader {
     }
 
     Status read_zip(const Bytes& b, const Where& where, int depth) {
-        ZipLimits limits{opts_.max_member_bytes, opts_.max_total_inflated, &inflated_total_};
+        ZipOptions zip{opts_.max_member_bytes, opts_.max_total_inflated, &inflated_total_,
+                       opts_.spill_member_bytes, opts_.check_record && depth == 0};
         return for_each_zip_member(
-            b, where, limits, interesting,
-            [&](const std::string& name, std::vector<std::uint8_t>&& data) -> Status {
+            b, where, zip, interesting, [&](const std::string& name, const Bytes& data) -> Status {
                 const std::string label = where.member ? *where.member + "/" + name : name;
-                return read(Bytes{data.data(), data.size(), 0}, label, depth + 1, std::nullopt);
+                return read(data, label, depth + 1, std::nullopt);
             });
     }
 
@@ -957,6 +957,9 @@ namespace {
 Result<std::vector<Extension>> read_bytes(const std::uint8_t* data, std::uint64_t size,
                                           const std::string& name, const ReadOptions& opts,
                                           const std::optional<std::pair<FileStamp, bool>>& stamp) {
+    // Said as it is: "no ELF, PE, COFF, ar, zip or fatbin magic" would send the user looking
+    // for a format.
+    if (size == 0) return Where{name, std::nullopt}.error(0, "an empty file (0 bytes)");
     try {
         Reader reader(name, opts);
         reader.file_stamp_ = stamp;

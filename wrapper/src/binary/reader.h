@@ -91,6 +91,13 @@ struct ReadOptions {
     // Decompressed cubins the payload workers may hold at once.
     std::uint64_t max_inflight_bytes = 1ull << 30;
     int max_nesting = 4; // wheel -> ar -> object
+    // A wheel member inflated to more than this is written to an unnamed temporary file and
+    // mapped, not held in memory (zip.h): `list` and `verify` of a wheel then stay in bounded
+    // memory whatever its members' sizes (docs/wheels.md).
+    std::uint64_t spill_member_bytes = std::uint64_t{64} << 20;
+    // A wheel's members against its RECORD (every file listed, sizes, sha256): `verify` and
+    // `stamp` ask for it; each member is then inflated whole once (zip.h, ZipOptions).
+    bool check_record = false;
     // Inspecting a ZSTD cubin streams it and keeps only its first `stream_prefix_bytes` and its
     // section table (inspect_zstd_cubin in cubin.h); 0 turns the streaming off. An image whose
     // read parts lie further in is decompressed whole, which stays exact.

@@ -1,17 +1,22 @@
-// The one use of minizip (zlib's contrib/minizip): opening a zip from memory or a file, listing
-// its members, and inflating one member with its declared size and CRC checked. The wheel reader
-// (zip.cpp) and the wheel stamper (provenance/stamp_wheel.cpp) both go through here.
-//
-// Members are read raw (their stored bytes) and inflated here with zlib, so the checks are ours:
-// minizip itself stops at the declared size, which would hide a member that inflates to more.
+// The zip layer, ours: reading a zip from memory or a file (the end records, zip64 included, the
+// central directory, each member's local header and stored bytes), the rules every member name
+// must pass, inflating one member with its declared size and CRC checked (zlib), and writing a zip
+// (members copied as stored, zip64 records wherever a count, size or offset needs them). The wheel
+// reader (zip.cpp) and the wheel stamper (provenance/stamp_wheel.cpp) both go through here.
+// Format: APPNOTE.TXT 6.3.10 (https://pkware.cachefly.net/webdocs/casestudies/APPNOTE.TXT).
+// Why not minizip, which it replaced: docs/wheels.md (Debian 12's minizip 1.1 reads no zip64
+// extra field, takes 65,535 entries for "unknown" and writes no zip64 end record past 65,535).
 #pragma once
 
 #include "binary/bytes.h"
 #include "core/result.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 #include <zlib.h>
@@ -29,21 +34,43 @@ struct Entry {
     std::uint64_t comp_size = 0; // stored
     std::uint32_t crc = 0;
     bool encrypted = false;
-    std::uint64_t index = 0; // position in the central directory
+    std::uint64_t index = 0;         // position in the central directory
+    std::uint64_t header_offset = 0; // of its central-directory header, in the zip
+    std::uint64_t local_offset = 0;  // of its local header, as the central directory says
     // What a copy keeps (Writer::copy_raw).
     std::uint32_t flags = 0;
     std::uint32_t dos_time = 0;
     std::uint32_t version_made_by = 0;
+    std::uint32_t version_needed = 0;
     std::uint32_t internal_attributes = 0;
     std::uint32_t external_attributes = 0;
     std::string extra; // central-directory extra field
     std::string comment;
+
+    [[nodiscard]] bool is_directory() const { return name.ends_with('/'); }
+    // A symbolic link as zip and unzip store one: made on Unix (or macOS), S_IFLNK in the high
+    // half of the external attributes, the link's target as the member's bytes. pip writes those
+    // bytes to a regular file: the link is not what gets installed.
+    [[nodiscard]] bool is_symlink() const;
 };
+
+// A member name as pip installs it (os.path.normpath, then joined to the target directory):
+// "a//b/./c" -> "a/b/c", "a/x/../b" -> "a/b". nullopt when no file inside the target directory
+// is what it names: why is in `why` (".." above the root, an absolute path, a backslash or a
+// drive, a NUL byte, nothing left of it).
+std::optional<std::string> install_path(std::string_view name, std::string* why = nullptr);
+
+// Where a zip's bytes come from: memory (a mapped file: read with copy_bytes, so the pages are not
+// kept resident) or an open file descriptor (pread).
+class ZipSource;
 
 class Archive {
   public:
-    // A zip in memory (the bytes must outlive the archive) or a file on disk. The message says
-    // why it is not a readable zip.
+    // A zip in memory (the bytes must outlive the archive) or a file on disk. Errors: why it is
+    // not a readable zip, at the offset of what could not be followed (where the end record was
+    // looked for, the central-directory entry that breaks), or a member no installer may take:
+    // one that leaves the target directory or names the same file as an earlier one (key: the
+    // member, offset: its central-directory header).
     static Result<Archive> open_memory(const Bytes& bytes);
     static Result<Archive> open_file(const std::string& path);
     Archive(Archive&&) noexcept;
@@ -53,31 +80,33 @@ class Archive {
     ~Archive();
 
     [[nodiscard]] const std::vector<Entry>& entries() const { return entries_; }
-    [[nodiscard]] std::string global_comment() const;
-    // The handle minizip reads, positioned on entry `index` (for a raw copy).
-    Result<void*> select(std::uint64_t index);
+    [[nodiscard]] const std::string& global_comment() const { return comment_; }
+
+    // A member's stored bytes: where they start, checked against its local header (the same
+    // name, a method, inside the file); the local extra field when `local_extra` is given.
+    struct Stored {
+        std::uint64_t offset = 0; // of the first stored byte, in the zip
+        std::uint64_t size = 0;
+    };
+    Result<Stored> stored(const Entry& entry, std::string* local_extra = nullptr) const;
+    // Reads `n` bytes at `offset` of the zip; false when they are not all there.
+    bool read_at(std::uint64_t offset, std::uint64_t n, std::uint8_t* out) const;
 
   private:
-    struct State;
-    explicit Archive(std::unique_ptr<State> s);
-    Status list();
-    std::unique_ptr<State> state_;
+    Archive();
+    Status read_directory();
+    Status check_names() const;
+    std::unique_ptr<ZipSource> source_;
     std::vector<Entry> entries_;
-    // Where each entry's central header is ({offset, number}, minizip's unz64_file_pos): a
-    // member is reached directly, not by walking the directory again.
-    std::vector<std::pair<std::uint64_t, std::uint64_t>> positions_;
-};
-
-// Closes the member minizip has open (MemberReader, Writer::copy_raw).
-struct CurrentFileCloser {
-    void operator()(void* unz) const;
+    std::string comment_;
+    std::uint64_t base_ = 0; // bytes before the zip proper (a self-extractor's stub)
 };
 
 // Streams one member's inflated bytes. read() returns what it produced (0 at the end of the
 // member) or an error; reaching the end checks the CRC.
 class MemberReader {
   public:
-    static Result<MemberReader> open(Archive& archive, const Entry& entry);
+    static Result<MemberReader> open(const Archive& archive, const Entry& entry);
     MemberReader(MemberReader&&) noexcept = default;
     MemberReader& operator=(MemberReader&&) = delete;
     MemberReader(const MemberReader&) = delete;
@@ -88,48 +117,55 @@ class MemberReader {
 
   private:
     MemberReader() = default;
-    Result<std::uint64_t> fill();
+    // The next stored bytes into out (at most n): 0 at the end of the member.
+    Result<std::uint64_t> read_stored(std::uint8_t* out, std::uint64_t n);
     Status finish();
     struct InflateEnd {
         void operator()(z_stream* s) const;
     };
-    std::unique_ptr<void, CurrentFileCloser> unz_;
+    const Archive* archive_ = nullptr;
     Entry entry_;
+    Archive::Stored stored_;
+    std::uint64_t consumed_ = 0; // stored bytes read so far
     // zlib's state points back at its z_stream: it lives on the heap so the reader can move.
     std::unique_ptr<z_stream, InflateEnd> strm_;
     std::vector<std::uint8_t> in_;
-    bool in_eof_ = false;
     bool done_ = false;
     std::uint32_t crc_ = 0;
 };
 
 // Writes a new zip file: members copied from another archive as they are stored (no
-// recompression), or new ones from bytes.
+// recompression), or new ones from bytes. Sizes go in the local headers (no data descriptors);
+// a size or offset of 0xFFFFFFFF or more gets a zip64 extra field, and 65,535 entries or more, or
+// a central directory past 4 GiB, the zip64 end records (APPNOTE 4.3.14-4.3.15, 4.5.3).
 class Writer {
   public:
     static Result<Writer> create(const std::string& path);
-    Writer(Writer&&) noexcept = default;
+    Writer(Writer&&) noexcept;
     Writer& operator=(Writer&&) = delete;
     Writer(const Writer&) = delete;
     Writer& operator=(const Writer&) = delete;
     ~Writer(); // without close(), what was written is left incomplete
 
     // The member's stored bytes, name, time, attributes, extra fields and comment, unchanged.
-    Status copy_raw(Archive& from, const Entry& entry);
+    Status copy_raw(const Archive& from, const Entry& entry);
     // A new member, -rw-r--r--, dated `mtime` (Unix seconds, UTC; clamped to 1980, the first
     // time a zip can hold).
     Status add(const std::string& name, const std::string& data, int method, std::int64_t mtime);
     Status close(const std::string& comment);
 
   private:
-    Writer() = default;
-    struct Closer {
-        void operator()(void* zip) const;
-    };
-    std::unique_ptr<void, Closer> zip_;
+    struct Member; // what the central directory says of one member
+    Writer();
+    Status put(const void* data, std::size_t size);
+    Status flush();
+    Status begin_member(const Member& m, const std::string& local_extra);
+    Status end_member(Member m);
+    int fd_ = -1;
+    std::string path_;
+    std::uint64_t pos_ = 0; // bytes written so far (the next header's offset)
+    std::vector<std::uint8_t> buffer_;
+    std::vector<std::string> central_; // each member's central header, serialised
 };
-
-// What minizip's status code means, for messages.
-std::string error_text(int code);
 
 } // namespace forge::binary::zipio

@@ -65,14 +65,17 @@ Result<GateOutcome> run_gate(const boost::program_options::variables_map& vm,
     GateOutcome out;
     std::vector<verify::ExtensionReport> reports;
     std::vector<std::pair<std::string, std::string>> unreadable; // (file, message)
+    std::vector<verify::UnreadFile> unread;
     binary::ReadOptions ro;
     ro.inspect_payloads = true; // kernel counts and toolkits need the cubins themselves
     ro.inspect_embedded = opts.judge_embedded; // else only their headers are reported
+    ro.check_record = true;     // a wheel's members against its RECORD (docs/wheels.md)
     for (const auto& f : args.files) {
         Result<std::vector<binary::Extension>> exts = binary::read_extensions(f, ro);
         if (!exts) {
             report_error(args.command, exts.error());
             unreadable.emplace_back(f, exts.error().to_string());
+            unread.push_back({f, exts.error().key, exts.error().to_string()});
             continue;
         }
         for (const auto& ext : *exts) {
@@ -97,7 +100,7 @@ Result<GateOutcome> run_gate(const boost::program_options::variables_map& vm,
             if (named_host_only) reports.back().host_only = false;
         }
     }
-    const verify::ExtensionsReport ext_report = verify::check_extensions(expected, reports);
+    const verify::ExtensionsReport ext_report = verify::check_extensions(expected, reports, unread);
     verify::RunContext run{verify::verdict(reports, opts), {}, &ext_report, unreadable};
     out.unreadable = !unreadable.empty();
     if (!ext_report.pass()) {

@@ -1,12 +1,10 @@
-// SHA-256 (FIPS 180-4), small and dependency-free: the policy hash and cell keys need a stable
-// digest, and no module links a crypto library.
+// The policy's digest is the core one (core/sha256.h); the name stays for its callers.
 #pragma once
 
-#include <string>
-#include <string_view>
+#include "core/sha256.h"
 
 namespace forge::policy {
 
-std::string sha256_hex(std::string_view data); // lowercase hex, 64 characters
+using forge::sha256_hex;
 
 } // namespace forge::policy

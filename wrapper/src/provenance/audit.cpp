@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <condition_variable>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
@@ -365,36 +366,93 @@ Result<std::vector<std::string>> collect_audit_files(const std::vector<std::stri
     return std::vector<std::string>(out.begin(), out.end());
 }
 
-std::vector<AuditResult> audit_files(const std::vector<std::string>& files, const Ledger* ledger,
-                                     const AuditPolicy& policy, int jobs,
-                                     const AuditProgress& progress) {
-    std::vector<AuditResult> results(files.size());
+namespace {
+
+// Results finished out of order wait here until every file before them is delivered; a worker
+// starts a file only while it is within `window` of the next one to deliver, so what waits stays
+// bounded whatever the fleet's size (a slow file holds back at most the window).
+class InOrderDelivery {
+  public:
+    InOrderDelivery(size_t total, size_t window, const AuditSink& sink,
+                    const AuditProgress& progress)
+        : total_(total), window_(window), sink_(sink), progress_(progress) {}
+
+    // The next file to start, or nullopt when there is none or the audit stops.
+    std::optional<size_t> claim(const std::atomic<bool>* stop) {
+        std::unique_lock lock(mutex_);
+        if (stopped(stop) || next_ >= total_) return std::nullopt;
+        const size_t i = next_++;
+        room_.wait(lock, [&] { return i < delivered_ + window_ || stopped(stop); });
+        if (stopped(stop)) return std::nullopt; // stopped while waiting
+        return i;
+    }
+
+    void done(size_t i, AuditResult&& r) {
+        std::lock_guard lock(mutex_);
+        pending_.emplace(i, std::move(r));
+        ++finished_;
+        if (progress_) progress_(finished_, total_);
+        for (auto it = pending_.begin(); it != pending_.end() && it->first == delivered_;
+             it = pending_.erase(it)) {
+            if (sink_) sink_(std::move(it->second));
+            ++delivered_;
+        }
+        room_.notify_all();
+    }
+
+    [[nodiscard]] size_t delivered() {
+        std::lock_guard lock(mutex_);
+        return delivered_;
+    }
+
+  private:
+    static bool stopped(const std::atomic<bool>* stop) { return stop != nullptr && stop->load(); }
+
+    std::mutex mutex_;
+    std::condition_variable room_;
+    size_t total_;
+    size_t window_;
+    const AuditSink& sink_;
+    const AuditProgress& progress_;
+    size_t next_ = 0;      // files handed out
+    size_t finished_ = 0;  // files audited
+    size_t delivered_ = 0; // results handed to the sink, in order
+    std::map<size_t, AuditResult> pending_;
+};
+
+} // namespace
+
+size_t audit_stream(const std::vector<std::string>& files, const Ledger* ledger,
+                    const AuditPolicy& policy, int jobs, const AuditSink& sink,
+                    const AuditProgress& progress, const std::atomic<bool>* stop) {
     if (jobs <= 0) jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     jobs = static_cast<int>(
         std::min<size_t>(static_cast<size_t>(jobs), std::max<size_t>(files.size(), 1)));
-    std::atomic<size_t> next{0};
-    size_t done = 0;
-    std::mutex progress_mutex;
+    constexpr size_t kWindowPerJob = 16;
+    InOrderDelivery delivery(files.size(), kWindowPerJob * static_cast<size_t>(jobs), sink,
+                             progress);
     auto worker = [&] {
-        for (size_t i = next++; i < files.size(); i = next++) {
-            // Each slot is written by exactly one worker, so results need no lock.
-            results[i] = audit_file(files[i], ledger, policy);
-            if (progress) {
-                std::lock_guard lock(progress_mutex);
-                progress(++done, files.size());
-            }
-        }
+        while (auto i = delivery.claim(stop))
+            delivery.done(*i, audit_file(files[*i], ledger, policy));
     };
-    if (jobs == 1) {
-        worker();
-        return results;
-    }
     std::vector<std::thread> pool;
-    pool.reserve(static_cast<size_t>(jobs));
-    for (int j = 0; j < jobs; ++j)
+    pool.reserve(static_cast<size_t>(jobs - 1));
+    for (int j = 1; j < jobs; ++j)
         pool.emplace_back(worker);
+    worker(); // the calling thread is one of the workers
     for (auto& t : pool)
         t.join();
+    return delivery.delivered();
+}
+
+std::vector<AuditResult> audit_files(const std::vector<std::string>& files, const Ledger* ledger,
+                                     const AuditPolicy& policy, int jobs,
+                                     const AuditProgress& progress) {
+    std::vector<AuditResult> results;
+    results.reserve(files.size());
+    audit_stream(
+        files, ledger, policy, jobs, [&](AuditResult&& r) { results.push_back(std::move(r)); },
+        progress);
     return results;
 }
 

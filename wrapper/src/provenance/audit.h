@@ -8,10 +8,13 @@
 #include "binary/reader.h"
 #include "core/result.h"
 
+#include <atomic>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -118,10 +121,17 @@ AuditResult audit_file(const std::string& file, const Ledger* ledger, const Audi
 // plus every file given directly; sorted, unique. Error (exit 2) when a path does not exist.
 Result<std::vector<std::string>> collect_audit_files(const std::vector<std::string>& paths);
 
-// Audits `files` with `jobs` worker threads (<= 0: hardware concurrency). Results are in the
-// order of `files` whatever the number of jobs. `progress(done, total)` is called after each
-// file, from the worker threads, serialised.
+// Audits `files` with `jobs` worker threads (<= 0: hardware concurrency), handing each result to
+// `sink` in the order of `files` as soon as every file before it is done (one call at a time):
+// at most a small window of results is held, whatever the fleet's size. `progress(done, total)`
+// is called after each file, serialised with the sink. Once `*stop` is true the workers start no
+// new file; those already started are finished and delivered. Returns how many were delivered.
+using AuditSink = std::function<void(AuditResult&& result)>;
 using AuditProgress = std::function<void(size_t done, size_t total)>;
+size_t audit_stream(const std::vector<std::string>& files, const Ledger* ledger,
+                    const AuditPolicy& policy, int jobs, const AuditSink& sink,
+                    const AuditProgress& progress = {}, const std::atomic<bool>* stop = nullptr);
+// The same, collected (tests, small sets).
 std::vector<AuditResult> audit_files(const std::vector<std::string>& files, const Ledger* ledger,
                                      const AuditPolicy& policy, int jobs,
                                      const AuditProgress& progress = {});
@@ -130,8 +140,34 @@ std::vector<AuditResult> audit_files(const std::vector<std::string>& files, cons
 Result<Provenance> provenance_from_record(const nlohmann::json& record, std::string source,
                                           std::string where);
 
-// Rendering.
-nlohmann::json audit_to_json(const AuditResult& r, const AuditPolicy& policy);
+// Rendering (docs/policy.md, "audit"). The report is written as the results arrive: the policy
+// and the number of files first, then one entry per file, then the status counts. JSON: one
+// object, {"policy", "files", "entries": [...], "counts", "narrowed", "audited", "interrupted"},
+// each entry on a line of its own; text: the header, the files that are not ok (and every
+// waiver), then the table of counts.
+enum class AuditFormat : std::uint8_t { Text, Json };
+class AuditReport {
+  public:
+    AuditReport(std::ostream& out, AuditFormat format, const AuditPolicy& policy, size_t files);
+    void add(const AuditResult& r);
+    // The counts, and how far the audit got when it was interrupted; closes the JSON document.
+    void finish(bool interrupted);
+    [[nodiscard]] const std::map<std::string, size_t>& counts() const { return counts_; }
+    [[nodiscard]] size_t audited() const { return audited_; }
+
+  private:
+    std::ostream& out_;
+    AuditFormat format_;
+    const AuditPolicy& policy_;
+    size_t files_;
+    size_t audited_ = 0;
+    size_t narrowed_ = 0;
+    std::map<std::string, size_t> counts_;
+};
+
+nlohmann::json audit_policy_json(const AuditPolicy& policy);
+nlohmann::json audit_to_json(const AuditResult& r); // one entry
+// The whole report of `results`, as AuditReport writes it.
 nlohmann::json audit_to_json(const std::vector<AuditResult>& results, const AuditPolicy& policy);
 std::string audit_to_text(const std::vector<AuditResult>& results, const AuditPolicy& policy);
 std::map<std::string, size_t> audit_counts(const std::vector<AuditResult>& results);

@@ -1,8 +1,8 @@
 // The stamp record, RECORD lines and the ledger; the wheel rewrite is in stamp_wheel.cpp.
 #include "provenance/stamp.h"
 
+#include "binary/wheel_record.h"
 #include "core/json.h"
-#include "policy/sha256.h"
 
 #include <cerrno>
 #include <charconv>
@@ -114,62 +114,6 @@ nlohmann::json or_null(const std::string& s) {
     return s.empty() ? nlohmann::json() : nlohmann::json(s);
 }
 
-std::string base64_urlsafe_nopad(const std::vector<unsigned char>& bytes) {
-    static constexpr char kAlphabet[] =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    std::string out;
-    size_t i = 0;
-    for (; i + 2 < bytes.size(); i += 3) {
-        unsigned v = (bytes[i] << 16) | (bytes[i + 1] << 8) | bytes[i + 2];
-        out += kAlphabet[(v >> 18) & 63];
-        out += kAlphabet[(v >> 12) & 63];
-        out += kAlphabet[(v >> 6) & 63];
-        out += kAlphabet[v & 63];
-    }
-    if (size_t rest = bytes.size() - i; rest == 1) {
-        unsigned v = bytes[i] << 16;
-        out += kAlphabet[(v >> 18) & 63];
-        out += kAlphabet[(v >> 12) & 63];
-    } else if (rest == 2) {
-        unsigned v = (bytes[i] << 16) | (bytes[i + 1] << 8);
-        out += kAlphabet[(v >> 18) & 63];
-        out += kAlphabet[(v >> 12) & 63];
-        out += kAlphabet[(v >> 6) & 63];
-    }
-    return out;
-}
-
-// The first CSV field of a RECORD line (the path), unquoted.
-std::string record_path(std::string_view line) {
-    if (!line.empty() && line.front() == '"') {
-        std::string out;
-        for (size_t i = 1; i < line.size(); ++i) {
-            if (line[i] == '"') {
-                if (i + 1 < line.size() && line[i + 1] == '"') {
-                    out += '"';
-                    ++i;
-                } else {
-                    return out;
-                }
-            } else {
-                out += line[i];
-            }
-        }
-        return out;
-    }
-    return std::string(line.substr(0, line.find(',')));
-}
-
-std::string csv_field(std::string_view s) {
-    if (s.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(s);
-    std::string out = "\"";
-    for (char c : s) {
-        if (c == '"') out += '"';
-        out += c;
-    }
-    return out + "\"";
-}
-
 } // namespace
 
 nlohmann::json make_build_info(const policy::Resolution& r, const StampInputs& in) {
@@ -210,15 +154,6 @@ nlohmann::json make_build_info(const policy::Resolution& r, const StampInputs& i
     return j;
 }
 
-std::string record_hash(std::string_view bytes) {
-    std::string hex = policy::sha256_hex(bytes);
-    std::vector<unsigned char> raw;
-    raw.reserve(32);
-    for (size_t i = 0; i + 1 < hex.size(); i += 2)
-        raw.push_back(static_cast<unsigned char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
-    return "sha256=" + base64_urlsafe_nopad(raw);
-}
-
 std::string update_record(std::string_view record_text, std::string_view record_member,
                           std::string_view member, std::string_view member_bytes) {
     std::vector<std::string_view> lines;
@@ -234,8 +169,8 @@ std::string update_record(std::string_view record_text, std::string_view record_
     if (!lines.empty() && lines.front().size() >= 2 &&
         lines.front().substr(lines.front().size() - 2) == "\r\n")
         eol = "\r\n";
-    std::string new_line = fmt::format("{},{},{}{}", csv_field(member), record_hash(member_bytes),
-                                       member_bytes.size(), eol);
+    std::string new_line = fmt::format("{},{},{}{}", binary::record_csv_field(member),
+                                       binary::record_hash(member_bytes), member_bytes.size(), eol);
     std::string out;
     bool placed = false;
     for (auto line : lines) {
@@ -243,7 +178,7 @@ std::string update_record(std::string_view record_text, std::string_view record_
         while (!body.empty() && (body.back() == '\n' || body.back() == '\r'))
             body.remove_suffix(1);
         if (body.empty()) continue; // blank lines carry nothing; pip ignores them too
-        std::string path = record_path(body);
+        const std::string path = binary::record_fields(body).front();
         if (path == member) continue; // a previous stamp: replaced below
         if (path == record_member && !placed) {
             out += new_line;
@@ -254,7 +189,7 @@ std::string update_record(std::string_view record_text, std::string_view record_
     }
     if (!placed) {
         out += new_line;
-        out += fmt::format("{},,{}", csv_field(record_member), eol);
+        out += fmt::format("{},,{}", binary::record_csv_field(record_member), eol);
     }
     return out;
 }

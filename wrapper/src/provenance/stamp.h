@@ -4,6 +4,7 @@
 // moved since". Stamping records; it never judges the wheel (that is verify's job).
 #pragma once
 
+#include "binary/wheel_record.h"
 #include "core/result.h"
 #include "policy/resolve.h"
 #include "provenance/modules.h"
@@ -51,8 +52,8 @@ Result<WheelName> parse_wheel_filename(std::string_view filename);
 // list_source, allow_missing (the package's verify waivers), policy_file, policy_sha256,
 // build_epoch, cuda, torch, python, platform, package, distribution, nvcc_forge_version, run_id,
 // run_id_source, time, inferred (false), modules (the wheel's extension modules with their
-// targets, modules.h; null with modules_error when the reader could not read one: stamping
-// records, it does not judge).
+// targets, modules.h; null with modules_error when they are unknown: stamp_wheel refuses a wheel
+// it cannot read instead, older stamps in a ledger may carry it).
 struct StampInputs {
     std::string package;      // importable dir in the wheel ("flash_attn")
     std::string distribution; // from the wheel filename ("flash_attn")
@@ -74,8 +75,8 @@ struct WheelLayout {
 // hash and size stay empty). Lines for other members are kept byte for byte.
 std::string update_record(std::string_view record_text, std::string_view record_member,
                           std::string_view member, std::string_view member_bytes);
-// "sha256=<urlsafe base64 without padding>", as RECORD writes hashes.
-std::string record_hash(std::string_view bytes);
+// "sha256=<urlsafe base64 without padding>", as RECORD writes hashes (binary/wheel_record.h).
+using binary::record_hash;
 
 struct StampResult {
     std::string wheel;     // path
@@ -85,9 +86,11 @@ struct StampResult {
 };
 
 // Adds (or replaces) <package>/_build_info.json in the wheel and updates RECORD. The wheel is
-// rewritten into a temporary file next to it (libzip copies every other member without
-// recompressing it), flushed, then renamed over the original. Errors (exit 2): not a wheel name,
-// not a zip, no *.dist-info/RECORD, no package directory, I/O.
+// rewritten into a temporary file next to it (binary/zip_io.h copies every other member without
+// recompressing it, zip64 where needed), flushed, then renamed over the original. Errors (exit
+// 2): not a wheel name, not a zip, a member name pip refuses or repeated, no *.dist-info/RECORD,
+// a member RECORD does not list or whose size or hash differ from it, a module the reader cannot
+// read (the record would not say what the wheel carries), no package directory, I/O.
 Result<StampResult> stamp_wheel(const std::string& wheel_path, const policy::Resolution& r,
                                 const EnvLookup& env);
 

@@ -26,10 +26,14 @@ constexpr std::uint64_t kMaxTextMember = 64ull << 20; // RECORD / _build_info.js
 
 Result<zipio::Archive> open_zip(const std::string& path) {
     auto z = zipio::Archive::open_file(path);
-    if (!z)
-        return Error{
-            fmt::format("not a readable zip archive (a wheel is one): {}", z.error().message),
-            path};
+    if (!z) {
+        Error e = std::move(z).error();
+        // A member no installer may take is named as it is; else the zip itself is unreadable.
+        if (e.key.empty())
+            e.message = fmt::format("not a readable zip archive (a wheel is one): {}", e.message);
+        e.file = path;
+        return e;
+    }
     return z;
 }
 
@@ -74,21 +78,6 @@ Result<std::string> read_member(zipio::Archive& z, const zipio::Entry& entry,
     return data;
 }
 
-// A member that would be written outside the directory the wheel is installed into.
-bool leaves_wheel(std::string_view name) {
-    if (name.starts_with('/') || name.find('\\') != std::string_view::npos) return true;
-    std::size_t start = 0;
-    while (start <= name.size()) {
-        const std::size_t slash = name.find('/', start);
-        const std::string_view part = name.substr(
-            start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
-        if (part == "..") return true;
-        if (slash == std::string_view::npos) break;
-        start = slash + 1;
-    }
-    return false;
-}
-
 std::optional<std::size_t> locate(const zipio::Archive& z, const std::string& name) {
     const auto& entries = z.entries();
     for (std::size_t i = 0; i < entries.size(); ++i)
@@ -97,15 +86,8 @@ std::optional<std::size_t> locate(const zipio::Archive& z, const std::string& na
 }
 
 Result<WheelLayout> layout_of(zipio::Archive& z, const std::string& path) {
+    // Member paths that leave the wheel, or name one file twice, were refused by open_zip.
     auto names = member_names(z);
-    for (const auto& n : names)
-        if (leaves_wheel(n)) {
-            Error e{"member path leaves the wheel ('..', a leading '/' or a backslash): "
-                    "not stamping it",
-                    path};
-            e.key = n;
-            return e;
-        }
     WheelLayout l;
     for (const auto& n : names) {
         auto slash = n.find('/');
@@ -300,17 +282,19 @@ Result<StampResult> stamp_wheel(const std::string& wheel_path, const policy::Res
 
     StampInputs in;
     in.distribution = name->distribution;
+    auto t = stamp_time(env); // before the wheel is read: a bad SOURCE_DATE_EPOCH costs nothing
+    if (!t) return std::move(t).error();
+    in.time = *t;
     binary::ReadOptions ro;
     ro.inspect_payloads = true; // a kernel-less cubin is not a target the module carries
     ro.scan_embedded = false;   // what the build registered, as audit compares it
-    if (auto extensions = binary::read_extensions(wheel_path, ro); extensions)
-        in.modules = module_records(*extensions);
-    else
-        in.modules_error = extensions.error().to_string();
+    // RECORD is checked here, so the one written below is right for every member it keeps; a
+    // wheel whose modules cannot be read is refused, not stamped with `modules: null`.
+    ro.check_record = true;
+    auto extensions = binary::read_extensions(wheel_path, ro);
+    if (!extensions) return std::move(extensions).error();
+    in.modules = module_records(*extensions);
     in.run_id = ci_run_id(env);
-    auto t = stamp_time(env);
-    if (!t) return std::move(t).error();
-    in.time = *t;
 
     // Errors name the wheel, not the temporary file.
     auto named = [&](Error e) {

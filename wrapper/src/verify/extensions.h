@@ -22,13 +22,24 @@ struct ExpectedModule {
 struct ModuleResult {
     ExpectedModule expected;
     std::vector<std::string> matched; // "pkg/_x.so" (wheel member) or the file as given
-    std::string status;               // "ok" | "missing" | "no-device-code"
+    // "ok" | "missing" | "no-device-code" | "unreadable" (not matched, and a file of the run
+    // could not be read: whether it was built is not known)
+    std::string status;
+    std::string why; // unreadable: the reader's error (the one naming a matching member if any)
+};
+
+// A file of the run the reader refused, and the member its error names ("" for none).
+struct UnreadFile {
+    std::string file;
+    std::string member;
+    std::string message; // the error as printed
 };
 
 struct ExtensionsReport {
     std::vector<ModuleResult> modules;
     std::vector<std::string> missing;        // globs no module matched
     std::vector<std::string> no_device_code; // globs matched only by modules without device code
+    std::vector<std::string> unreadable;     // globs not matched while a file could not be read
     Check check;                             // "extensions"
     bool pass() const { return check.ok; }
 };
@@ -43,9 +54,12 @@ bool module_matches(const std::string& glob, const std::string& file,
 bool expected_host_only(const std::vector<ExpectedModule>& expected, const std::string& file,
                         const std::optional<std::string>& member);
 
-// Every expected module against the modules read (one gate report per host ELF).
+// Every expected module against the modules read (one gate report per host ELF). A module not
+// found while `unread` names a file the reader refused is "unreadable", never "missing": a
+// symbolic link stored under the module's name, say, is not a module that was never built.
 ExtensionsReport check_extensions(const std::vector<ExpectedModule>& expected,
-                                  const std::vector<ExtensionReport>& modules);
+                                  const std::vector<ExtensionReport>& modules,
+                                  const std::vector<UnreadFile>& unread = {});
 
 // {"missing_extensions": [...], "expected_extensions": [{module, reason, device_code, source,
 // matched, status}]}
