@@ -41,7 +41,7 @@ mkdir -p "$tools_dir"
 # and installing their arm64 build would remove the x86-64 one this machine builds with.
 arm64_debs=(libyaml-cpp-dev libyaml-cpp0.7 libboost1.74-dev libboost-program-options1.74-dev
             libboost-program-options1.74.0 libfmt-dev libfmt9 liblz4-dev liblz4-1 libzstd-dev
-            libzstd1 libminizip-dev libminizip1 zlib1g-dev zlib1g libgtest-dev libgmock-dev
+            libzstd1 libminizip-dev libminizip1 zlib1g-dev zlib1g libgtest-dev libgmock-dev libxxhash-dev
             libc6 libstdc++6 libgcc-s1) # the loader and runtime qemu runs the binaries with (-L)
 sysroot="$tools_dir/aarch64-sysroot"
 want="${arm64_debs[*]} nlohmann-json3-dev"
