@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "../files.h"
 
 namespace fs = std::filesystem;
 using namespace forge;
@@ -21,13 +22,10 @@ using namespace forge::toolkit;
 
 namespace {
 
+using forge::test::write_exe;
+
 using forge::test::temp_dir;
 
-void write_exe(const fs::path& p, const std::string& text = "#!/bin/sh\nexit 0\n") {
-    fs::create_directories(p.parent_path());
-    std::ofstream(p) << text;
-    fs::permissions(p, fs::perms::owner_all | fs::perms::group_read | fs::perms::others_read);
-}
 
 // A stand-in for the wrapper binary: a file, with `nvcc` symlinks to it.
 struct Layout {

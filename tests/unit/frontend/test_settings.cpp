@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <sstream>
 #include <sys/stat.h>
+#include "../files.h"
 
 namespace fs = std::filesystem;
 using namespace forge;
@@ -18,18 +19,9 @@ using namespace forge::frontend;
 
 namespace {
 
-std::string slurp(const fs::path& p) {
-    std::ifstream f(p, std::ios::binary);
-    std::ostringstream s;
-    s << f.rdbuf();
-    return s.str();
-}
+using forge::test::slurp;
+using forge::test::write_exe;
 
-void write_exe(const fs::path& p, const std::string& text) {
-    fs::create_directories(p.parent_path());
-    std::ofstream(p, std::ios::binary) << text;
-    fs::permissions(p, fs::perms::owner_all);
-}
 
 } // namespace
 

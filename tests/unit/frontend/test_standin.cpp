@@ -12,12 +12,15 @@
 #include <optional>
 #include <sstream>
 #include <unistd.h>
+#include "../files.h"
 
 namespace fs = std::filesystem;
 using namespace forge;
 using namespace forge::frontend;
 
 namespace {
+
+using forge::test::slurp;
 
 nvcc::Invocation parse(const std::vector<std::string>& argv) {
     auto inv = nvcc::parse_invocation(argv, "", "", "/tmp", nvcc::testing::caps13());
@@ -206,12 +209,6 @@ void write_bytes(const fs::path& p, const std::string& bytes) {
     f << bytes;
 }
 
-std::string slurp(const fs::path& p) {
-    std::ifstream f(p, std::ios::binary);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-}
 
 // A stub kept under `key` as the stand-in keeps one: compiled into a temporary file, then kept.
 void keep(const fs::path& dir, const std::string& key, const std::string& bytes) {

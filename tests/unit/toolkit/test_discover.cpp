@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <unistd.h>
+#include "../files.h"
 
 namespace fs = std::filesystem;
 using namespace forge;
@@ -17,6 +18,8 @@ using forge::test::sass;
 using namespace forge::toolkit;
 
 namespace {
+
+using forge::test::write_exe;
 
 const char* kNvcc130Version = "nvcc: NVIDIA (R) Cuda compiler driver\n"
                               "Copyright (c) 2005-2025 NVIDIA Corporation\n"
@@ -66,11 +69,6 @@ struct TempTree {
     }
 };
 
-void write_exe(const fs::path& p, const std::string& text) {
-    fs::create_directories(p.parent_path());
-    std::ofstream(p) << text;
-    fs::permissions(p, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec);
-}
 
 // A CUDA root whose bin/nvcc answers like nvcc `version` would, with a ptxas beside it.
 fs::path fake_cuda(const fs::path& root, const std::string& version, const std::string& sms) {
