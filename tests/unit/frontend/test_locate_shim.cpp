@@ -4,6 +4,7 @@
 #include "frontend/shim.h"
 #include "toolkit/locate.h"
 
+#include "../files.h"
 #include <array>
 #include <cstdio>
 #include <fcntl.h>
@@ -13,7 +14,6 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "../files.h"
 
 namespace fs = std::filesystem;
 using namespace forge;
@@ -25,7 +25,6 @@ namespace {
 using forge::test::write_exe;
 
 using forge::test::temp_dir;
-
 
 // A stand-in for the wrapper binary: a file, with `nvcc` symlinks to it.
 struct Layout {

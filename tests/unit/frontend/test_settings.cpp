@@ -6,12 +6,12 @@
 #include "frontend/shim.h"
 #include "toolkit/locate.h"
 
+#include "../files.h"
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
 #include <sstream>
 #include <sys/stat.h>
-#include "../files.h"
 
 namespace fs = std::filesystem;
 using namespace forge;
@@ -21,7 +21,6 @@ namespace {
 
 using forge::test::slurp;
 using forge::test::write_exe;
-
 
 } // namespace
 

@@ -6,13 +6,13 @@
 #include "core/plan_marker.h"
 #include "frontend/standin.h"
 
+#include "../files.h"
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
 #include <optional>
 #include <sstream>
 #include <unistd.h>
-#include "../files.h"
 
 namespace fs = std::filesystem;
 using namespace forge;
@@ -208,7 +208,6 @@ void write_bytes(const fs::path& p, const std::string& bytes) {
     std::ofstream f(p, std::ios::binary | std::ios::trunc);
     f << bytes;
 }
-
 
 // A stub kept under `key` as the stand-in keeps one: compiled into a temporary file, then kept.
 void keep(const fs::path& dir, const std::string& key, const std::string& bytes) {

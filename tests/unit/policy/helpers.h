@@ -7,6 +7,7 @@
 #include "policy/resolve.h"
 
 #include <gtest/gtest.h>
+#include <stdexcept>
 #include <string>
 
 namespace forge::policy::test {
@@ -70,6 +71,12 @@ resolve_with(const std::string& policy_file, const std::string& cuda, const std:
     r.packages_dir = packages_dir;
     r.gpus_file = shipped_gpus();
     return resolve(r);
+}
+
+// The resolution, or the test stops with the error's text.
+inline Resolution must(Result<Resolution> r) {
+    if (!r.ok()) throw std::runtime_error(r.error().to_string());
+    return std::move(*r);
 }
 
 inline std::string mini() {

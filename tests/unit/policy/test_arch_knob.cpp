@@ -165,7 +165,7 @@ TEST(ArchKnob, ShippedPackagesOnThePolicyRows) {
     EXPECT_EQ(j["arch_knobs"][0]["value"], "80;90;100;120");
     ASSERT_EQ(j["knob_cannot_express"].size(), 2U);
     EXPECT_EQ(j["knob_cannot_express"][0]["token"], "8.6");
-    EXPECT_EQ(j["knob_cannot_express"][0]["targets"], nlohmann::json::array({"sm_86"}));
+    EXPECT_EQ(j["knob_cannot_express"][0]["targets"], nlohmann::ordered_json::array({"sm_86"}));
     EXPECT_EQ(j["knob_cannot_express"][1]["token"], "9.0+PTX");
     auto arm = resolve_with(shipped_policy(), "13.0", "", "linux_aarch64", "flash_attn", "",
                             shipped_packages());
@@ -181,12 +181,12 @@ TEST(ArchKnob, ShippedPackagesOnThePolicyRows) {
     // Its 10.3 (103a kernels, target_forms) is a token the knob spells; forward_ptx: false took
     // every +PTX off the list, so nothing is left to injection.
     EXPECT_EQ(j["arch_knobs"][0]["value"], "8.0;8.6;8.9;9.0;10.0;10.3;12.0");
-    EXPECT_EQ(j["knob_cannot_express"], nlohmann::json::array());
+    EXPECT_EQ(j["knob_cannot_express"], nlohmann::ordered_json::array());
     // A package without a knob says so with empty arrays, not absent keys.
     auto plain = resolve_with(shipped_policy(), "13.0", "", "linux_x86_64", "torchao", "",
                               shipped_packages());
     ASSERT_TRUE(plain.ok());
     j = resolution_json(*plain);
-    EXPECT_EQ(j["arch_knobs"], nlohmann::json::array());
-    EXPECT_EQ(j["knob_cannot_express"], nlohmann::json::array());
+    EXPECT_EQ(j["arch_knobs"], nlohmann::ordered_json::array());
+    EXPECT_EQ(j["knob_cannot_express"], nlohmann::ordered_json::array());
 }

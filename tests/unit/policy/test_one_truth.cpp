@@ -15,11 +15,6 @@ using namespace forge::policy::test;
 
 namespace {
 
-Resolution must(Result<Resolution> r) {
-    if (!r.ok()) throw std::runtime_error(r.error().to_string());
-    return std::move(*r);
-}
-
 Resolution shipped_cell(const std::string& cuda, const std::string& torch,
                         const std::string& platform = "linux_x86_64",
                         const std::string& package = "") {

@@ -17,11 +17,6 @@ std::string list_of(const Result<Resolution>& r) {
     return r.ok() ? r->list.to_string() : std::string("<error>");
 }
 
-Resolution must(Result<Resolution> r) {
-    if (!r.ok()) throw std::runtime_error(r.error().to_string());
-    return std::move(*r);
-}
-
 bool clamped_with(const Resolution& r, const std::string& token, const std::string& needle) {
     return std::any_of(r.clamped.begin(), r.clamped.end(), [&](const ClampedToken& c) {
         return c.token == token && c.reason.find(needle) != std::string::npos;

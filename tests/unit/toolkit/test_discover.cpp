@@ -6,10 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include "../files.h"
 #include <filesystem>
 #include <fstream>
 #include <unistd.h>
-#include "../files.h"
 
 namespace fs = std::filesystem;
 using namespace forge;
@@ -68,7 +68,6 @@ struct TempTree {
         fs::remove_all(root, ec);
     }
 };
-
 
 // A CUDA root whose bin/nvcc answers like nvcc `version` would, with a ptxas beside it.
 fs::path fake_cuda(const fs::path& root, const std::string& version, const std::string& sms) {
