@@ -69,7 +69,7 @@ Result<GateOutcome> run_gate(const boost::program_options::variables_map& vm,
     binary::ReadOptions ro;
     ro.inspect_payloads = true; // kernel counts and toolkits need the cubins themselves
     ro.inspect_embedded = opts.judge_embedded; // else only their headers are reported
-    ro.check_record = true;     // a wheel's members against its RECORD (docs/wheels.md)
+    ro.check_record = true; // a wheel's members against its RECORD (docs/wheels.md)
     for (const auto& f : args.files) {
         Result<std::vector<binary::Extension>> exts = binary::read_extensions(f, ro);
         if (!exts) {

@@ -77,8 +77,8 @@ AuditReport::AuditReport(std::ostream& out, AuditFormat format, const AuditPolic
     for (auto s : kAuditStatuses)
         counts_[std::string(s)] = 0;
     if (format_ == AuditFormat::Json) {
-        out_ << "{\"policy\": " << json_text(audit_policy_json(policy_)) << ",\n\"files\": " << files_
-             << ",\n\"entries\": [";
+        out_ << "{\"policy\": " << json_text(audit_policy_json(policy_))
+             << ",\n\"files\": " << files_ << ",\n\"entries\": [";
     } else {
         out_ << fmt::format("audit: {} file(s) against {} = {} (build_epoch {})\n", files_,
                             policy_.source, policy_.list.to_string(),
