@@ -202,6 +202,7 @@ TEST(LoadPackage, NearNamesPointAtTheLikelyPackage) {
     EXPECT_EQ(near_package_name(fixtures() + "/no-such-dir", "x86only"), "");
 
     ResolveRequest req;
+    req.platform = "linux_x86_64"; // the x86 lane on any host (the default is the host's)
     req.cuda = "13.0";
     req.policy_file = shipped_policy();
     req.gpus_file = shipped_gpus();
@@ -241,6 +242,7 @@ TEST(ShippedPackages, EveryOverrideLoadsAndEveryValueCarriesReasonAndSource) {
         // and each one resolves on every CUDA row without collapsing
         for (const auto& [cuda, row] : shipped().arch_policy) {
             ResolveRequest req;
+            req.platform = "linux_x86_64"; // the x86 lane on any host (the default is the host's)
             req.cuda = cuda;
             auto r = resolve_loaded(req, shipped(), &*p, gpus());
             EXPECT_TRUE(r.ok()) << name << " cuda " << cuda << ": "

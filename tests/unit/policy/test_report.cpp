@@ -12,6 +12,7 @@ namespace {
 
 Resolution row128() {
     ResolveRequest req;
+    req.platform = "linux_x86_64"; // the x86 lane on any host (the default is the host's)
     req.cuda = "12.8";
     auto r = resolve_loaded(req, shipped(), nullptr, gpus());
     if (!r) throw std::runtime_error(r.error().to_string());
@@ -71,6 +72,7 @@ TEST(Report, TextAndMarkdownSayExclusionsAndGapsInWords) {
 
 TEST(Report, ResolutionJsonHasTheContractKeys) {
     ResolveRequest req;
+    req.platform = "linux_x86_64"; // the x86 lane on any host (the default is the host's)
     req.cuda = "12.8";
     req.torch = "2.11";
     auto pkg = parse_arch_override("arch_list: \"7.0 8.0\"\n", "p.yml");

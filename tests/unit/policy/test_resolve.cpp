@@ -139,6 +139,7 @@ TEST(ResolveAarch64, ExceptionsAreNeverRead) {
 TEST(Clamp, NvccRemovesWhatTheToolkitCannotEmitWithReason) {
     auto pkg = override_from("arch_list: \"7.0 8.0 10.0f 12.0\"\n");
     ResolveRequest req;
+    req.platform = "linux_x86_64"; // the x86 lane on any host (the default is the host's)
     req.cuda = "12.8";
     auto policy = load_policy(mini());
     ASSERT_TRUE(policy.ok());
@@ -211,6 +212,7 @@ TEST(Clamp, CollapseToEmptyIsAPolicyFinding) {
     // by the torch clamp too (mini torch 2.11 runs nothing above 9.x)
     auto blackwell = override_from("arch_list: \"12.0\"\n");
     ResolveRequest req;
+    req.platform = "linux_x86_64"; // the x86 lane on any host (the default is the host's)
     req.cuda = "12.8";
     req.torch = "2.11";
     auto policy = load_policy(mini());
@@ -337,6 +339,7 @@ TEST(SeedTraps, SeparatorAsymmetryIsGone) {
     auto policy_row = must(resolve_with(mini(), "12.8", "2.9"));
     auto pkg = override_from("arch_list: \"7.5 8.0 9.0+PTX\"\n");
     ResolveRequest req;
+    req.platform = "linux_x86_64"; // the x86 lane on any host (the default is the host's)
     req.cuda = "12.8";
     auto override_row = must(resolve_loaded(req, *load_policy(mini()), &pkg, gpus()));
     EXPECT_EQ(policy_row.requested.find(';') != std::string::npos, true);

@@ -7,6 +7,7 @@ using namespace forge::policy::test;
 
 TEST(ToolkitProbe, ResolveWithoutCudaUsesTheProbedToolkit) {
     ResolveRequest req;
+    req.platform = "linux_x86_64"; // the x86 lane on any host (the default is the host's)
     toolkit::ToolkitCaps tk;
     tk.nvcc = "/fake/nvcc";
     tk.version = toolkit::CudaVersion{13, 0, 88};
