@@ -66,7 +66,9 @@ def case_resolve_gencode(t):
 
 @ft.case("policy.cli.resolve_json")
 def case_resolve_json(t):
-    j = json.loads(run("resolve", "--cuda", "12.8", "--torch", "2.9", "--format", "json").stdout)
+    # the x86 lane named: this case also runs on the aarch64 lane, whose default is its own platform
+    x86 = ("--platform", "linux_x86_64")
+    j = json.loads(run("resolve", "--cuda", "12.8", "--torch", "2.9", *x86, "--format", "json").stdout)
     for key in ("arch_list", "tokens", "source", "clamped", "cuda", "torch", "platform", "package",
                 "targets", "ptx_added", "build_epoch", "policy_sha256"):
         check(key in j, f"missing {key}")
@@ -76,11 +78,11 @@ def case_resolve_json(t):
     check(re.fullmatch(r"[0-9a-f]{64}", j["policy_sha256"]), j["policy_sha256"])
     check(isinstance(j["build_epoch"], int), j["build_epoch"])
     # clamped tokens carry reasons, also on stderr for the plain formats
-    c = run("resolve", "--cuda", "12.8", "--torch", "2.11", "--package", "torchao", "--format", "json")
+    c = run("resolve", "--cuda", "12.8", "--torch", "2.11", "--package", "torchao", *x86, "--format", "json")
     j = json.loads(c.stdout)
     check([x["token"] for x in j["clamped"]] == ["7.0"], j["clamped"])
     check("torch 2.11" in j["clamped"][0]["reason"], j["clamped"][0])
-    p = run("resolve", "--cuda", "12.8", "--torch", "2.11", "--package", "torchao")
+    p = run("resolve", "--cuda", "12.8", "--torch", "2.11", "--package", "torchao", *x86)
     check("clamped 7.0" in p.stderr, p.stderr)
     check(p.stdout.strip() == "7.5 8.0 8.6 8.9 9.0+PTX 10.0 12.0+PTX", p.stdout)
 
@@ -312,8 +314,8 @@ def case_coverage_json(t):
     # one row per entry of the `gpus:` map; `retired:` (Kepler) is not coverage's
     table = re.search(r"^gpus:\n((?:[ #].*\n|\n)*)", gpus, re.M).group(1)
     check(len(j) == len(re.findall(r'^  "\d+\.\d+":', table, re.M)), len(j))
-    # x86-64 (the default platform): no Jetson part, so no Tegra CC and no Thor
-    x86 = coverage_json("--arch-list", ROW_128)
+    # x86-64 (named: this case also runs on the aarch64 lane): no Jetson part, so no Tegra CC, no Thor
+    x86 = coverage_json("--arch-list", ROW_128, "--platform", "linux_x86_64")
     for cc in ("5.3", "6.2", "7.2", "8.7", "10.1", "11.0"):
         check(cc not in x86, (cc, sorted(x86)))
     check(len(x86) == len(j) - 6, len(x86))
