@@ -186,6 +186,19 @@ bool torch_runs(const TorchBuild& build, int sm, const std::vector<arch::Gpu>& g
     });
 }
 
+void apply_package(const PackageOverride& package, Resolution& res) {
+    res.package = package.name;
+    for (const auto& w : package.allow_missing)
+        res.allow_missing.push_back(w.target);
+    res.allow_pure_python = package.allow_pure_python;
+    res.lint_ignore = package.lint_ignore;
+    res.expected_extensions = package.extensions;
+    res.judge_embedded = package.judge_embedded;
+    res.package_file = package.override_file;
+    res.wrapper = package.wrapper;
+    res.arch_knobs = package.arch_knobs;
+}
+
 Result<Resolution> resolve_loaded(const ResolveRequest& req, const PolicyData& policy,
                                   const PackageOverride* package,
                                   const std::vector<arch::Gpu>& gpus) {
@@ -229,16 +242,7 @@ Result<Resolution> resolve_loaded(const ResolveRequest& req, const PolicyData& p
     res.policy_sha256 = policy.sha256;
     res.build_epoch = policy.build_epoch;
     if (package != nullptr) {
-        res.package = package->name;
-        for (const auto& w : package->allow_missing)
-            res.allow_missing.push_back(w.target);
-        res.allow_pure_python = package->allow_pure_python;
-        res.lint_ignore = package->lint_ignore;
-        res.expected_extensions = package->extensions;
-        res.judge_embedded = package->judge_embedded;
-        res.package_file = package->override_file;
-        res.wrapper = package->wrapper;
-        res.arch_knobs = package->arch_knobs;
+        apply_package(*package, res);
         if (package->override_file.empty() && package->matrix_file.empty())
             res.notes.push_back(
                 fmt::format("package '{}' has no packages/{}/ files: the policy row applies",
