@@ -788,7 +788,7 @@ Rewrite inject(const Invocation& inv, const std::vector<Target>& missing, bool c
     // nvcc's default disappears as soon as any target is given: if the user relied on it, keep it
     // by stating it explicitly; if clamping removed every target, the policy replaces them.
     const bool keep_default = !inv.targets_explicit;
-    const bool device_link = inv.sources.empty() && !inv.objects.empty();
+    const bool device_link = inv.device_link_only; // a call with no device code returned above
     const bool dlto_compile = inv.dlto && !device_link;
     if (dlto_compile && (inv.phase == Phase::Link || inv.phase == Phase::DeviceLink)) {
         rw.notes.push_back("nothing injected: -dlto compile-and-link in one call");
