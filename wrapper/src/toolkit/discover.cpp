@@ -14,7 +14,6 @@
 #include <fstream>
 #include <map>
 #include <optional>
-#include <regex>
 #include <set>
 #include <sstream>
 
@@ -31,8 +30,8 @@ std::vector<arch::Target> of_kind(const std::set<arch::Target>& all, arch::Kind 
     return out;
 }
 
-// `nvcc` with argv as given, stdout and stderr in one capture, stdin closed: for the questions
-// discovery asks (-dryrun, python's sys.path), whose answers may come on either stream.
+// A program with argv as given, stdout and stderr in one capture, stdin closed: python's sys.path
+// (nvcc itself is asked only through toolkit/probe.h).
 Result<ProcessOutcome> run_merged(const std::string& exe, const std::vector<std::string>& args,
                                   const std::vector<std::string>& unset_env = {}) {
     ProcessSpec spec;
@@ -132,15 +131,12 @@ bool same_bytes(const fs::path& a, const fs::path& b) {
                       std::istreambuf_iterator<char>(fb));
 }
 
-// The directory nvcc runs from, as its -dryrun reports it ("#$ _HERE_=/usr/local/cuda-13.0/bin").
+// The directory nvcc runs from (toolkit::query_nvcc_home), when it exists.
 std::optional<fs::path> nvcc_home(const std::string& nvcc) {
-    auto run = run_merged(nvcc, {"-dryrun", "-x", "cu", "-E", "/dev/null"});
-    if (!run) return std::nullopt;
-    static const std::regex here_re(R"((?:^|\n)#\$ _HERE_=([^\n]+))");
-    std::smatch m;
-    if (!std::regex_search(run->out, m, here_re)) return std::nullopt;
+    auto here = query_nvcc_home(nvcc);
+    if (!here) return std::nullopt;
     std::error_code ec;
-    fs::path dir = m[1].str();
+    fs::path dir = *here;
     if (!fs::is_directory(dir, ec)) return std::nullopt;
     return dir;
 }
