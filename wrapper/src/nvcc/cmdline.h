@@ -119,6 +119,7 @@ struct Rewrite {
 //   a missing sm_X becomes compute_X+lto_X); -dlto/-arch outside argv, or a -dlto compile-and-link
 //   in one call: nothing is injected (a note says why);
 // - no device code, -ptx, -cubin, -optix-ir, -ltoir: argv unchanged.
+// `inv` is parse_invocation()'s, with the same caps: the clamp edits the tokens it recorded.
 Rewrite inject(const Invocation& inv, const std::vector<arch::Target>& missing, bool clamp,
                const toolkit::ToolkitCaps& caps);
 
