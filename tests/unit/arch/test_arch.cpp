@@ -64,6 +64,36 @@ TEST(ArchList, BadTokensNameTheTokenAndOrigin) {
     }
 }
 
+// The one split of torch and CMake spellings: the lint reads a tail on either form, the list
+// parser refuses the other form's tail with the form's own message.
+TEST(ArchSpelling, SplitsEitherFormAndLeavesTheChecksToTheCaller) {
+    using Tail = ArchSpelling::Tail;
+    auto torch = split_arch_spelling("9.0a+PTX");
+    ASSERT_TRUE(torch);
+    EXPECT_EQ(torch->sm, 90);
+    EXPECT_EQ(torch->suffix, Suffix::Specific);
+    EXPECT_EQ(torch->tail, Tail::Ptx);
+    EXPECT_TRUE(torch->dotted);
+    auto cmake = split_arch_spelling("100f-virtual");
+    ASSERT_TRUE(cmake);
+    EXPECT_EQ(cmake->sm, 100);
+    EXPECT_EQ(cmake->suffix, Suffix::Family);
+    EXPECT_EQ(cmake->tail, Tail::Virtual);
+    EXPECT_FALSE(cmake->dotted);
+    auto crossed = split_arch_spelling("9.0-real");
+    ASSERT_TRUE(crossed);
+    EXPECT_EQ(crossed->tail, Tail::Real);
+    EXPECT_TRUE(split_arch_spelling("8.0a")); // the suffix's CC range is the caller's check
+    for (std::string_view no : {"", "9", "9.", ".0", "9.00", "0.5", "1.2.3", "sm_90", "Ampere",
+                                "90-fake", "x+PTX", "1000"})
+        EXPECT_FALSE(split_arch_spelling(no)) << no;
+    for (auto [bad, why] : {std::pair{"9.0-real", "expected X.Y"}, {"90+PTX", "not an arch"}}) {
+        auto r = ArchList::parse(bad);
+        ASSERT_FALSE(r.ok()) << bad;
+        EXPECT_NE(r.error().message.find(why), std::string::npos) << r.error().to_string();
+    }
+}
+
 TEST(ArchList, OutputFormats) {
     auto l = parse_ok("7.5;8.0;8.6;9.0+PTX;10.0;12.0+PTX");
     EXPECT_EQ(l.to_cmake(), "75-real;80-real;86-real;90;100-real;120");

@@ -402,6 +402,34 @@ TEST(Resolution, CarriesPackageSettings) {
     EXPECT_EQ(r.wrapper.max_toolkit.at("12.0"), "12.8");
 }
 
+// A list given by hand (`--arch-list --package`) gets the same package fields as a resolved cell.
+TEST(Resolution, ApplyPackageCopiesTheSameFieldsAsResolve) {
+    PackageOverride pkg;
+    pkg.name = "hand";
+    pkg.override_file = "packages/hand/arch_override.yml";
+    pkg.allow_missing.push_back(
+        {arch::Target{arch::Kind::Sass, 100, arch::Suffix::None}, "why", 3});
+    pkg.allow_pure_python = true;
+    pkg.lint_ignore = {"x"};
+    pkg.judge_embedded = true;
+    pkg.wrapper.mode = "observe";
+    Resolution by_hand;
+    apply_package(pkg, by_hand);
+    EXPECT_EQ(by_hand.package, "hand");
+    EXPECT_EQ(by_hand.package_file, pkg.override_file);
+    ASSERT_EQ(by_hand.allow_missing.size(), 1u);
+    EXPECT_EQ(by_hand.allow_missing[0].name(), "sm_100");
+    EXPECT_TRUE(by_hand.allow_pure_python);
+    EXPECT_TRUE(by_hand.judge_embedded);
+    EXPECT_EQ(by_hand.lint_ignore, std::vector<std::string>{"x"});
+    EXPECT_EQ(by_hand.wrapper.mode, "observe");
+    auto resolved = must(shipped_with(&pkg, "12.8", ""));
+    EXPECT_EQ(resolved.package, by_hand.package);
+    EXPECT_EQ(resolved.allow_missing, by_hand.allow_missing);
+    EXPECT_EQ(resolved.lint_ignore, by_hand.lint_ignore);
+    EXPECT_EQ(resolved.wrapper.mode, by_hand.wrapper.mode);
+}
+
 // ---- coverage of the issue's row ----
 
 TEST(Coverage, IssueRowTiers) {

@@ -131,6 +131,15 @@ TEST(Probe, DeviceQueryOutput) {
     EXPECT_EQ(parse_device_query("failed to call load_driver_entries()"), std::nullopt);
 }
 
+TEST(Probe, DryrunHereLine) {
+    EXPECT_EQ(parse_dryrun_here("#$ _NVVM_BRANCH_=nvvm\n#$ _HERE_=/usr/local/cuda-13.0/bin\n#$ "
+                                "_THERE_=/usr/local/cuda-13.0/bin\n"),
+              "/usr/local/cuda-13.0/bin");
+    EXPECT_EQ(parse_dryrun_here("#$ _HERE_=/opt/cuda/bin"), "/opt/cuda/bin");
+    EXPECT_FALSE(parse_dryrun_here("x#$ _HERE_=/opt/cuda/bin"));
+    EXPECT_FALSE(parse_dryrun_here("nvcc fatal   : No input files specified"));
+}
+
 TEST(RunCapture, ErrorsAreValues) {
     EXPECT_FALSE(run_capture({"/nonexistent/binary"}).ok());
     EXPECT_FALSE(run_capture({"/bin/false"}).ok());

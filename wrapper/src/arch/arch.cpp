@@ -88,53 +88,20 @@ Result<std::vector<ArchEntry>> parse_token(std::string_view tok, std::string_vie
             return std::vector<ArchEntry>{e};
         }
     }
-    // torch spelling: X.Y[a|f][+PTX]
-    if (auto dot = tok.find('.'); dot != std::string_view::npos) {
-        std::string_view rest = tok;
-        bool ptx = false;
-        if (rest.ends_with("+PTX")) {
-            ptx = true;
-            rest.remove_suffix(4);
-        }
-        std::string_view major = rest.substr(0, dot);
-        std::string_view minor = rest.substr(dot + 1);
-        Suffix suffix = Suffix::None;
-        if (!minor.empty() && (minor.back() == 'a' || minor.back() == 'f')) {
-            suffix = suffix_from(minor.back());
-            minor.remove_suffix(1);
-        }
-        int maj = 0, min = 0;
-        if (!parse_int(major, maj) || maj < 1 || minor.size() != 1 || !parse_int(minor, min))
-            return token_error(tok, origin,
-                               "expected X.Y with optional a/f suffix and +PTX (e.g. 9.0a+PTX)");
-        e.sm = maj * 10 + min;
-        e.suffix = suffix;
-        e.sass = true;
-        e.ptx = ptx;
-        if (auto p = suffix_problem(e.sm, suffix)) return token_error(tok, origin, *p);
-        return std::vector<ArchEntry>{e};
-    }
-    // CMake spelling: NN[a|f][-real|-virtual]
-    std::string_view body = tok;
-    bool sass = true, ptx = true;
-    if (body.ends_with("-real")) {
-        body.remove_suffix(5);
-        ptx = false;
-    } else if (body.ends_with("-virtual")) {
-        body.remove_suffix(8);
-        sass = false;
-    }
-    int sm = 0;
-    Suffix suffix = Suffix::None;
-    if (!split_sm_suffix(body, sm, suffix))
+    // torch X.Y[a|f][+PTX] or CMake NN[a|f][-real|-virtual]; the other form's tail is no arch
+    using Tail = ArchSpelling::Tail;
+    const bool torch = tok.find('.') != std::string_view::npos;
+    auto s = split_arch_spelling(tok);
+    if (!s || (torch ? s->tail != Tail::None && s->tail != Tail::Ptx : s->tail == Tail::Ptx))
         return token_error(tok, origin,
-                           "not an arch (expected 8.0, 9.0+PTX, 10.0f, sm_90a, compute_90, "
-                           "90-real or a torch name like Ampere)");
-    if (auto p = suffix_problem(sm, suffix)) return token_error(tok, origin, *p);
-    e.sm = sm;
-    e.suffix = suffix;
-    e.sass = sass;
-    e.ptx = ptx;
+                           torch ? "expected X.Y with optional a/f suffix and +PTX (e.g. 9.0a+PTX)"
+                                 : "not an arch (expected 8.0, 9.0+PTX, 10.0f, sm_90a, compute_90, "
+                                   "90-real or a torch name like Ampere)");
+    if (auto p = suffix_problem(s->sm, s->suffix)) return token_error(tok, origin, *p);
+    e.sm = s->sm;
+    e.suffix = s->suffix;
+    e.sass = s->tail != Tail::Virtual;
+    e.ptx = torch ? s->tail == Tail::Ptx : s->tail != Tail::Real;
     return std::vector<ArchEntry>{e};
 }
 
@@ -143,6 +110,36 @@ bool entry_less(const ArchEntry& a, const ArchEntry& b) {
 }
 
 } // namespace
+
+std::optional<ArchSpelling> split_arch_spelling(std::string_view token) {
+    using Tail = ArchSpelling::Tail;
+    ArchSpelling out;
+    for (auto [text, tail] : {std::pair{std::string_view("+PTX"), Tail::Ptx},
+                              std::pair{std::string_view("-real"), Tail::Real},
+                              std::pair{std::string_view("-virtual"), Tail::Virtual}})
+        if (token.ends_with(text)) {
+            token.remove_suffix(text.size());
+            out.tail = tail;
+            break;
+        }
+    auto dot = token.find('.');
+    if (dot == std::string_view::npos) {
+        if (!split_sm_suffix(token, out.sm, out.suffix)) return std::nullopt;
+        return out;
+    }
+    std::string_view minor = token.substr(dot + 1);
+    if (!minor.empty() && (minor.back() == 'a' || minor.back() == 'f')) {
+        out.suffix = suffix_from(minor.back());
+        minor.remove_suffix(1);
+    }
+    int maj = 0, min = 0;
+    if (!parse_int(token.substr(0, dot), maj) || maj < 1 || minor.size() != 1 ||
+        !parse_int(minor, min))
+        return std::nullopt;
+    out.sm = maj * 10 + min;
+    out.dotted = true;
+    return out;
+}
 
 std::string cc_string(int sm) {
     return fmt::format("{}.{}", sm_major(sm), sm_minor(sm));

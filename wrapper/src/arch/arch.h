@@ -7,6 +7,7 @@
 
 #include <compare>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,6 +45,18 @@ struct Target {
 
 // Parses "sm_90a", "compute_100f", "lto_80". `origin` names where the text came from.
 Result<Target> parse_target(std::string_view name, std::string_view origin = {});
+
+// One torch ("9.0a+PTX") or CMake ("90a-real") arch token taken apart, before any check of what
+// it names: ArchList::parse adds the checks (a tail of the other form, the suffix's CC range);
+// the lint reads build scripts' strings with it as they are written. Null when it is neither.
+struct ArchSpelling {
+    enum class Tail : std::uint8_t { None, Ptx, Real, Virtual }; // "+PTX", "-real", "-virtual"
+    int sm = 0;
+    Suffix suffix = Suffix::None;
+    Tail tail = Tail::None;
+    bool dotted = false; // torch "X.Y"; CMake "NN" otherwise
+};
+std::optional<ArchSpelling> split_arch_spelling(std::string_view token);
 
 // One SM of an arch list with the images asked for it.
 struct ArchEntry {

@@ -276,154 +276,167 @@ Result<std::vector<std::uint64_t>> parse_number_list(Parser& p) {
     return vals;
 }
 
-} // namespace
-
-Result<Bundle> parse_bundle_header(std::string_view text, const std::string& file) {
-    auto toks = tokenize(text, file);
-    if (!toks) return std::move(toks).error();
-    Parser p(std::move(toks).value(), file);
-
+// What the header declares, by name, before the table is checked against the arrays.
+struct Declarations {
     std::map<std::string, std::pair<std::vector<std::uint8_t>, int>> bytes; // name -> data, line
     std::map<std::string, std::pair<std::vector<int>, int>> ints;
     std::optional<std::string> table_name;
     std::vector<TableRow> rows;
-    std::set<std::string> used;
+};
 
-    while (!p.at_end()) {
-        if (!p.accept(
-                "static")) { // NVCC_FORGE_ALIGN8, typedef struct ... : not declarations we read
-            p.skip();
-            continue;
-        }
-        const int decl_line = p.line();
-        FORGE_TRY_STATUS(p.expect("const"));
-        std::string type;
-        if (p.accept("unsigned")) {
-            FORGE_TRY_STATUS(p.expect("char"));
-            type = "bytes";
-        } else if (p.accept("int")) {
-            type = "ints";
-        } else if (p.accept("nvcc_forge_fatbin_blob")) {
-            type = "table";
-        } else if (p.accept("size_t")) {
-            type = "count";
-        } else {
-            return parse_error(file, decl_line,
-                               "unknown declaration: not an nvcc-forge bundle header");
-        }
-        auto name = p.expect_kind(Token::Kind::Ident, "a name");
-        if (!name) return std::move(name).error();
-        if (bytes.count(name->text) || ints.count(name->text) ||
-            (table_name && *table_name == name->text))
-            return parse_error(file, decl_line, fmt::format("'{}' is defined twice", name->text));
-        if (type == "count") {
-            FORGE_TRY_STATUS(p.expect("="));
-            auto n = p.expect_number("the blob count");
-            if (!n) return std::move(n).error();
-            FORGE_TRY_STATUS(p.expect(";"));
-            continue; // checked against the table below
-        }
-        std::optional<std::uint64_t> declared;
-        FORGE_TRY_STATUS(p.expect("["));
-        if (!p.accept("]")) {
-            auto n = p.expect_number("an array size");
-            if (!n) return std::move(n).error();
-            declared = *n;
-            FORGE_TRY_STATUS(p.expect("]"));
-        }
-        FORGE_TRY_STATUS(p.expect("="));
-        if (type == "bytes" || type == "ints") {
-            auto vals = parse_number_list(p);
-            if (!vals) return std::move(vals).error();
-            FORGE_TRY_STATUS(p.expect(";"));
-            if (declared && *declared != vals->size())
-                return parse_error(file, decl_line,
-                                   fmt::format("'{}' declares {} elements but lists {}", name->text,
-                                               *declared, vals->size()));
-            if (type == "bytes") {
-                std::vector<std::uint8_t> data;
-                data.reserve(vals->size());
-                for (auto v : *vals) {
-                    if (v > 0xff)
-                        return parse_error(
-                            file, decl_line,
-                            fmt::format("'{}' holds {} (not a byte)", name->text, v));
-                    data.push_back(static_cast<std::uint8_t>(v));
-                }
-                bytes[name->text] = {std::move(data), decl_line};
-            } else {
-                std::vector<int> sms;
-                for (auto v : *vals) {
-                    if (v < 10 || v > 999)
-                        return parse_error(file, decl_line,
-                                           fmt::format("'{}' holds {} (not an SM)", name->text, v));
-                    sms.push_back(static_cast<int>(v));
-                }
-                ints[name->text] = {std::move(sms), decl_line};
-            }
-            continue;
-        }
-        // The lookup table.
-        if (table_name)
-            return parse_error(
-                file, decl_line,
-                fmt::format("a second table '{}' (first: '{}')", name->text, *table_name));
-        table_name = name->text;
-        FORGE_TRY_STATUS(p.expect("{"));
-        while (!p.accept("}")) {
-            TableRow row;
-            row.line = p.line();
-            FORGE_TRY_STATUS(p.expect("{"));
-            auto tk = p.expect_kind(Token::Kind::String, "the toolkit version string");
-            if (!tk) return std::move(tk).error();
-            row.toolkit = tk->text;
-            FORGE_TRY_STATUS(p.expect(","));
-            auto sms = p.expect_kind(Token::Kind::Ident, "the SM array name");
-            if (!sms) return std::move(sms).error();
-            row.sms_name = sms->text;
-            FORGE_TRY_STATUS(p.expect(","));
-            auto count = p.expect_number("the SM count");
-            if (!count) return std::move(count).error();
-            row.sm_count = *count;
-            FORGE_TRY_STATUS(p.expect(","));
-            auto data = p.expect_kind(Token::Kind::Ident, "the blob array name");
-            if (!data) return std::move(data).error();
-            row.data_name = data->text;
-            FORGE_TRY_STATUS(p.expect(","));
-            FORGE_TRY_STATUS(p.expect("sizeof"));
-            FORGE_TRY_STATUS(p.expect("("));
-            auto sz = p.expect_kind(Token::Kind::Ident, "the blob array name");
-            if (!sz) return std::move(sz).error();
-            row.sizeof_name = sz->text;
-            FORGE_TRY_STATUS(p.expect(")"));
-            FORGE_TRY_STATUS(p.expect("}"));
-            rows.push_back(std::move(row));
-            if (!p.accept(",")) {
-                FORGE_TRY_STATUS(p.expect("}"));
-                break;
-            }
-        }
-        FORGE_TRY_STATUS(p.expect(";"));
-        if (declared && *declared != rows.size())
-            return parse_error(file, decl_line,
-                               fmt::format("table '{}' declares {} entries but lists {}",
-                                           name->text, *declared, rows.size()));
+enum class DeclType { Bytes, Ints, Table, Count };
+
+// After `static const`: the type of the declaration.
+Result<DeclType> declaration_type(Parser& p, const std::string& file, int decl_line) {
+    if (p.accept("unsigned")) {
+        FORGE_TRY_STATUS(p.expect("char"));
+        return DeclType::Bytes;
     }
+    if (p.accept("int")) return DeclType::Ints;
+    if (p.accept("nvcc_forge_fatbin_blob")) return DeclType::Table;
+    if (p.accept("size_t")) return DeclType::Count;
+    return parse_error(file, decl_line, "unknown declaration: not an nvcc-forge bundle header");
+}
 
-    if (!table_name)
+// `= { n, ... };` of a byte or SM array, each value checked.
+Status read_array(Parser& p, const std::string& file, const std::string& name, int decl_line,
+                  DeclType type, std::optional<std::uint64_t> declared, Declarations& decls) {
+    auto vals = parse_number_list(p);
+    if (!vals) return std::move(vals).error();
+    FORGE_TRY_STATUS(p.expect(";"));
+    if (declared && *declared != vals->size())
+        return parse_error(
+            file, decl_line,
+            fmt::format("'{}' declares {} elements but lists {}", name, *declared, vals->size()));
+    if (type == DeclType::Bytes) {
+        std::vector<std::uint8_t> data;
+        data.reserve(vals->size());
+        for (auto v : *vals) {
+            if (v > 0xff)
+                return parse_error(file, decl_line,
+                                   fmt::format("'{}' holds {} (not a byte)", name, v));
+            data.push_back(static_cast<std::uint8_t>(v));
+        }
+        decls.bytes[name] = {std::move(data), decl_line};
+        return ok_status();
+    }
+    std::vector<int> sms;
+    for (auto v : *vals) {
+        if (v < 10 || v > 999)
+            return parse_error(file, decl_line, fmt::format("'{}' holds {} (not an SM)", name, v));
+        sms.push_back(static_cast<int>(v));
+    }
+    decls.ints[name] = {std::move(sms), decl_line};
+    return ok_status();
+}
+
+// `{ "12.8.93", NAME_sms_0, 2, NAME_blob_0, sizeof(NAME_blob_0) }`
+Result<TableRow> read_table_row(Parser& p) {
+    TableRow row;
+    row.line = p.line();
+    FORGE_TRY_STATUS(p.expect("{"));
+    auto tk = p.expect_kind(Token::Kind::String, "the toolkit version string");
+    if (!tk) return std::move(tk).error();
+    row.toolkit = tk->text;
+    FORGE_TRY_STATUS(p.expect(","));
+    auto sms = p.expect_kind(Token::Kind::Ident, "the SM array name");
+    if (!sms) return std::move(sms).error();
+    row.sms_name = sms->text;
+    FORGE_TRY_STATUS(p.expect(","));
+    auto count = p.expect_number("the SM count");
+    if (!count) return std::move(count).error();
+    row.sm_count = *count;
+    FORGE_TRY_STATUS(p.expect(","));
+    auto data = p.expect_kind(Token::Kind::Ident, "the blob array name");
+    if (!data) return std::move(data).error();
+    row.data_name = data->text;
+    FORGE_TRY_STATUS(p.expect(","));
+    FORGE_TRY_STATUS(p.expect("sizeof"));
+    FORGE_TRY_STATUS(p.expect("("));
+    auto sz = p.expect_kind(Token::Kind::Ident, "the blob array name");
+    if (!sz) return std::move(sz).error();
+    row.sizeof_name = sz->text;
+    FORGE_TRY_STATUS(p.expect(")"));
+    FORGE_TRY_STATUS(p.expect("}"));
+    return row;
+}
+
+// `= { row, ... };` of the one lookup table.
+Status read_table(Parser& p, const std::string& file, const std::string& name, int decl_line,
+                  std::optional<std::uint64_t> declared, Declarations& decls) {
+    if (decls.table_name)
+        return parse_error(
+            file, decl_line,
+            fmt::format("a second table '{}' (first: '{}')", name, *decls.table_name));
+    decls.table_name = name;
+    FORGE_TRY_STATUS(p.expect("{"));
+    while (!p.accept("}")) {
+        auto row = read_table_row(p);
+        if (!row) return std::move(row).error();
+        decls.rows.push_back(std::move(*row));
+        if (!p.accept(",")) {
+            FORGE_TRY_STATUS(p.expect("}"));
+            break;
+        }
+    }
+    FORGE_TRY_STATUS(p.expect(";"));
+    if (declared && *declared != decls.rows.size())
+        return parse_error(file, decl_line,
+                           fmt::format("table '{}' declares {} entries but lists {}", name,
+                                       *declared, decls.rows.size()));
+    return ok_status();
+}
+
+// One `static const TYPE NAME[N] = ...;` (after `static`).
+Status read_declaration(Parser& p, const std::string& file, Declarations& decls) {
+    const int decl_line = p.line();
+    FORGE_TRY_STATUS(p.expect("const"));
+    auto type = declaration_type(p, file, decl_line);
+    if (!type) return std::move(type).error();
+    auto name = p.expect_kind(Token::Kind::Ident, "a name");
+    if (!name) return std::move(name).error();
+    if (decls.bytes.count(name->text) || decls.ints.count(name->text) ||
+        (decls.table_name && *decls.table_name == name->text))
+        return parse_error(file, decl_line, fmt::format("'{}' is defined twice", name->text));
+    if (*type == DeclType::Count) {
+        FORGE_TRY_STATUS(p.expect("="));
+        auto n = p.expect_number("the blob count");
+        if (!n) return std::move(n).error();
+        return p.expect(";"); // checked against the table below
+    }
+    std::optional<std::uint64_t> declared;
+    FORGE_TRY_STATUS(p.expect("["));
+    if (!p.accept("]")) {
+        auto n = p.expect_number("an array size");
+        if (!n) return std::move(n).error();
+        declared = *n;
+        FORGE_TRY_STATUS(p.expect("]"));
+    }
+    FORGE_TRY_STATUS(p.expect("="));
+    if (*type == DeclType::Table)
+        return read_table(p, file, name->text, decl_line, declared, decls);
+    return read_array(p, file, name->text, decl_line, *type, declared, decls);
+}
+
+// The blobs in table order, each row checked against the arrays it names; every array used.
+Result<Bundle> assemble(const Declarations& decls, const std::string& file) {
+    if (!decls.table_name)
         return parse_error(file, 1,
                            "no lookup table (static const nvcc_forge_fatbin_blob NAME_blobs[])");
-    if (rows.empty()) return parse_error(file, 1, fmt::format("table '{}' is empty", *table_name));
+    const std::string& table_name = *decls.table_name;
+    if (decls.rows.empty())
+        return parse_error(file, 1, fmt::format("table '{}' is empty", table_name));
     Bundle bundle;
     const std::string suffix = "_blobs";
     bundle.symbol =
-        table_name->size() > suffix.size() &&
-                table_name->compare(table_name->size() - suffix.size(), suffix.size(), suffix) == 0
-            ? table_name->substr(0, table_name->size() - suffix.size())
-            : *table_name;
-    for (const auto& row : rows) {
-        auto d = bytes.find(row.data_name);
-        if (d == bytes.end())
+        table_name.size() > suffix.size() &&
+                table_name.compare(table_name.size() - suffix.size(), suffix.size(), suffix) == 0
+            ? table_name.substr(0, table_name.size() - suffix.size())
+            : table_name;
+    std::set<std::string> used;
+    for (const auto& row : decls.rows) {
+        auto d = decls.bytes.find(row.data_name);
+        if (d == decls.bytes.end())
             return parse_error(file, row.line,
                                fmt::format("table entry names '{}', which is not a byte array here",
                                            row.data_name));
@@ -431,8 +444,8 @@ Result<Bundle> parse_bundle_header(std::string_view text, const std::string& fil
             return parse_error(file, row.line,
                                fmt::format("table entry points at '{}' but takes sizeof('{}')",
                                            row.data_name, row.sizeof_name));
-        auto s = ints.find(row.sms_name);
-        if (s == ints.end())
+        auto s = decls.ints.find(row.sms_name);
+        if (s == decls.ints.end())
             return parse_error(
                 file, row.line,
                 fmt::format("table entry names '{}', which is not an SM array here", row.sms_name));
@@ -446,13 +459,31 @@ Result<Bundle> parse_bundle_header(std::string_view text, const std::string& fil
         used.insert(row.sms_name);
         bundle.blobs.push_back({row.toolkit, s->second.first, d->second.first});
     }
-    for (const auto& [n, v] : bytes)
+    for (const auto& [n, v] : decls.bytes)
         if (!used.count(n))
             return parse_error(file, v.second, fmt::format("'{}' is not in the lookup table", n));
-    for (const auto& [n, v] : ints)
+    for (const auto& [n, v] : decls.ints)
         if (!used.count(n))
             return parse_error(file, v.second, fmt::format("'{}' is not in the lookup table", n));
     return bundle;
+}
+
+} // namespace
+
+Result<Bundle> parse_bundle_header(std::string_view text, const std::string& file) {
+    auto toks = tokenize(text, file);
+    if (!toks) return std::move(toks).error();
+    Parser p(std::move(toks).value(), file);
+    Declarations decls;
+    while (!p.at_end()) {
+        // NVCC_FORGE_ALIGN8, typedef struct ...: not declarations we read
+        if (!p.accept("static")) {
+            p.skip();
+            continue;
+        }
+        FORGE_TRY_STATUS(read_declaration(p, file, decls));
+    }
+    return assemble(decls, file);
 }
 
 } // namespace forge::bundle

@@ -106,16 +106,7 @@ Result<policy::Resolution> from_arch_list(const po::variables_map& vm) {
     if (auto name = opt(vm, "package"); !name.empty()) {
         auto pkg = policy::load_package(*dir, name);
         if (!pkg) return std::move(pkg).error();
-        r.package = pkg->name;
-        for (const auto& w : pkg->allow_missing)
-            r.allow_missing.push_back(w.target);
-        r.allow_pure_python = pkg->allow_pure_python;
-        r.lint_ignore = pkg->lint_ignore;
-        r.expected_extensions = pkg->extensions;
-        r.judge_embedded = pkg->judge_embedded;
-        r.package_file = pkg->override_file;
-        r.wrapper = pkg->wrapper;
-        r.arch_knobs = pkg->arch_knobs;
+        policy::apply_package(*pkg, r);
     }
     // A list with a torch: that torch's ceiling applies to its coverage as to a resolved cell.
     if (!r.torch.empty() && !r.cuda.empty()) {

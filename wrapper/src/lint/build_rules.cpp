@@ -80,37 +80,11 @@ struct ArchPiece {
     bool torch = false;
 };
 std::optional<ArchPiece> arch_piece(std::string_view p, const std::vector<arch::Gpu>& gpus) {
-    ArchPiece a;
-    if (p.ends_with("+PTX")) {
-        p.remove_suffix(4);
-        a.decorated = true;
-    } else if (p.ends_with("-real")) {
-        p.remove_suffix(5);
-        a.decorated = true;
-    } else if (p.ends_with("-virtual")) {
-        p.remove_suffix(8);
-        a.decorated = true;
-    }
-    if (!p.empty() && (p.back() == 'a' || p.back() == 'f')) {
-        a.suffix = p.back() == 'a' ? arch::Suffix::Specific : arch::Suffix::Family;
-        a.decorated = true;
-        p.remove_suffix(1);
-    }
-    auto dot = p.find('.');
-    if (dot != std::string_view::npos) {
-        std::string_view maj = p.substr(0, dot), min = p.substr(dot + 1);
-        if (maj.empty() || maj.size() > 2 || min.size() != 1 || !is_digit(min[0]) ||
-            !std::all_of(maj.begin(), maj.end(), is_digit))
-            return std::nullopt;
-        a.sm = std::stoi(std::string(maj)) * 10 + (min[0] - '0');
-        a.torch = true;
-    } else {
-        if (p.size() < 2 || p.size() > 3 || !std::all_of(p.begin(), p.end(), is_digit))
-            return std::nullopt;
-        a.sm = std::stoi(std::string(p));
-    }
-    if (!is_known_cc(a.sm, gpus)) return std::nullopt;
-    return a;
+    auto s = arch::split_arch_spelling(p);
+    if (!s || !is_known_cc(s->sm, gpus)) return std::nullopt;
+    return ArchPiece{s->sm, s->suffix,
+                     s->tail != arch::ArchSpelling::Tail::None || s->suffix != arch::Suffix::None,
+                     s->dotted};
 }
 
 // A string literal that is an arch list or arch token: "90a", "9.0a", "100a;120a",

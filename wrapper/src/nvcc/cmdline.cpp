@@ -311,41 +311,81 @@ std::set<Target> apply_dlto(const std::set<Target>& images) {
     return out;
 }
 
-struct TargetToken {
-    std::size_t eff_index = 0;              // index of the option token in effective
-    std::optional<std::size_t> value_index; // separate value token
-    std::string value;
-    Role role = Role::None;
-};
-
-// Everything parse_invocation learns from the (already expanded) effective args.
-struct Analysis {
-    Invocation inv;
-    std::vector<TargetToken> target_tokens;
-    std::vector<std::size_t> dlto_tokens;
-};
-
-Result<Analysis> analyze(std::vector<std::string> argv, std::vector<Arg> effective,
-                         const ToolkitCaps& caps) {
-    Analysis an;
-    Invocation& inv = an.inv;
-    inv.argv = std::move(argv);
-    inv.effective = std::move(effective);
-    const auto& eff = inv.effective;
-
+// What the option scan collects before the phase and the targets are decided.
+struct OptionScan {
     std::optional<std::pair<std::string, std::size_t>> arch_value; // last -arch wins
     std::vector<std::pair<std::string, std::size_t>> code_values, gencode_values;
     std::vector<PhaseFlag> phases;
-    bool version = false, help = false, list_gpu = false, cmake_probe = false;
+    bool version = false, help = false, list_gpu = false;
     std::string language;
     std::vector<std::string> inputs;
 
+    [[nodiscard]] bool has(PhaseFlag p) const {
+        return std::find(phases.begin(), phases.end(), p) != phases.end();
+    }
+};
+
+// One recognised option, its value already taken (`i` is the last token it used).
+void take_option(const OptionSpec& spec, std::size_t i, const std::string& value,
+                 std::optional<std::size_t> value_index, Invocation& inv, OptionScan& sc) {
+    switch (spec.role) {
+    case Role::Output:
+        inv.output = value;
+        break;
+    case Role::Language:
+        sc.language = value;
+        break;
+    case Role::GpuArch: {
+        std::size_t opt_index = value_index ? *value_index - 1 : i;
+        sc.arch_value = {value, opt_index};
+        inv.target_tokens.push_back({opt_index, value_index, value, Role::GpuArch});
+        break;
+    }
+    case Role::GpuCode:
+    case Role::GenCode: {
+        std::size_t opt_index = value_index ? *value_index - 1 : i;
+        inv.target_tokens.push_back({opt_index, value_index, value, spec.role});
+        (spec.role == Role::GpuCode ? sc.code_values : sc.gencode_values)
+            .emplace_back(value, opt_index);
+        break;
+    }
+    case Role::Rdc:
+        inv.rdc = value == "true";
+        break;
+    case Role::Dlto:
+        inv.dlto = true;
+        inv.dlto_tokens.push_back(i);
+        break;
+    case Role::Dryrun:
+        inv.dryrun = true;
+        break;
+    case Role::Version:
+        sc.version = true;
+        break;
+    case Role::Help:
+        sc.help = true;
+        break;
+    case Role::ListGpu:
+        sc.list_gpu = true;
+        break;
+    case Role::Phase:
+        sc.phases.push_back(spec.phase);
+        break;
+    case Role::OptionsFile: // already expanded
+    case Role::None:
+        break;
+    }
+}
+
+OptionScan scan_options(Invocation& inv) {
+    OptionScan sc;
+    const auto& eff = inv.effective;
     for (std::size_t i = 0; i < eff.size(); ++i) {
         const std::string& tok = eff[i].text;
         TokenMatch m = match_token(tok);
         if (!m.spec) {
             if (tok.size() >= 2 && tok[0] == '-') continue; // unknown option: argument-less
-            inputs.push_back(tok);
+            sc.inputs.push_back(tok);
             continue;
         }
         std::string value;
@@ -357,187 +397,146 @@ Result<Analysis> analyze(std::vector<std::string> argv, std::vector<Arg> effecti
             value_index = ++i;
             value = eff[i].text;
         }
-        switch (m.spec->role) {
-        case Role::Output:
-            inv.output = value;
-            break;
-        case Role::Language:
-            language = value;
-            break;
-        case Role::GpuArch: {
-            std::size_t opt_index = value_index ? *value_index - 1 : i;
-            arch_value = {value, opt_index};
-            an.target_tokens.push_back({opt_index, value_index, value, Role::GpuArch});
-            break;
-        }
-        case Role::GpuCode:
-        case Role::GenCode: {
-            std::size_t opt_index = value_index ? *value_index - 1 : i;
-            an.target_tokens.push_back({opt_index, value_index, value, m.spec->role});
-            (m.spec->role == Role::GpuCode ? code_values : gencode_values)
-                .emplace_back(value, opt_index);
-            break;
-        }
-        case Role::Rdc:
-            inv.rdc = value == "true";
-            break;
-        case Role::Dlto:
-            inv.dlto = true;
-            an.dlto_tokens.push_back(i);
-            break;
-        case Role::Dryrun:
-            inv.dryrun = true;
-            break;
-        case Role::Version:
-            version = true;
-            break;
-        case Role::Help:
-            help = true;
-            break;
-        case Role::ListGpu:
-            list_gpu = true;
-            break;
-        case Role::Phase:
-            phases.push_back(m.spec->phase);
-            break;
-        case Role::OptionsFile: // already expanded
-        case Role::None:
-            break;
-        }
+        take_option(*m.spec, i, value, value_index, inv, sc);
     }
+    return sc;
+}
 
-    // Inputs: -x applies to every input wherever it stands.
-    for (const auto& in : inputs) {
+// Inputs: -x applies to every input wherever it stands. True when CMake's compiler-id probe is
+// among them.
+bool sort_inputs(const OptionScan& sc, Invocation& inv) {
+    bool cmake_probe = false;
+    for (const auto& in : sc.inputs) {
         auto ext = extension_of(in);
         if (basename_of(in) == "CMakeCUDACompilerId.cu" || in == "__cmake_determine_cuda")
             cmake_probe = true;
         if (is_object(ext))
             inv.objects.push_back(in);
-        else if (language == "cu" || (language.empty() && is_device_source(ext)))
+        else if (sc.language == "cu" || (sc.language.empty() && is_device_source(ext)))
             inv.sources.push_back(in);
     }
+    return cmake_probe;
+}
 
-    auto has = [&](PhaseFlag p) {
-        return std::find(phases.begin(), phases.end(), p) != phases.end();
-    };
+void decide_phase(const OptionScan& sc, Invocation& inv) {
     // Several phase flags: nvcc stops at the earliest step (-E < -ptx < -cubin < -fatbin < -c <
     // -dlink < link); `-c -dlink` compiles with -rdc=true (--device-c) [obs].
-    const bool compile_flag = has(PhaseFlag::Compile) || has(PhaseFlag::Cuda) ||
-                              has(PhaseFlag::DeviceW) || has(PhaseFlag::Lib);
-    if (has(PhaseFlag::DeviceC) || (compile_flag && has(PhaseFlag::DeviceLink))) inv.rdc = true;
-    if (has(PhaseFlag::Ptx))
+    const bool compile_flag = sc.has(PhaseFlag::Compile) || sc.has(PhaseFlag::Cuda) ||
+                              sc.has(PhaseFlag::DeviceW) || sc.has(PhaseFlag::Lib);
+    if (sc.has(PhaseFlag::DeviceC) || (compile_flag && sc.has(PhaseFlag::DeviceLink)))
+        inv.rdc = true;
+    if (sc.has(PhaseFlag::Ptx))
         inv.phase = Phase::Ptx;
-    else if (has(PhaseFlag::Cubin))
+    else if (sc.has(PhaseFlag::Cubin))
         inv.phase = Phase::Cubin;
-    else if (has(PhaseFlag::OptixIr) || has(PhaseFlag::LtoIr))
+    else if (sc.has(PhaseFlag::OptixIr) || sc.has(PhaseFlag::LtoIr))
         inv.phase = Phase::OtherSingleTarget;
-    else if (has(PhaseFlag::Fatbin))
+    else if (sc.has(PhaseFlag::Fatbin))
         inv.phase = Phase::Fatbin;
-    else if (has(PhaseFlag::DeviceC))
+    else if (sc.has(PhaseFlag::DeviceC))
         inv.phase = Phase::CompileRdc;
     else if (compile_flag)
         inv.phase = inv.rdc ? Phase::CompileRdc : Phase::Compile;
-    else if (has(PhaseFlag::DeviceLink))
+    else if (sc.has(PhaseFlag::DeviceLink))
         inv.phase = Phase::DeviceLink;
     else
         inv.phase = Phase::Link;
-
     // A device link without sources: nvlink's SASS is all that comes out (`-dlink k.cu` compiles
-    // k.cu first, with the usual images [obs]).
+    // k.cu first, with the usual images [obs]). The one place a device link is decided.
     inv.device_link_only = inv.sources.empty() && !inv.objects.empty() &&
                            (inv.phase == Phase::DeviceLink || inv.phase == Phase::Link);
-    const bool device_link_only = inv.device_link_only;
+}
 
-    if (version)
-        inv.no_device = NoDeviceReason::Version;
-    else if (help)
-        inv.no_device = NoDeviceReason::Help;
-    else if (list_gpu)
-        inv.no_device = NoDeviceReason::ListGpu;
-    else if (cmake_probe)
-        inv.no_device = NoDeviceReason::CMakeCompilerId;
-    else if (has(PhaseFlag::Preprocess) || has(PhaseFlag::Depend) || has(PhaseFlag::DependNonSys))
-        inv.no_device = NoDeviceReason::Preprocess;
-    else if (inputs.empty())
-        inv.no_device = NoDeviceReason::NoInput;
-    else if (inv.sources.empty() && !device_link_only)
-        inv.no_device = NoDeviceReason::HostOnly;
+NoDeviceReason no_device_reason(const OptionScan& sc, bool cmake_probe, const Invocation& inv) {
+    if (sc.version) return NoDeviceReason::Version;
+    if (sc.help) return NoDeviceReason::Help;
+    if (sc.list_gpu) return NoDeviceReason::ListGpu;
+    if (cmake_probe) return NoDeviceReason::CMakeCompilerId;
+    if (sc.has(PhaseFlag::Preprocess) || sc.has(PhaseFlag::Depend) ||
+        sc.has(PhaseFlag::DependNonSys))
+        return NoDeviceReason::Preprocess;
+    if (sc.inputs.empty()) return NoDeviceReason::NoInput;
+    if (inv.sources.empty() && !inv.device_link_only) return NoDeviceReason::HostOnly;
+    return NoDeviceReason::None;
+}
 
-    // Targets. Validate everything nvcc would validate, even for passthrough calls, but only
-    // report errors where the call would compile: a `--version -arch=bogus` is still a version
-    // call.
-    std::set<Target> images;
-    inv.targets_explicit = arch_value || !gencode_values.empty();
-    auto fail = [&](Error e) -> Result<Analysis> {
-        if (inv.no_device != NoDeviceReason::None) return an; // nvcc ignores targets there
-        return e;
-    };
-    if (!code_values.empty() && !arch_value) {
-        const Arg& w = eff[code_values.front().second];
-        return fail(
-            arg_error("-code needs a virtual -arch (nvcc: -arch option not specified)", w, w.text));
+void warn_native(const ToolkitCaps& caps, Invocation& inv) {
+    inv.uses_native = true;
+    inv.warnings.push_back(caps.native_sm
+                               ? fmt::format("-arch=native in a distributable build: targets "
+                                             "depend on the build machine's GPU (here sm_{})",
+                                             *caps.native_sm)
+                               : fmt::format("-arch=native in a distributable build: no GPU here, "
+                                             "nvcc falls back to its default sm_{}",
+                                             caps.default_sm));
+}
+
+// The images of -arch, alone (a shorthand) or with its -code lists.
+Status add_arch_images(const OptionScan& sc, const ToolkitCaps& caps, Invocation& inv,
+                       std::set<Target>& images) {
+    const auto& eff = inv.effective;
+    const Arg& w = eff[sc.arch_value->second];
+    const std::string& v = sc.arch_value->first;
+    if (sc.code_values.empty()) {
+        auto ex = expand_arch_shorthand(v, caps);
+        if (!ex) return arg_error(ex.error().message, w, w.text);
+        if (v == "native") warn_native(caps, inv);
+        images.insert(ex->begin(), ex->end());
+        return ok_status();
     }
-    if (inv.dlto && (!code_values.empty() || !gencode_values.empty()) && !device_link_only) {
-        const Arg& w = eff[!gencode_values.empty() ? gencode_values.front().second
-                                                   : code_values.front().second];
-        return fail(arg_error("'-dlto' conflicts with '-gencode' or '-code'; use code=lto_<arch>",
-                              w, w.text));
-    }
-    if (arch_value) {
-        const Arg& w = eff[arch_value->second];
-        const std::string& v = arch_value->first;
-        if (!code_values.empty()) {
-            auto a = parse_virtual(v, w, "value of -arch");
-            if (!a) return fail(std::move(a).error());
-            for (const auto& [cv, idx] : code_values) {
-                for (const auto& c : split_list(cv)) {
-                    auto t = parse_code(c, eff[idx]);
-                    if (!t) return fail(std::move(t).error());
-                    if (auto st = check_compatible(*a, *t, eff[idx]); !st) return fail(st.error());
-                    images.insert(image_of(*a, *t));
-                }
-            }
-        } else {
-            auto ex = expand_arch_shorthand(v, caps);
-            if (!ex) {
-                Error e = std::move(ex).error();
-                Error ctx = arg_error(e.message, w, w.text);
-                return fail(ctx);
-            }
-            std::set<Target> shorthand = *ex;
-            if (v == "native") {
-                inv.uses_native = true;
-                inv.warnings.push_back(
-                    caps.native_sm
-                        ? fmt::format("-arch=native in a distributable build: targets depend on "
-                                      "the build machine's GPU (here sm_{})",
-                                      *caps.native_sm)
-                        : fmt::format("-arch=native in a distributable build: no GPU here, nvcc "
-                                      "falls back to its default sm_{}",
-                                      caps.default_sm));
-            }
-            images.insert(shorthand.begin(), shorthand.end());
+    auto a = parse_virtual(v, w, "value of -arch");
+    if (!a) return std::move(a).error();
+    for (const auto& [cv, idx] : sc.code_values) {
+        for (const auto& c : split_list(cv)) {
+            auto t = parse_code(c, eff[idx]);
+            if (!t) return std::move(t).error();
+            FORGE_TRY_STATUS(check_compatible(*a, *t, eff[idx]));
+            images.insert(image_of(*a, *t));
         }
     }
-    for (const auto& [gv, idx] : gencode_values) {
+    return ok_status();
+}
+
+// Every image the target options ask for, validated as nvcc validates them; nvcc's default when
+// none is given.
+Result<std::set<Target>> requested_images(const OptionScan& sc, const ToolkitCaps& caps,
+                                          Invocation& inv) {
+    const auto& eff = inv.effective;
+    if (!sc.code_values.empty() && !sc.arch_value) {
+        const Arg& w = eff[sc.code_values.front().second];
+        return arg_error("-code needs a virtual -arch (nvcc: -arch option not specified)", w,
+                         w.text);
+    }
+    if (inv.dlto && (!sc.code_values.empty() || !sc.gencode_values.empty()) &&
+        !inv.device_link_only) {
+        const Arg& w = eff[!sc.gencode_values.empty() ? sc.gencode_values.front().second
+                                                      : sc.code_values.front().second];
+        return arg_error("'-dlto' conflicts with '-gencode' or '-code'; use code=lto_<arch>", w,
+                         w.text);
+    }
+    std::set<Target> images;
+    if (sc.arch_value) FORGE_TRY_STATUS(add_arch_images(sc, caps, inv, images));
+    for (const auto& [gv, idx] : sc.gencode_values) {
         auto s = parse_gencode(gv, eff[idx]);
-        if (!s) return fail(std::move(s).error());
+        if (!s) return std::move(s).error();
         for (const auto& c : s->codes)
             images.insert(image_of(s->arch, c));
     }
-    if (!inv.targets_explicit) {
-        images = default_images(caps);
-    }
-    // -dlto compile: LTO-IR + PTX; a link in the same call then makes the SASS from it [obs].
-    if (inv.dlto && !device_link_only) {
+    if (!inv.targets_explicit) images = default_images(caps);
+    return images;
+}
+
+// What comes out of the phase: a -dlto compile's LTO-IR + PTX (a link in the same call then makes
+// the SASS from it [obs]); a device link's SASS only (nvlink runs once per real code [obs]).
+void settle_requested(std::set<Target> images, Invocation& inv) {
+    if (inv.dlto && !inv.device_link_only) {
         std::set<Target> lto = apply_dlto(images);
         if (inv.phase == Phase::Link || inv.phase == Phase::DeviceLink)
             for (const auto& t : images)
                 if (t.kind == Kind::Sass) lto.insert(t);
         images = std::move(lto);
     }
-    // A device link runs nvlink once per real code: only SASS comes out of it [obs].
-    if (device_link_only) {
+    if (inv.device_link_only) {
         std::set<Target> sass;
         for (const auto& t : images)
             if (t.kind == Kind::Sass) sass.insert(t);
@@ -551,7 +550,29 @@ Result<Analysis> analyze(std::vector<std::string> argv, std::vector<Arg> effecti
     inv.arch_specific = !inv.requested.empty() &&
                         std::all_of(inv.requested.begin(), inv.requested.end(),
                                     [](const Target& t) { return t.suffix == Suffix::Specific; });
-    return an;
+}
+
+// Everything parse_invocation learns from the (already expanded) effective args.
+Result<Invocation> analyze(std::vector<std::string> argv, std::vector<Arg> effective,
+                           const ToolkitCaps& caps) {
+    Invocation inv;
+    inv.argv = std::move(argv);
+    inv.effective = std::move(effective);
+    const OptionScan sc = scan_options(inv);
+    const bool cmake_probe = sort_inputs(sc, inv);
+    decide_phase(sc, inv);
+    inv.no_device = no_device_reason(sc, cmake_probe, inv);
+    // Targets. Validate everything nvcc would validate, even for passthrough calls, but only
+    // report errors where the call would compile: a `--version -arch=bogus` is still a version
+    // call.
+    inv.targets_explicit = sc.arch_value || !sc.gencode_values.empty();
+    auto images = requested_images(sc, caps, inv);
+    if (!images) {
+        if (inv.no_device != NoDeviceReason::None) return inv; // nvcc ignores targets there
+        return std::move(images).error();
+    }
+    settle_requested(std::move(*images), inv);
+    return inv;
 }
 
 std::set<Target> plain_sass(const ToolkitCaps& caps) {
@@ -568,6 +589,281 @@ bool emittable(const ToolkitCaps& caps, const Target& t) {
 std::string bracket_list(const std::vector<std::string>& codes) {
     if (codes.size() == 1) return codes.front();
     return fmt::format("[{}]", fmt::join(codes, ","));
+}
+
+// A -dlto compile: SASS comes later, at the device link, from its LTO-IR.
+bool dlto_compile(const Invocation& inv) {
+    return inv.dlto && !inv.device_link_only;
+}
+
+// The call's own target tokens as the clamp edits them: what goes, what gets a new value.
+struct Edits {
+    const std::vector<Arg>& eff;
+    Rewrite& rw;
+    std::vector<std::optional<std::string>> replace;
+    std::vector<bool> drop;
+
+    Edits(const std::vector<Arg>& effective, Rewrite& rewrite)
+        : eff(effective), rw(rewrite), replace(effective.size()), drop(effective.size(), false) {}
+
+    [[nodiscard]] bool from_argv(std::size_t i) const { return eff[i].source == Arg::Source::Argv; }
+    // Only argv can be edited: a token from an options file or the environment stays, with a note.
+    bool mark_drop(const TargetToken& tt) {
+        if (!from_argv(tt.eff_index) || (tt.value_index && !from_argv(*tt.value_index))) {
+            rw.notes.push_back(fmt::format("cannot clamp '{}' from {}", eff[tt.eff_index].text,
+                                           eff[tt.eff_index].origin));
+            return false;
+        }
+        drop[tt.eff_index] = true;
+        if (tt.value_index) drop[*tt.value_index] = true;
+        rw.clamped.push_back(eff[tt.eff_index].text);
+        if (tt.value_index) rw.clamped.back() += " " + eff[*tt.value_index].text;
+        return true;
+    }
+    bool set_value(const TargetToken& tt, const std::string& value) {
+        std::size_t at = tt.value_index ? *tt.value_index : tt.eff_index;
+        if (!from_argv(at)) {
+            rw.notes.push_back(
+                fmt::format("cannot clamp '{}' from {}", eff[at].text, eff[at].origin));
+            return false;
+        }
+        std::string old = eff[tt.eff_index].text;
+        if (tt.value_index) {
+            old += " " + eff[*tt.value_index].text;
+            replace[at] = value;
+        } else {
+            auto eq = eff[at].text.find('=');
+            replace[at] = eff[at].text.substr(0, eq + 1) + value;
+        }
+        rw.clamped.push_back(old);
+        return true;
+    }
+    void clamped(const std::vector<Target>& bad) {
+        rw.clamped_targets.insert(rw.clamped_targets.end(), bad.begin(), bad.end());
+    }
+};
+
+// An -arch naming anything nvcc cannot emit goes whole. True when it went.
+bool clamp_arch(const TargetToken& tt, const ToolkitCaps& caps, Edits& ed) {
+    auto ex = expand_arch_shorthand(tt.value, caps);
+    if (!ex) return false;
+    std::vector<Target> bad;
+    for (const auto& t : *ex)
+        if (!emittable(caps, t)) bad.push_back(t);
+    if (bad.empty() || !ed.mark_drop(tt)) return false;
+    ed.clamped(bad);
+    return true;
+}
+
+void clamp_code(const TargetToken& tt, bool arch_dropped, const ToolkitCaps& caps, Edits& ed) {
+    std::vector<std::string> keep;
+    std::vector<Target> bad;
+    for (const auto& c : split_list(tt.value)) {
+        auto t = arch::parse_target(c);
+        if (t && !emittable(caps, *t))
+            bad.push_back(*t);
+        else
+            keep.push_back(c);
+    }
+    // -code without its -arch is fatal, so it goes with a clamped -arch.
+    if (arch_dropped) {
+        if (ed.mark_drop(tt)) ed.clamped(bad);
+    } else if (!bad.empty()) {
+        bool done = keep.empty() ? ed.mark_drop(tt)
+                                 : ed.set_value(tt, fmt::format("{}", fmt::join(keep, ",")));
+        if (done) ed.clamped(bad);
+    }
+}
+
+void clamp_gencode(const TargetToken& tt, const ToolkitCaps& caps, Edits& ed) {
+    auto s = parse_gencode(tt.value, ed.eff[tt.eff_index]);
+    if (!s) return;
+    if (!emittable(caps, s->arch)) {
+        if (ed.mark_drop(tt)) {
+            ed.rw.clamped_targets.push_back(s->arch);
+            for (const auto& c : s->codes)
+                if (!emittable(caps, c)) ed.rw.clamped_targets.push_back(c);
+        }
+        return;
+    }
+    std::vector<std::string> keep;
+    std::vector<Target> bad;
+    for (const auto& c : s->codes) {
+        if (emittable(caps, c))
+            keep.push_back(c.name());
+        else
+            bad.push_back(c);
+    }
+    if (bad.empty()) return;
+    bool done = keep.empty() ? ed.mark_drop(tt)
+                             : ed.set_value(tt, arch::gencode_value(s->arch, bracket_list(keep)));
+    if (done) ed.clamped(bad);
+}
+
+// Step 1: the call's target tokens that name what nvcc cannot emit, removed or rewritten.
+void clamp_targets(const Invocation& inv, const ToolkitCaps& caps, Edits& ed) {
+    bool arch_dropped = false;
+    for (const auto& tt : inv.target_tokens)
+        if (tt.role == Role::GpuArch && clamp_arch(tt, caps, ed)) arch_dropped = true;
+    for (const auto& tt : inv.target_tokens) {
+        if (tt.role == Role::GpuCode)
+            clamp_code(tt, arch_dropped, caps, ed);
+        else if (tt.role == Role::GenCode)
+            clamp_gencode(tt, caps, ed);
+    }
+}
+
+// The call after clamping: its effective args, and which argv tokens went or changed.
+struct Clamped {
+    std::vector<Arg> eff;
+    std::vector<bool> argv_drop;
+    std::vector<std::optional<std::string>> argv_replace;
+
+    // argv without the dropped tokens (and those in `remove`), the replaced ones rewritten.
+    [[nodiscard]] std::vector<std::string> argv(const std::vector<std::string>& original,
+                                                const std::set<int>& remove = {}) const {
+        std::vector<std::string> out;
+        for (std::size_t i = 0; i < original.size(); ++i) {
+            if (argv_drop[i] || remove.contains(static_cast<int>(i))) continue;
+            out.push_back(argv_replace[i] ? *argv_replace[i] : original[i]);
+        }
+        return out;
+    }
+};
+
+Clamped apply_edits(const Invocation& inv, const Edits& ed) {
+    Clamped cl;
+    cl.argv_drop.assign(inv.argv.size(), false);
+    cl.argv_replace.resize(inv.argv.size());
+    for (std::size_t i = 0; i < ed.eff.size(); ++i) {
+        if (ed.eff[i].argv_index >= 0) {
+            cl.argv_drop[ed.eff[i].argv_index] = ed.drop[i];
+            cl.argv_replace[ed.eff[i].argv_index] = ed.replace[i];
+        }
+        if (ed.drop[i]) continue;
+        Arg a = ed.eff[i];
+        if (ed.replace[i]) a.text = *ed.replace[i];
+        cl.eff.push_back(std::move(a));
+    }
+    return cl;
+}
+
+// Step 2: the targets to add, as this call can take them: SASS only at a device link (nvlink
+// makes nothing else), never what nvcc cannot emit (a note each), a -dlto compile's SASS as its
+// compute_X + lto_X.
+std::set<Target> targets_to_add(const Invocation& inv, const std::vector<Target>& missing,
+                                const std::set<Target>& present, const ToolkitCaps& caps,
+                                Rewrite& rw) {
+    std::set<Target> add;
+    for (auto t : missing) {
+        if (inv.device_link_only && t.kind != Kind::Sass) continue;
+        if (!emittable(caps, t)) { // fatal to nvcc: never inject what it does not know
+            rw.notes.push_back(fmt::format("not injected: nvcc {}.{} cannot emit {}",
+                                           caps.version.major, caps.version.minor, t.name()));
+            continue;
+        }
+        if (dlto_compile(inv) && t.kind == Kind::Sass) {
+            Target lto{Kind::Lto, t.sm, t.suffix};
+            if (present.contains(lto)) continue;
+            add.insert(Target{Kind::Ptx, t.sm, t.suffix});
+            add.insert(lto);
+            continue;
+        }
+        add.insert(t);
+    }
+    return add;
+}
+
+// An argv and the -gencode tokens to insert into it.
+struct Restated {
+    std::vector<std::string> argv;
+    std::vector<std::string> tail;
+};
+
+void add_gencode(std::vector<std::string>& tail, const Target& archv, const std::string& code) {
+    tail.push_back("-gencode");
+    tail.push_back(arch::gencode_value(archv, code));
+}
+
+// Step 3a: -dlto conflicts with -gencode, so the -dlto and -arch tokens go and the whole target
+// set is restated as gencodes, one per virtual arch, `code=[compute_X,lto_X]` [obs]. Nothing (and
+// a note) when one of them comes from outside argv, where it cannot be removed.
+std::optional<Restated> restate_dlto(const Invocation& inv, const Invocation& now,
+                                     const Clamped& cl, const std::set<Target>& targets,
+                                     Rewrite& rw) {
+    const auto& eff2 = now.effective;
+    auto argv_src = [&](std::size_t i) { return eff2[i].source == Arg::Source::Argv; };
+    for (auto idx : now.dlto_tokens)
+        if (!argv_src(idx)) {
+            rw.notes.push_back("nothing injected: -dlto comes from " + eff2[idx].origin);
+            return std::nullopt;
+        }
+    for (const auto& tt : now.target_tokens)
+        if (!argv_src(tt.eff_index) || (tt.value_index && !argv_src(*tt.value_index))) {
+            rw.notes.push_back("nothing injected: -arch comes from " + eff2[tt.eff_index].origin);
+            return std::nullopt;
+        }
+    // Clamping changed the effective indices; remove through argv's.
+    std::set<int> remove_argv;
+    for (auto idx : now.dlto_tokens)
+        remove_argv.insert(eff2[idx].argv_index);
+    for (const auto& tt : now.target_tokens) {
+        remove_argv.insert(eff2[tt.eff_index].argv_index);
+        if (tt.value_index) remove_argv.insert(eff2[*tt.value_index].argv_index);
+    }
+    Restated out{cl.argv(inv.argv, remove_argv), {}};
+    std::map<std::pair<int, Suffix>, std::vector<std::string>> per_arch;
+    for (const auto& t : targets) {
+        if (t.kind == Kind::Sass) continue;
+        per_arch[{t.sm, t.suffix}].push_back(t.name());
+    }
+    for (auto& [slot, codes] : per_arch) {
+        std::sort(codes.begin(), codes.end()); // compute_ before lto_
+        add_gencode(out.tail, Target{Kind::Ptx, slot.first, slot.second}, bracket_list(codes));
+    }
+    rw.notes.push_back("-dlto compile: -dlto/-arch restated as -gencode code=[compute_X,lto_X]");
+    return out;
+}
+
+// Step 3b: one -gencode per injected target, after nvcc's default when the call relied on it.
+Restated state_gencodes(std::vector<std::string> argv, bool state_default,
+                        const std::set<Target>& have, Rewrite& rw) {
+    Restated out{std::move(argv), {}};
+    if (state_default) {
+        for (const auto& t : have) {
+            if (std::find(rw.injected.begin(), rw.injected.end(), t) != rw.injected.end()) continue;
+            add_gencode(out.tail, Target{Kind::Ptx, t.sm, t.suffix}, t.name());
+        }
+        rw.notes.push_back("nvcc's default target made explicit");
+    }
+    for (const auto& t : rw.injected)
+        add_gencode(out.tail, Target{Kind::Ptx, t.sm, t.suffix}, t.name());
+    return out;
+}
+
+// Step 4: at the end, unless argv ends with an option still waiting for its value (`...
+// -Xcompiler`, its value maybe in NVCC_APPEND_FLAGS): then before it, so it keeps pairing as
+// before.
+std::size_t insertion_point(const std::vector<std::string>& argv) {
+    std::size_t insert_at = argv.size();
+    for (std::size_t i = 0; i < argv.size(); ++i) {
+        TokenMatch m = match_token(argv[i]);
+        if (!m.spec || !m.needs_next) continue;
+        if (i + 1 < argv.size())
+            ++i;
+        else
+            insert_at = i;
+    }
+    return insert_at;
+}
+
+// ptx, cubin, single-target phases and calls without device code take nothing.
+std::optional<std::string_view> passthrough(const Invocation& inv) {
+    if (inv.no_device != NoDeviceReason::None) return no_device_string(inv.no_device);
+    if (inv.phase == Phase::Ptx || inv.phase == Phase::Cubin ||
+        inv.phase == Phase::OtherSingleTarget)
+        return phase_string(inv.phase);
+    return std::nullopt;
 }
 
 } // namespace
@@ -637,278 +933,63 @@ Result<Invocation> parse_invocation(const std::vector<std::string>& argv,
         raw.push_back(Arg{std::move(t), Arg::Source::AppendEnv, "NVCC_APPEND_FLAGS", -1});
     std::vector<Arg> effective;
     FORGE_TRY_STATUS(expand(raw, cwd, 0, effective));
-    auto an = analyze(argv, std::move(effective), caps);
-    if (!an) return std::move(an).error();
-    return std::move(an->inv);
+    return analyze(argv, std::move(effective), caps);
 }
 
 Rewrite inject(const Invocation& inv, const std::vector<Target>& missing, bool clamp,
                const ToolkitCaps& caps) {
     Rewrite rw;
     rw.argv = inv.argv;
-    if (inv.no_device != NoDeviceReason::None || inv.phase == Phase::Ptx ||
-        inv.phase == Phase::Cubin || inv.phase == Phase::OtherSingleTarget) {
-        if (!missing.empty())
-            rw.notes.push_back(
-                fmt::format("nothing injected: {} call", inv.no_device != NoDeviceReason::None
-                                                             ? no_device_string(inv.no_device)
-                                                             : phase_string(inv.phase)));
+    if (auto why = passthrough(inv)) {
+        if (!missing.empty()) rw.notes.push_back(fmt::format("nothing injected: {} call", *why));
         return rw;
     }
-    // Re-analysis gives the target tokens and their positions.
-    auto base = analyze(inv.argv, inv.effective, caps);
-    if (!base) {
-        rw.notes.push_back("nothing injected: " + base.error().to_string());
-        return rw;
-    }
-    const auto& eff = inv.effective;
-    std::vector<std::optional<std::string>> replace(eff.size());
-    std::vector<bool> drop(eff.size(), false);
-
-    auto from_argv = [&](std::size_t i) { return eff[i].source == Arg::Source::Argv; };
-    auto mark_drop = [&](const TargetToken& tt) {
-        if (!from_argv(tt.eff_index) || (tt.value_index && !from_argv(*tt.value_index))) {
-            rw.notes.push_back(fmt::format("cannot clamp '{}' from {}", eff[tt.eff_index].text,
-                                           eff[tt.eff_index].origin));
-            return false;
-        }
-        drop[tt.eff_index] = true;
-        if (tt.value_index) drop[*tt.value_index] = true;
-        rw.clamped.push_back(eff[tt.eff_index].text);
-        if (tt.value_index) rw.clamped.back() += " " + eff[*tt.value_index].text;
-        return true;
-    };
-    auto set_value = [&](const TargetToken& tt, const std::string& value) {
-        std::size_t at = tt.value_index ? *tt.value_index : tt.eff_index;
-        if (!from_argv(at)) {
-            rw.notes.push_back(
-                fmt::format("cannot clamp '{}' from {}", eff[at].text, eff[at].origin));
-            return false;
-        }
-        std::string old = eff[tt.eff_index].text;
-        if (tt.value_index) {
-            old += " " + eff[*tt.value_index].text;
-            replace[at] = value;
-        } else {
-            auto eq = eff[at].text.find('=');
-            replace[at] = eff[at].text.substr(0, eq + 1) + value;
-        }
-        rw.clamped.push_back(old);
-        return true;
-    };
-
-    if (clamp) {
-        bool arch_dropped = false;
-        for (const auto& tt : base->target_tokens) {
-            if (tt.role == Role::GpuArch) {
-                auto ex = expand_arch_shorthand(tt.value, caps);
-                if (!ex) continue;
-                std::vector<Target> bad;
-                for (const auto& t : *ex)
-                    if (!emittable(caps, t)) bad.push_back(t);
-                if (!bad.empty() && mark_drop(tt)) {
-                    arch_dropped = true;
-                    rw.clamped_targets.insert(rw.clamped_targets.end(), bad.begin(), bad.end());
-                }
-            }
-        }
-        for (const auto& tt : base->target_tokens) {
-            if (tt.role == Role::GpuCode) {
-                std::vector<std::string> keep;
-                std::vector<Target> bad;
-                for (const auto& c : split_list(tt.value)) {
-                    auto t = arch::parse_target(c);
-                    if (t && !emittable(caps, *t))
-                        bad.push_back(*t);
-                    else
-                        keep.push_back(c);
-                }
-                // -code without its -arch is fatal, so it goes with a clamped -arch.
-                if (arch_dropped) {
-                    if (mark_drop(tt))
-                        rw.clamped_targets.insert(rw.clamped_targets.end(), bad.begin(), bad.end());
-                } else if (!bad.empty()) {
-                    bool done = keep.empty()
-                                    ? mark_drop(tt)
-                                    : set_value(tt, fmt::format("{}", fmt::join(keep, ",")));
-                    if (done)
-                        rw.clamped_targets.insert(rw.clamped_targets.end(), bad.begin(), bad.end());
-                }
-            } else if (tt.role == Role::GenCode) {
-                auto s = parse_gencode(tt.value, eff[tt.eff_index]);
-                if (!s) continue;
-                if (!emittable(caps, s->arch)) {
-                    if (mark_drop(tt)) {
-                        rw.clamped_targets.push_back(s->arch);
-                        for (const auto& c : s->codes)
-                            if (!emittable(caps, c)) rw.clamped_targets.push_back(c);
-                    }
-                    continue;
-                }
-                std::vector<std::string> keep;
-                std::vector<Target> bad;
-                for (const auto& c : s->codes) {
-                    if (emittable(caps, c))
-                        keep.push_back(c.name());
-                    else
-                        bad.push_back(c);
-                }
-                if (bad.empty()) continue;
-                bool done = keep.empty()
-                                ? mark_drop(tt)
-                                : set_value(tt, arch::gencode_value(s->arch, bracket_list(keep)));
-                if (done)
-                    rw.clamped_targets.insert(rw.clamped_targets.end(), bad.begin(), bad.end());
-            }
-        }
-    }
-
-    // The effective args and argv after clamping.
-    std::vector<Arg> eff2;
-    std::vector<std::string> argv2;
-    std::vector<bool> argv_drop(inv.argv.size(), false);
-    std::vector<std::optional<std::string>> argv_replace(inv.argv.size());
-    for (std::size_t i = 0; i < eff.size(); ++i) {
-        if (eff[i].argv_index >= 0) {
-            argv_drop[eff[i].argv_index] = drop[i];
-            argv_replace[eff[i].argv_index] = replace[i];
-        }
-        if (drop[i]) continue;
-        Arg a = eff[i];
-        if (replace[i]) a.text = *replace[i];
-        eff2.push_back(std::move(a));
-    }
-    auto after = analyze({}, eff2, caps);
+    Edits ed(inv.effective, rw);
+    if (clamp) clamp_targets(inv, caps, ed);
+    const Clamped cl = apply_edits(inv, ed);
+    auto after = analyze({}, cl.eff, caps);
     if (!after) {
         rw.notes.push_back("nothing injected: after clamping: " + after.error().to_string());
         return rw;
     }
-    const Invocation& now = after->inv;
-    std::set<Target> have = now.requested;
-    // nvcc's default disappears as soon as any target is given: if the user relied on it, keep it
-    // by stating it explicitly; if clamping removed every target, the policy replaces them.
-    const bool keep_default = !inv.targets_explicit;
-    const bool device_link = inv.sources.empty() && !inv.objects.empty();
-    const bool dlto_compile = inv.dlto && !device_link;
-    if (dlto_compile && (inv.phase == Phase::Link || inv.phase == Phase::DeviceLink)) {
+    const Invocation& now = *after;
+    if (dlto_compile(inv) && (inv.phase == Phase::Link || inv.phase == Phase::DeviceLink)) {
         rw.notes.push_back("nothing injected: -dlto compile-and-link in one call");
         rw.argv = inv.argv;
         rw.clamped.clear();
         rw.clamped_targets.clear();
         return rw;
     }
+    // nvcc's default disappears as soon as any target is given: if the user relied on it, keep it
+    // by stating it explicitly; if clamping removed every target, the policy replaces them.
+    const bool keep_default = !inv.targets_explicit;
     // What the rewritten call already delivers without injection.
     std::set<Target> present;
-    if (now.targets_explicit || keep_default) present = have;
-    std::set<Target> add;
-    for (auto t : missing) {
-        if (device_link && t.kind != Kind::Sass) continue; // nvlink makes SASS only
-        if (!emittable(caps, t)) { // fatal to nvcc: never inject what it does not know
-            rw.notes.push_back(fmt::format("not injected: nvcc {}.{} cannot emit {}",
-                                           caps.version.major, caps.version.minor, t.name()));
-            continue;
-        }
-        if (dlto_compile && t.kind == Kind::Sass) {
-            // A -dlto compile delivers SASS later, at the device link, from its LTO-IR.
-            Target lto{Kind::Lto, t.sm, t.suffix};
-            if (present.contains(lto)) continue;
-            add.insert(Target{Kind::Ptx, t.sm, t.suffix});
-            add.insert(lto);
-            continue;
-        }
-        add.insert(t);
-    }
+    if (now.targets_explicit || keep_default) present = now.requested;
+    const std::set<Target> add = targets_to_add(inv, missing, present, caps, rw);
     for (const auto& t : add)
         if (!present.contains(t)) rw.injected.push_back(t);
-
-    for (std::size_t i = 0; i < inv.argv.size(); ++i) {
-        if (argv_drop[i]) continue;
-        argv2.push_back(argv_replace[i] ? *argv_replace[i] : inv.argv[i]);
-    }
-
     if (rw.injected.empty()) {
-        rw.argv = std::move(argv2);
+        rw.argv = cl.argv(inv.argv);
         return rw;
     }
-
-    std::vector<std::string> tail;
-    auto gencode = [&](const Target& archv, const std::string& code) {
-        tail.push_back("-gencode");
-        tail.push_back(arch::gencode_value(archv, code));
-    };
-    if (dlto_compile) {
-        // -dlto conflicts with -gencode: restate the whole target set as gencodes, one per
-        // virtual arch, `code=[compute_X,lto_X]` [obs].
-        auto argv_src = [&](std::size_t i) { return eff2[i].source == Arg::Source::Argv; };
-        for (auto idx : after->dlto_tokens)
-            if (!argv_src(idx)) {
-                rw.notes.push_back("nothing injected: -dlto comes from " + eff2[idx].origin);
-                rw.injected.clear();
-                rw.argv = std::move(argv2);
-                return rw;
-            }
-        for (const auto& tt : after->target_tokens)
-            if (!argv_src(tt.eff_index) || (tt.value_index && !argv_src(*tt.value_index))) {
-                rw.notes.push_back("nothing injected: -arch comes from " +
-                                   eff2[tt.eff_index].origin);
-                rw.injected.clear();
-                rw.argv = std::move(argv2);
-                return rw;
-            }
-        std::set<int> remove_argv;
-        for (auto idx : after->dlto_tokens)
-            remove_argv.insert(eff2[idx].argv_index);
-        for (const auto& tt : after->target_tokens) {
-            remove_argv.insert(eff2[tt.eff_index].argv_index);
-            if (tt.value_index) remove_argv.insert(eff2[*tt.value_index].argv_index);
+    std::optional<Restated> out;
+    if (dlto_compile(inv)) {
+        std::set<Target> targets = present;
+        targets.insert(add.begin(), add.end());
+        out = restate_dlto(inv, now, cl, targets, rw);
+        if (!out) {
+            rw.injected.clear();
+            rw.argv = cl.argv(inv.argv);
+            return rw;
         }
-        // argv2 indices differ from argv indices after clamping; map through argv.
-        std::vector<std::string> kept;
-        for (std::size_t i = 0; i < inv.argv.size(); ++i) {
-            if (argv_drop[i] || remove_argv.contains(static_cast<int>(i))) continue;
-            kept.push_back(argv_replace[i] ? *argv_replace[i] : inv.argv[i]);
-        }
-        argv2 = std::move(kept);
-        std::set<Target> final_set = present;
-        final_set.insert(add.begin(), add.end());
-        std::map<std::pair<int, Suffix>, std::vector<std::string>> per_arch;
-        for (const auto& t : final_set) {
-            if (t.kind == Kind::Sass) continue;
-            per_arch[{t.sm, t.suffix}].push_back(t.name());
-        }
-        for (auto& [slot, codes] : per_arch) {
-            std::sort(codes.begin(), codes.end()); // compute_ before lto_
-            gencode(Target{Kind::Ptx, slot.first, slot.second}, bracket_list(codes));
-        }
-        rw.notes.push_back(
-            "-dlto compile: -dlto/-arch restated as -gencode code=[compute_X,lto_X]");
     } else {
-        if (keep_default && !now.targets_explicit) {
-            for (const auto& t : have) {
-                if (std::find(rw.injected.begin(), rw.injected.end(), t) != rw.injected.end())
-                    continue;
-                gencode(Target{Kind::Ptx, t.sm, t.suffix}, t.name());
-            }
-            rw.notes.push_back("nvcc's default target made explicit");
-        }
-        for (const auto& t : rw.injected) {
-            Target archv{Kind::Ptx, t.sm, t.suffix};
-            gencode(archv, t.name());
-        }
+        out = state_gencodes(cl.argv(inv.argv), keep_default && !now.targets_explicit,
+                             now.requested, rw);
     }
-    // At the end, unless argv ends with an option still waiting for its value (`... -Xcompiler`,
-    // its value maybe in NVCC_APPEND_FLAGS): then before it, so it keeps pairing as before.
-    std::size_t insert_at = argv2.size();
-    for (std::size_t i = 0; i < argv2.size(); ++i) {
-        TokenMatch m = match_token(argv2[i]);
-        if (!m.spec || !m.needs_next) continue;
-        if (i + 1 < argv2.size())
-            ++i;
-        else
-            insert_at = i;
-    }
-    argv2.insert(argv2.begin() + static_cast<std::ptrdiff_t>(insert_at), tail.begin(), tail.end());
-    rw.argv = std::move(argv2);
+    auto at = out->argv.begin() + static_cast<std::ptrdiff_t>(insertion_point(out->argv));
+    out->argv.insert(at, out->tail.begin(), out->tail.end());
+    rw.argv = std::move(out->argv);
     return rw;
 }
 

@@ -6,6 +6,7 @@
 
 #include "arch/arch.h"
 #include "core/result.h"
+#include "nvcc/options.h"
 #include "toolkit/caps.h"
 
 #include <map>
@@ -47,6 +48,14 @@ struct Arg {
     int argv_index = -1; // index into Invocation::argv for Source::Argv, else -1
 };
 
+// A target-selecting option in Invocation::effective: where it stands and its value.
+struct TargetToken {
+    std::size_t eff_index = 0;              // the option token
+    std::optional<std::size_t> value_index; // its value, when that is the next token
+    std::string value;
+    Role role = Role::None; // GpuArch, GpuCode or GenCode
+};
+
 struct Invocation {
     std::vector<std::string> argv; // the original argv[1..] as given (never modified)
     std::vector<Arg> effective;    // PREPEND + argv (options files expanded) + APPEND
@@ -72,6 +81,9 @@ struct Invocation {
     bool has_f_target = false;         // any `f` (family) target (FA2's compute_100f ladder)
     bool uses_native = false;          // -arch=native
     std::vector<std::string> warnings; // e.g. "-arch=native in a distributable build"
+    // Where the target options and -dlto stand in `effective`: what inject() clamps or restates.
+    std::vector<TargetToken> target_tokens;
+    std::vector<std::size_t> dlto_tokens;
 };
 
 // Parses argv (without argv[0]) with NVCC_PREPEND_FLAGS/NVCC_APPEND_FLAGS values (empty if
@@ -107,6 +119,7 @@ struct Rewrite {
 //   a missing sm_X becomes compute_X+lto_X); -dlto/-arch outside argv, or a -dlto compile-and-link
 //   in one call: nothing is injected (a note says why);
 // - no device code, -ptx, -cubin, -optix-ir, -ltoir: argv unchanged.
+// `inv` is parse_invocation()'s, with the same caps: the clamp edits the tokens it recorded.
 Rewrite inject(const Invocation& inv, const std::vector<arch::Target>& missing, bool clamp,
                const toolkit::ToolkitCaps& caps);
 

@@ -128,6 +128,247 @@ void normalize_ptx(const PackageOverride* package, const std::vector<arch::Gpu>&
     }
 }
 
+// The cell as asked: platform, torch, python and CUDA normalised; a torch built for another CUDA
+// index refused.
+Status read_cell(const ResolveRequest& req, Resolution& res) {
+    auto platform = normalize_platform(req.platform.empty() ? host_platform() : req.platform);
+    if (!platform) return std::move(platform).error();
+    res.platform = *platform;
+    if (!req.torch.empty()) {
+        auto t = normalize_torch(req.torch);
+        if (!t) return std::move(t).error();
+        res.torch = *t;
+    }
+    if (!req.python.empty()) {
+        auto p = normalize_python(req.python);
+        if (!p) return std::move(p).error();
+        res.python = *p;
+    }
+    if (!req.cuda.empty()) {
+        auto c = normalize_cuda(req.cuda);
+        if (!c) return std::move(c).error();
+        res.cuda = *c;
+        if (res.cuda != req.cuda)
+            res.notes.push_back(fmt::format("--cuda {} read as CUDA {}", req.cuda, res.cuda));
+    } else if (req.toolkit) {
+        res.cuda = req.toolkit->version.release();
+    } else {
+        return input_error("no CUDA version: pass --cuda or let a real nvcc be found", "",
+                           "--cuda");
+    }
+    // A torch local tag names the CUDA index it was built for: 2.9.1+cu126 is not a CUDA 12.8 cell.
+    if (auto plus = req.torch.find("+cu"); plus != std::string::npos) {
+        auto built = normalize_cuda(std::string_view(req.torch).substr(plus + 1));
+        if (built && *built != res.cuda)
+            return input_error(fmt::format("--torch {} is built for CUDA {}, not CUDA {}: a torch "
+                                           "from another CUDA index is another cell",
+                                           req.torch, *built, res.cuda),
+                               "", "--torch");
+    }
+    return ok_status();
+}
+
+// aarch64 lane: arch_list_by_cuda_aarch64[cuda] > arch_list_aarch64 > arch_policy_aarch64[cuda].
+Result<Winner> pick_aarch64(const PolicyData& policy, const PackageOverride* package,
+                            const std::string& cuda) {
+    if (package != nullptr) {
+        if (auto it = package->arch_list_by_cuda_aarch64.find(cuda);
+            it != package->arch_list_by_cuda_aarch64.end())
+            return from_override(it->second, package->name, "arch_override.yml",
+                                 fmt::format("arch_list_by_cuda_aarch64[{}]", cuda));
+        if (package->arch_list_aarch64)
+            return from_override(*package->arch_list_aarch64, package->name, "arch_override.yml",
+                                 "arch_list_aarch64");
+    }
+    auto it = policy.arch_policy_aarch64.find(cuda);
+    if (it == policy.arch_policy_aarch64.end())
+        return input_error(fmt::format("no arch_policy_aarch64[{}] row (the aarch64 lane never "
+                                       "falls back to another table)",
+                                       cuda),
+                           policy.file, fmt::format("arch_policy_aarch64[{}]", cuda));
+    return from_row(it->second, fmt::format("arch_policy_aarch64[{}]", cuda));
+}
+
+// The build_matrix combinations that match the cell: an axis the request leaves open is no
+// mismatch (a note says the combination was skipped).
+std::vector<const Combination*> matching_combinations(const PackageOverride& package,
+                                                      Resolution& res) {
+    std::vector<const Combination*> matches;
+    for (const auto& combo : package.combinations) {
+        if (!combo.arch_list) continue;
+        bool match = true;
+        std::vector<std::string> unknown;
+        for (const auto& [axis, value] : combo.match) {
+            const std::string& have = axis == "cuda"     ? res.cuda
+                                      : axis == "torch"  ? res.torch
+                                      : axis == "python" ? res.python
+                                                         : res.platform;
+            if (have.empty()) unknown.push_back(fmt::format("{} {}", axis, value));
+            match = match && have == value;
+        }
+        if (match) {
+            matches.push_back(&combo);
+        } else if (!unknown.empty()) {
+            res.notes.push_back(
+                fmt::format("packages/{}/build_matrix.yml combinations[{}] names {}, which this "
+                            "request does not give (--{}): skipped",
+                            package.name, combo.index, fmt::join(unknown, ", "),
+                            unknown.front().substr(0, unknown.front().find(' '))));
+        }
+    }
+    return matches;
+}
+
+// Step 1: the first matching combination; another one with a different list is an error.
+Result<std::optional<Winner>> from_combinations(const PackageOverride& package, Resolution& res) {
+    const std::vector<const Combination*> matches = matching_combinations(package, res);
+    if (matches.empty()) return std::optional<Winner>{};
+    const Combination& first = *matches.front();
+    for (const Combination* other : matches) {
+        if (other == &first) continue;
+        if (!(other->arch_list->list == first.arch_list->list))
+            return input_error(
+                fmt::format("build_matrix combinations[{}] ('{}') and [{}] ('{}') both "
+                            "match this cell with different arch lists",
+                            first.index, first.arch_list->text, other->index,
+                            other->arch_list->text),
+                package.matrix_file, fmt::format("combinations[{}].arch_list", other->index),
+                other->line);
+        res.notes.push_back(
+            fmt::format("build_matrix combinations[{}] and [{}] both match; [{}] won (same list)",
+                        first.index, other->index, first.index));
+    }
+    return std::optional<Winner>{
+        from_override(*first.arch_list, package.name, "build_matrix.yml",
+                      fmt::format("combinations[{}].arch_list", first.index))};
+}
+
+// x86-64 / Windows lane: a build_matrix combination > arch_list_by_cuda[cuda] > arch_list >
+// arch_exceptions[cuda/torch] > arch_policy[cuda].
+Result<Winner> pick_x86(const PolicyData& policy, const PackageOverride* package, Resolution& res) {
+    const std::string& cuda = res.cuda;
+    if (package != nullptr) {
+        auto combo = from_combinations(*package, res);
+        if (!combo) return std::move(combo).error();
+        if (*combo) return std::move(**combo);
+        if (auto it = package->arch_list_by_cuda.find(cuda); it != package->arch_list_by_cuda.end())
+            return from_override(it->second, package->name, "arch_override.yml",
+                                 fmt::format("arch_list_by_cuda[{}]", cuda));
+        if (package->arch_list)
+            return from_override(*package->arch_list, package->name, "arch_override.yml",
+                                 "arch_list");
+    }
+    if (!res.torch.empty()) {
+        std::string key = fmt::format("{}/{}", cuda, res.torch);
+        if (auto it = policy.arch_exceptions.find(key); it != policy.arch_exceptions.end())
+            return from_row(it->second, fmt::format("arch_exceptions[{}]", key));
+    }
+    auto it = policy.arch_policy.find(cuda);
+    if (it == policy.arch_policy.end())
+        return input_error(fmt::format("no arch_policy[{}] row; a missing CUDA key is a hard "
+                                       "error, never a guess",
+                                       cuda),
+                           policy.file, fmt::format("arch_policy[{}]", cuda));
+    return from_row(it->second, fmt::format("arch_policy[{}]", cuda));
+}
+
+// What this cell's nvcc can emit: the probed toolkit when it is the cell's CUDA release, else
+// the policy's nvcc_supported row.
+struct Emitter {
+    const std::set<arch::Target>* emittable = nullptr;
+    std::string nvcc_name;
+};
+Result<Emitter> cell_emitter(const ResolveRequest& req, const PolicyData& policy, Resolution& res) {
+    const std::string& cuda = res.cuda;
+    if (req.toolkit && (req.cuda.empty() || req.toolkit->version.release() == cuda)) {
+        res.nvcc_source = fmt::format("{} (probed)", req.toolkit->nvcc);
+        return Emitter{&req.toolkit->emittable,
+                       fmt::format("nvcc {}", req.toolkit->version.full())};
+    }
+    auto it = policy.nvcc_supported.find(cuda);
+    if (it == policy.nvcc_supported.end())
+        return input_error(
+            fmt::format("no nvcc_supported[{}] row: what CUDA {} can emit is unknown", cuda, cuda),
+            policy.file, fmt::format("nvcc_supported[{}]", cuda));
+    res.nvcc_source = fmt::format("nvcc_supported[{}] ({})", cuda, it->second.read_from);
+    return Emitter{&it->second.emittable, fmt::format("nvcc {}", cuda)};
+}
+
+// Clamp 2: what the paired torch can run.
+Status clamp_to_torch(const PolicyData& policy, bool aarch64, const std::vector<arch::Gpu>& gpus,
+                      std::vector<arch::ArchEntry>& kept, Resolution& res) {
+    auto ceiling = find_torch_build(policy, res.cuda, res.torch, aarch64);
+    if (!ceiling) return std::move(ceiling).error();
+    if (!ceiling->note.empty()) res.notes.push_back(ceiling->note);
+    res.torch_ceiling = ceiling->ceiling;
+    if (!res.torch_ceiling) return ok_status();
+    std::vector<arch::ArchEntry> runnable;
+    for (const auto& e : kept) {
+        if (std::string why = torch_ceiling_reason(res, e.sm, gpus); !why.empty())
+            res.clamped.push_back({e.token(), why});
+        else
+            runnable.push_back(e);
+    }
+    kept = std::move(runnable);
+    return ok_status();
+}
+
+// Both clamps took everything: a policy finding naming each token and why.
+Error collapsed(const Resolution& res, const PolicyData& policy) {
+    std::vector<std::string> why;
+    for (const auto& c : res.clamped)
+        why.push_back(fmt::format("{}: {}", c.token, c.reason));
+    Error e{fmt::format("{} '{}' collapses to an empty arch list after the clamp ({})", res.source,
+                        res.requested, fmt::join(why, "; "))};
+    e.key = res.source;
+    e.file = res.source.starts_with("packages/") ? std::string() : policy.file;
+    e.exit_code = kExitPolicy;
+    return e;
+}
+
+// The policy row a package's override is measured against, and its name; null when none.
+const PolicyRow* policy_row(const PolicyData& policy, bool aarch64, const Resolution& res,
+                            std::string& row_name) {
+    const std::string& cuda = res.cuda;
+    if (aarch64) {
+        auto it = policy.arch_policy_aarch64.find(cuda);
+        if (it == policy.arch_policy_aarch64.end()) return nullptr;
+        row_name = fmt::format("arch_policy_aarch64[{}]", cuda);
+        return &it->second;
+    }
+    std::string key = fmt::format("{}/{}", cuda, res.torch);
+    if (auto it = policy.arch_exceptions.find(key);
+        !res.torch.empty() && it != policy.arch_exceptions.end()) {
+        row_name = fmt::format("arch_exceptions[{}]", key);
+        return &it->second;
+    }
+    if (auto it = policy.arch_policy.find(cuda); it != policy.arch_policy.end()) {
+        row_name = fmt::format("arch_policy[{}]", cuda);
+        return &it->second;
+    }
+    return nullptr;
+}
+
+// Narrowing: what the override drops against the policy row, after the same clamps (a token the
+// row would lose too is a clamp, not a narrowing).
+void narrow(const PolicyRow& row, const std::string& row_name,
+            const std::set<arch::Target>& emittable, const std::vector<arch::Gpu>& gpus,
+            const std::vector<arch::ArchEntry>& kept, Resolution& res) {
+    const TorchBuild* torch_build = res.torch_ceiling ? &res.torch_ceiling->build : nullptr;
+    arch::ArchList survivors;
+    for (const auto& e : row.list.entries()) {
+        auto ts = e.targets();
+        bool emits = std::all_of(ts.begin(), ts.end(),
+                                 [&](const arch::Target& t) { return emittable.count(t); });
+        if (!emits || (torch_build != nullptr && !torch_runs(*torch_build, e.sm, gpus))) continue;
+        survivors.add(e);
+        bool kept_sm = std::any_of(kept.begin(), kept.end(),
+                                   [&](const arch::ArchEntry& k) { return k.sm == e.sm; });
+        if (!kept_sm) res.narrowed.push_back({e.token(), row_name, res.reason});
+    }
+    if (!res.narrowed.empty()) res.row_list = std::move(survivors);
+}
+
 } // namespace
 
 Result<TorchLookup> find_torch_build(const PolicyData& policy, const std::string& cuda,
@@ -186,59 +427,30 @@ bool torch_runs(const TorchBuild& build, int sm, const std::vector<arch::Gpu>& g
     });
 }
 
+void apply_package(const PackageOverride& package, Resolution& res) {
+    res.package = package.name;
+    for (const auto& w : package.allow_missing)
+        res.allow_missing.push_back(w.target);
+    res.allow_pure_python = package.allow_pure_python;
+    res.lint_ignore = package.lint_ignore;
+    res.expected_extensions = package.extensions;
+    res.judge_embedded = package.judge_embedded;
+    res.package_file = package.override_file;
+    res.wrapper = package.wrapper;
+    res.arch_knobs = package.arch_knobs;
+}
+
 Result<Resolution> resolve_loaded(const ResolveRequest& req, const PolicyData& policy,
                                   const PackageOverride* package,
                                   const std::vector<arch::Gpu>& gpus) {
     Resolution res;
-    auto platform = normalize_platform(req.platform.empty() ? host_platform() : req.platform);
-    if (!platform) return std::move(platform).error();
-    res.platform = *platform;
+    FORGE_TRY_STATUS(read_cell(req, res));
     const bool aarch64 = res.platform == "linux_aarch64";
-    if (!req.torch.empty()) {
-        auto t = normalize_torch(req.torch);
-        if (!t) return std::move(t).error();
-        res.torch = *t;
-    }
-    if (!req.python.empty()) {
-        auto p = normalize_python(req.python);
-        if (!p) return std::move(p).error();
-        res.python = *p;
-    }
-    if (!req.cuda.empty()) {
-        auto c = normalize_cuda(req.cuda);
-        if (!c) return std::move(c).error();
-        res.cuda = *c;
-        if (res.cuda != req.cuda)
-            res.notes.push_back(fmt::format("--cuda {} read as CUDA {}", req.cuda, res.cuda));
-    } else if (req.toolkit) {
-        res.cuda = req.toolkit->version.release();
-    } else {
-        return input_error("no CUDA version: pass --cuda or let a real nvcc be found", "",
-                           "--cuda");
-    }
-    // A torch local tag names the CUDA index it was built for: 2.9.1+cu126 is not a CUDA 12.8 cell.
-    if (auto plus = req.torch.find("+cu"); plus != std::string::npos) {
-        auto built = normalize_cuda(std::string_view(req.torch).substr(plus + 1));
-        if (built && *built != res.cuda)
-            return input_error(fmt::format("--torch {} is built for CUDA {}, not CUDA {}: a torch "
-                                           "from another CUDA index is another cell",
-                                           req.torch, *built, res.cuda),
-                               "", "--torch");
-    }
     res.policy_file = policy.file;
     res.policy_sha256 = policy.sha256;
     res.build_epoch = policy.build_epoch;
     if (package != nullptr) {
-        res.package = package->name;
-        for (const auto& w : package->allow_missing)
-            res.allow_missing.push_back(w.target);
-        res.allow_pure_python = package->allow_pure_python;
-        res.lint_ignore = package->lint_ignore;
-        res.expected_extensions = package->extensions;
-        res.judge_embedded = package->judge_embedded;
-        res.package_file = package->override_file;
-        res.wrapper = package->wrapper;
-        res.arch_knobs = package->arch_knobs;
+        apply_package(*package, res);
         if (package->override_file.empty() && package->matrix_file.empty())
             res.notes.push_back(
                 fmt::format("package '{}' has no packages/{}/ files: the policy row applies",
@@ -246,200 +458,36 @@ Result<Resolution> resolve_loaded(const ResolveRequest& req, const PolicyData& p
     }
 
     // ---- Step 1/2: pick the list (two lanes, highest wins) ----
-    std::optional<Winner> win;
-    const std::string& cuda = res.cuda;
-    if (aarch64) {
-        if (package != nullptr) {
-            if (auto it = package->arch_list_by_cuda_aarch64.find(cuda);
-                it != package->arch_list_by_cuda_aarch64.end())
-                win = from_override(it->second, package->name, "arch_override.yml",
-                                    fmt::format("arch_list_by_cuda_aarch64[{}]", cuda));
-            else if (package->arch_list_aarch64)
-                win = from_override(*package->arch_list_aarch64, package->name, "arch_override.yml",
-                                    "arch_list_aarch64");
-        }
-        if (!win) {
-            auto it = policy.arch_policy_aarch64.find(cuda);
-            if (it == policy.arch_policy_aarch64.end())
-                return input_error(
-                    fmt::format("no arch_policy_aarch64[{}] row (the aarch64 lane never falls "
-                                "back to another table)",
-                                cuda),
-                    policy.file, fmt::format("arch_policy_aarch64[{}]", cuda));
-            win = from_row(it->second, fmt::format("arch_policy_aarch64[{}]", cuda));
-        }
-    } else {
-        if (package != nullptr) {
-            std::vector<const Combination*> matches;
-            for (const auto& combo : package->combinations) {
-                if (!combo.arch_list) continue;
-                bool match = true;
-                std::vector<std::string> unknown;
-                for (const auto& [axis, value] : combo.match) {
-                    const std::string& have = axis == "cuda"     ? res.cuda
-                                              : axis == "torch"  ? res.torch
-                                              : axis == "python" ? res.python
-                                                                 : res.platform;
-                    if (have.empty()) unknown.push_back(fmt::format("{} {}", axis, value));
-                    match = match && have == value;
-                }
-                if (match) {
-                    matches.push_back(&combo);
-                } else if (!unknown.empty()) {
-                    // Not a match, but not a mismatch either: the request left the axis open.
-                    res.notes.push_back(fmt::format(
-                        "packages/{}/build_matrix.yml combinations[{}] names {}, which this "
-                        "request does not give (--{}): skipped",
-                        package->name, combo.index, fmt::join(unknown, ", "),
-                        unknown.front().substr(0, unknown.front().find(' '))));
-                }
-            }
-            if (!matches.empty()) {
-                const Combination& first = *matches.front();
-                for (const Combination* other : matches) {
-                    if (other == &first) continue;
-                    if (!(other->arch_list->list == first.arch_list->list))
-                        return input_error(
-                            fmt::format("build_matrix combinations[{}] ('{}') and [{}] ('{}') both "
-                                        "match this cell with different arch lists",
-                                        first.index, first.arch_list->text, other->index,
-                                        other->arch_list->text),
-                            package->matrix_file,
-                            fmt::format("combinations[{}].arch_list", other->index), other->line);
-                    res.notes.push_back(fmt::format(
-                        "build_matrix combinations[{}] and [{}] both match; [{}] won (same list)",
-                        first.index, other->index, first.index));
-                }
-                win = from_override(*first.arch_list, package->name, "build_matrix.yml",
-                                    fmt::format("combinations[{}].arch_list", first.index));
-            }
-            if (!win) {
-                if (auto it = package->arch_list_by_cuda.find(cuda);
-                    it != package->arch_list_by_cuda.end())
-                    win = from_override(it->second, package->name, "arch_override.yml",
-                                        fmt::format("arch_list_by_cuda[{}]", cuda));
-                else if (package->arch_list)
-                    win = from_override(*package->arch_list, package->name, "arch_override.yml",
-                                        "arch_list");
-            }
-        }
-        if (!win && !res.torch.empty()) {
-            std::string key = fmt::format("{}/{}", cuda, res.torch);
-            if (auto it = policy.arch_exceptions.find(key); it != policy.arch_exceptions.end())
-                win = from_row(it->second, fmt::format("arch_exceptions[{}]", key));
-        }
-        if (!win) {
-            auto it = policy.arch_policy.find(cuda);
-            if (it == policy.arch_policy.end())
-                return input_error(
-                    fmt::format("no arch_policy[{}] row; a missing CUDA key is a hard error, "
-                                "never a guess",
-                                cuda),
-                    policy.file, fmt::format("arch_policy[{}]", cuda));
-            win = from_row(it->second, fmt::format("arch_policy[{}]", cuda));
-        }
-    }
+    auto win = aarch64 ? pick_aarch64(policy, package, res.cuda) : pick_x86(policy, package, res);
+    if (!win) return std::move(win).error();
     res.source = win->source;
     res.requested = win->text;
     res.reason = win->reason;
     arch::ArchList list = win->list;
     drop_forward_ptx(package, list, res);
 
-    // ---- clamp 1: what this toolkit can emit ----
-    const std::set<arch::Target>* emittable = nullptr;
-    std::string nvcc_name;
-    if (req.toolkit && (req.cuda.empty() || req.toolkit->version.release() == cuda)) {
-        emittable = &req.toolkit->emittable;
-        nvcc_name = fmt::format("nvcc {}", req.toolkit->version.full());
-        res.nvcc_source = fmt::format("{} (probed)", req.toolkit->nvcc);
-    } else {
-        auto it = policy.nvcc_supported.find(cuda);
-        if (it == policy.nvcc_supported.end())
-            return input_error(
-                fmt::format("no nvcc_supported[{}] row: what CUDA {} can emit is unknown", cuda,
-                            cuda),
-                policy.file, fmt::format("nvcc_supported[{}]", cuda));
-        emittable = &it->second.emittable;
-        nvcc_name = fmt::format("nvcc {}", cuda);
-        res.nvcc_source = fmt::format("nvcc_supported[{}] ({})", cuda, it->second.read_from);
-    }
-    std::vector<arch::ArchEntry> kept = clamp_to_toolkit(list, package, *emittable, nvcc_name, res);
-
-    // ---- clamp 2: what the paired torch can run ----
-    auto ceiling = find_torch_build(policy, cuda, res.torch, aarch64);
-    if (!ceiling) return std::move(ceiling).error();
-    if (!ceiling->note.empty()) res.notes.push_back(ceiling->note);
-    res.torch_ceiling = ceiling->ceiling;
-    const TorchBuild* torch_build = res.torch_ceiling ? &res.torch_ceiling->build : nullptr;
-    if (torch_build != nullptr) {
-        std::vector<arch::ArchEntry> runnable;
-        for (const auto& e : kept) {
-            if (std::string why = torch_ceiling_reason(res, e.sm, gpus); !why.empty())
-                res.clamped.push_back({e.token(), why});
-            else
-                runnable.push_back(e);
-        }
-        kept = std::move(runnable);
-    }
-
-    if (kept.empty()) {
-        std::vector<std::string> why;
-        for (const auto& c : res.clamped)
-            why.push_back(fmt::format("{}: {}", c.token, c.reason));
-        Error e{fmt::format("{} '{}' collapses to an empty arch list after the clamp ({})",
-                            res.source, res.requested, fmt::join(why, "; "))};
-        e.key = res.source;
-        e.file = res.source.starts_with("packages/") ? std::string() : policy.file;
-        e.exit_code = kExitPolicy;
-        return e;
-    }
+    // ---- clamp 1: what this toolkit can emit; clamp 2: what the paired torch can run ----
+    auto emitter = cell_emitter(req, policy, res);
+    if (!emitter) return std::move(emitter).error();
+    const std::set<arch::Target>& emittable = *emitter->emittable;
+    std::vector<arch::ArchEntry> kept =
+        clamp_to_toolkit(list, package, emittable, emitter->nvcc_name, res);
+    FORGE_TRY_STATUS(clamp_to_torch(policy, aarch64, gpus, kept, res));
+    if (kept.empty()) return collapsed(res, policy);
     arch::ArchList clamped_list;
     for (const auto& e : kept)
         clamped_list.add(e);
 
-    // ---- narrowing: what the override drops against the policy row, after the same clamps ----
     if (res.source.starts_with("packages/")) {
-        const PolicyRow* row = nullptr;
         std::string row_name;
-        if (aarch64) {
-            if (auto it = policy.arch_policy_aarch64.find(cuda);
-                it != policy.arch_policy_aarch64.end()) {
-                row = &it->second;
-                row_name = fmt::format("arch_policy_aarch64[{}]", cuda);
-            }
-        } else {
-            std::string key = fmt::format("{}/{}", cuda, res.torch);
-            if (auto it = policy.arch_exceptions.find(key);
-                !res.torch.empty() && it != policy.arch_exceptions.end()) {
-                row = &it->second;
-                row_name = fmt::format("arch_exceptions[{}]", key);
-            } else if (auto it2 = policy.arch_policy.find(cuda); it2 != policy.arch_policy.end()) {
-                row = &it2->second;
-                row_name = fmt::format("arch_policy[{}]", cuda);
-            }
-        }
-        if (row != nullptr) {
-            arch::ArchList survivors;
-            for (const auto& e : row->list.entries()) {
-                auto ts = e.targets();
-                bool emits = std::all_of(ts.begin(), ts.end(), [&](const arch::Target& t) {
-                    return emittable->count(t);
-                });
-                if (!emits || (torch_build != nullptr && !torch_runs(*torch_build, e.sm, gpus)))
-                    continue; // the row would lose it too: a clamp, not a narrowing
-                survivors.add(e);
-                bool kept_sm = std::any_of(kept.begin(), kept.end(),
-                                           [&](const arch::ArchEntry& k) { return k.sm == e.sm; });
-                if (!kept_sm) res.narrowed.push_back({e.token(), row_name, res.reason});
-            }
-            if (!res.narrowed.empty()) res.row_list = std::move(survivors);
-        }
+        if (const PolicyRow* row = policy_row(policy, aarch64, res, row_name))
+            narrow(*row, row_name, emittable, gpus, kept, res);
     }
 
     // ---- Step 3: +PTX on the highest plain token (never on an a/f token), and on the highest
     // plain token below every gap (the second PTX, docs/arch-rules.md "PTX once per major") ----
     const std::vector<arch::Gpu> cell_gpus = gpus_for(gpus, res.platform, res.cuda);
-    normalize_ptx(package, cell_gpus, *emittable, clamped_list, res);
+    normalize_ptx(package, cell_gpus, emittable, clamped_list, res);
     res.list = std::move(clamped_list);
     if (package != nullptr && package->target_forms) {
         arch::ArchList built = apply_target_forms(res.list, *package->target_forms, res.cuda);

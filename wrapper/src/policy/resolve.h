@@ -116,6 +116,11 @@ struct ResolveRequest {
         toolkit; // overrides nvcc_supported (needed when cuda is "")
 };
 
+// Copies what a package states about its build and its gate (name, allow_missing, lint_ignore,
+// extensions, wrapper, arch knobs...) into `res`; the list itself is resolve's. The one copy
+// for `resolve` and for a list given by hand (`--arch-list --package`).
+void apply_package(const PackageOverride& package, Resolution& res);
+
 // Loads the files and resolves. Errors: exit 2 for unusable input (missing key, bad YAML,
 // unknown key), exit 1 when the list collapses to empty.
 Result<Resolution> resolve(const ResolveRequest& request);

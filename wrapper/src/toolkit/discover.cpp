@@ -14,7 +14,6 @@
 #include <fstream>
 #include <map>
 #include <optional>
-#include <regex>
 #include <set>
 #include <sstream>
 
@@ -31,8 +30,8 @@ std::vector<arch::Target> of_kind(const std::set<arch::Target>& all, arch::Kind 
     return out;
 }
 
-// `nvcc` with argv as given, stdout and stderr in one capture, stdin closed: for the questions
-// discovery asks (-dryrun, python's sys.path), whose answers may come on either stream.
+// A program with argv as given, stdout and stderr in one capture, stdin closed: python's sys.path
+// (nvcc itself is asked only through toolkit/probe.h).
 Result<ProcessOutcome> run_merged(const std::string& exe, const std::vector<std::string>& args,
                                   const std::vector<std::string>& unset_env = {}) {
     ProcessSpec spec;
@@ -132,15 +131,12 @@ bool same_bytes(const fs::path& a, const fs::path& b) {
                       std::istreambuf_iterator<char>(fb));
 }
 
-// The directory nvcc runs from, as its -dryrun reports it ("#$ _HERE_=/usr/local/cuda-13.0/bin").
+// The directory nvcc runs from (toolkit::query_nvcc_home), when it exists.
 std::optional<fs::path> nvcc_home(const std::string& nvcc) {
-    auto run = run_merged(nvcc, {"-dryrun", "-x", "cu", "-E", "/dev/null"});
-    if (!run) return std::nullopt;
-    static const std::regex here_re(R"((?:^|\n)#\$ _HERE_=([^\n]+))");
-    std::smatch m;
-    if (!std::regex_search(run->out, m, here_re)) return std::nullopt;
+    auto here = query_nvcc_home(nvcc);
+    if (!here) return std::nullopt;
     std::error_code ec;
-    fs::path dir = m[1].str();
+    fs::path dir = *here;
     if (!fs::is_directory(dir, ec)) return std::nullopt;
     return dir;
 }
@@ -188,135 +184,157 @@ DiscoveryInputs DiscoveryInputs::from_process(bool ask_python) {
     return in;
 }
 
-DiscoveryReport discover_toolkits(const DiscoveryInputs& in) {
-    DiscoveryReport report;
-    // Candidate nvcc paths in discovery order, with where each came from.
-    std::vector<std::pair<fs::path, std::string>> candidates;
-    auto add_root = [&](const fs::path& root, const std::string& via) {
-        candidates.emplace_back(root / "bin" / "nvcc", via);
-    };
-    for (const auto& entry : split_list(in.candidates_env, ':')) {
+namespace {
+
+using Candidate = std::pair<fs::path, std::string>; // an nvcc path, and where it came from
+
+void add_root(std::vector<Candidate>& out, const fs::path& root, const std::string& via) {
+    out.emplace_back(root / "bin" / "nvcc", via);
+}
+
+// NVCC_FORGE_NVCC_CANDIDATES: a toolkit root, a directory holding nvcc, or nvcc itself.
+void add_listed(const std::string& list, std::vector<Candidate>& out,
+                std::vector<std::string>& skipped) {
+    for (const auto& entry : split_list(list, ':')) {
         fs::path p(entry);
         std::error_code ec;
         if (fs::is_directory(p, ec)) {
             if (fs::exists(p / "bin" / "nvcc", ec))
-                add_root(p, "NVCC_FORGE_NVCC_CANDIDATES");
+                add_root(out, p, "NVCC_FORGE_NVCC_CANDIDATES");
             else if (fs::exists(p / "nvcc", ec))
-                candidates.emplace_back(p / "nvcc", "NVCC_FORGE_NVCC_CANDIDATES");
+                out.emplace_back(p / "nvcc", "NVCC_FORGE_NVCC_CANDIDATES");
             else
-                report.skipped.push_back(fmt::format(
+                skipped.push_back(fmt::format(
                     "{}: NVCC_FORGE_NVCC_CANDIDATES entry is a directory with no bin/nvcc", entry));
         } else if (fs::exists(p, ec)) {
-            candidates.emplace_back(p, "NVCC_FORGE_NVCC_CANDIDATES");
+            out.emplace_back(p, "NVCC_FORGE_NVCC_CANDIDATES");
         } else {
-            report.skipped.push_back(
+            skipped.push_back(
                 fmt::format("{}: NVCC_FORGE_NVCC_CANDIDATES entry does not exist", entry));
         }
     }
-    if (!in.cuda_home.empty()) add_root(in.cuda_home, "CUDA_HOME");
-    if (!in.cuda_path.empty()) add_root(in.cuda_path, "CUDA_PATH");
-    for (const auto& dir : split_list(in.path_env, ':'))
-        candidates.emplace_back(fs::path(dir) / "nvcc", "PATH");
-    {
-        std::error_code ec;
-        std::vector<fs::path> versioned;
-        if (fs::is_directory(in.usr_local, ec))
-            for (const auto& d : fs::directory_iterator(in.usr_local, ec))
-                if (d.path().filename().string().rfind("cuda-", 0) == 0)
-                    versioned.push_back(d.path());
-        std::sort(versioned.begin(), versioned.end());
-        for (const auto& d : versioned)
-            add_root(d, (fs::path(in.usr_local) / "cuda-*").string());
-        add_root(fs::path(in.usr_local) / "cuda", (fs::path(in.usr_local) / "cuda").string());
-    }
-    for (const auto& site : in.site_dirs) {
-        // CUDA 12 wheels: nvidia/cuda_nvcc (ptxas only up to 12.9); CUDA 13+: nvidia/cu13/bin/nvcc.
-        std::error_code ec;
-        fs::path nv = fs::path(site) / "nvidia";
-        if (!fs::is_directory(nv, ec)) continue;
-        if (fs::exists(nv / "cuda_nvcc" / "bin" / "nvcc", ec))
-            add_root(nv / "cuda_nvcc", "python site " + site);
-        std::vector<fs::path> cu;
-        for (const auto& d : fs::directory_iterator(nv, ec)) {
-            auto name = d.path().filename().string();
-            if (name.size() > 2 && name.rfind("cu", 0) == 0 &&
-                std::all_of(name.begin() + 2, name.end(),
-                            [](char c) { return c >= '0' && c <= '9'; }))
-                cu.push_back(d.path());
-        }
-        std::sort(cu.begin(), cu.end());
-        for (const auto& d : cu)
-            if (fs::exists(d / "bin" / "nvcc", ec)) add_root(d, "python site " + site);
-    }
+}
 
-    std::map<std::string, std::size_t> by_real; // realpath -> index in report.toolkits
-    std::map<std::string, std::string> aliases; // launcher script realpath -> the nvcc it runs
-    std::set<std::string> rejected;             // realpaths already judged unusable
-    auto seen = [&](std::string key, const std::string& via) {
-        if (auto a = aliases.find(key); a != aliases.end()) key = a->second;
-        if (auto it = by_real.find(key); it != by_real.end()) {
-            auto& vias = report.toolkits[it->second].found_via;
-            if (std::find(vias.begin(), vias.end(), via) == vias.end()) vias.push_back(via);
-            return true;
-        }
-        return rejected.count(key) > 0;
-    };
-    auto is_self = [&](const fs::path& real) {
-        return !in.self_exe.empty() &&
-               (real.string() == in.self_exe || same_bytes(real, in.self_exe));
-    };
-    for (const auto& candidate : candidates) {
-        const fs::path& path = candidate.first; // not a structured binding: lambdas capture these
-        const std::string& via = candidate.second;
+// <usr_local>/cuda-* in name order, then <usr_local>/cuda.
+void add_usr_local(const std::string& usr_local, std::vector<Candidate>& out) {
+    std::error_code ec;
+    std::vector<fs::path> versioned;
+    if (fs::is_directory(usr_local, ec))
+        for (const auto& d : fs::directory_iterator(usr_local, ec))
+            if (d.path().filename().string().rfind("cuda-", 0) == 0) versioned.push_back(d.path());
+    std::sort(versioned.begin(), versioned.end());
+    for (const auto& d : versioned)
+        add_root(out, d, (fs::path(usr_local) / "cuda-*").string());
+    add_root(out, fs::path(usr_local) / "cuda", (fs::path(usr_local) / "cuda").string());
+}
+
+// CUDA 12 wheels: nvidia/cuda_nvcc (ptxas only up to 12.9); CUDA 13+: nvidia/cu13/bin/nvcc.
+void add_site(const std::string& site, std::vector<Candidate>& out) {
+    std::error_code ec;
+    fs::path nv = fs::path(site) / "nvidia";
+    if (!fs::is_directory(nv, ec)) return;
+    if (fs::exists(nv / "cuda_nvcc" / "bin" / "nvcc", ec))
+        add_root(out, nv / "cuda_nvcc", "python site " + site);
+    std::vector<fs::path> cu;
+    for (const auto& d : fs::directory_iterator(nv, ec)) {
+        auto name = d.path().filename().string();
+        if (name.size() > 2 && name.rfind("cu", 0) == 0 &&
+            std::all_of(name.begin() + 2, name.end(), [](char c) { return c >= '0' && c <= '9'; }))
+            cu.push_back(d.path());
+    }
+    std::sort(cu.begin(), cu.end());
+    for (const auto& d : cu)
+        if (fs::exists(d / "bin" / "nvcc", ec)) add_root(out, d, "python site " + site);
+}
+
+// Candidate nvcc paths in discovery order.
+std::vector<Candidate> candidates(const DiscoveryInputs& in, DiscoveryReport& report) {
+    std::vector<Candidate> out;
+    add_listed(in.candidates_env, out, report.skipped);
+    if (!in.cuda_home.empty()) add_root(out, in.cuda_home, "CUDA_HOME");
+    if (!in.cuda_path.empty()) add_root(out, in.cuda_path, "CUDA_PATH");
+    for (const auto& dir : split_list(in.path_env, ':'))
+        out.emplace_back(fs::path(dir) / "nvcc", "PATH");
+    add_usr_local(in.usr_local, out);
+    for (const auto& site : in.site_dirs)
+        add_site(site, out);
+    return out;
+}
+
+// The candidates judged so far, by realpath: each toolkit probed once, with every way it was
+// found; what is not a toolkit skipped once, with why.
+class Judge {
+  public:
+    Judge(const DiscoveryInputs& in, DiscoveryReport& report) : in_(in), report_(report) {}
+
+    void judge(const fs::path& path, const std::string& via) {
         std::error_code ec;
-        if (!fs::exists(path, ec)) continue;
+        if (!fs::exists(path, ec)) return;
         fs::path real = fs::canonical(path, ec);
-        if (ec) continue;
+        if (ec) return;
         std::string key = real.string();
-        if (seen(key, via)) continue;
+        if (seen(key, via)) return;
         auto reject = [&](const std::string& why) {
-            rejected.insert(key);
-            report.skipped.push_back(fmt::format("{} ({}): {}", path.string(), via, why));
+            rejected_.insert(key);
+            report_.skipped.push_back(fmt::format("{} ({}): {}", path.string(), via, why));
         };
-        if (is_self(real)) {
-            reject("is nvcc-forge itself, not a toolkit");
-            continue;
-        }
-        if (!is_executable_file(real)) {
-            reject("not an executable file");
-            continue;
-        }
+        if (is_self(real)) return reject("is nvcc-forge itself, not a toolkit");
+        if (!is_executable_file(real)) return reject("not an executable file");
         // A script that execs the real nvcc (/usr/local/bin/nvcc: exec
         // /usr/local/cuda-13.0/bin/nvcc) is the same toolkit, which realpath cannot see: nvcc's
         // -dryrun names its real home.
         if (auto home = nvcc_home(key)) {
             fs::path inner = fs::canonical(*home / "nvcc", ec);
             if (!ec && inner != real) {
-                if (is_self(inner)) {
-                    reject("runs nvcc-forge, not a toolkit");
-                    continue;
-                }
-                aliases[key] = inner.string();
-                if (seen(inner.string(), via)) continue;
+                if (is_self(inner)) return reject("runs nvcc-forge, not a toolkit");
+                aliases_[key] = inner.string();
+                if (seen(inner.string(), via)) return;
                 real = inner;
                 key = inner.string();
             }
         }
         // A real nvcc sits beside its ptxas; a launcher named nvcc (ccache, a copy of nvcc-forge
         // under another name) does not, and would only report the toolkit behind it.
-        if (!fs::exists(real.parent_path() / "ptxas", ec)) {
-            reject(fmt::format("no ptxas beside {} (a wrapper, not a toolkit)", key));
-            continue;
-        }
+        if (!fs::exists(real.parent_path() / "ptxas", ec))
+            return reject(fmt::format("no ptxas beside {} (a wrapper, not a toolkit)", key));
         auto tk = probe_installed(key);
-        if (!tk) {
-            reject(tk.error().to_string());
-            continue;
-        }
+        if (!tk) return reject(tk.error().to_string());
         tk->found_via.push_back(via);
-        by_real[key] = report.toolkits.size();
-        report.toolkits.push_back(std::move(tk).value());
+        by_real_[key] = report_.toolkits.size();
+        report_.toolkits.push_back(std::move(tk).value());
     }
+
+  private:
+    // Already judged: a toolkit found again gains `via`.
+    bool seen(std::string key, const std::string& via) {
+        if (auto a = aliases_.find(key); a != aliases_.end()) key = a->second;
+        if (auto it = by_real_.find(key); it != by_real_.end()) {
+            auto& vias = report_.toolkits[it->second].found_via;
+            if (std::find(vias.begin(), vias.end(), via) == vias.end()) vias.push_back(via);
+            return true;
+        }
+        return rejected_.count(key) > 0;
+    }
+    [[nodiscard]] bool is_self(const fs::path& real) const {
+        return !in_.self_exe.empty() &&
+               (real.string() == in_.self_exe || same_bytes(real, in_.self_exe));
+    }
+
+    const DiscoveryInputs& in_;
+    DiscoveryReport& report_;
+    std::map<std::string, std::size_t> by_real_; // realpath -> index in report.toolkits
+    std::map<std::string, std::string> aliases_; // launcher script realpath -> the nvcc it runs
+    std::set<std::string> rejected_;             // realpaths already judged unusable
+};
+
+} // namespace
+
+DiscoveryReport discover_toolkits(const DiscoveryInputs& in) {
+    DiscoveryReport report;
+    const std::vector<Candidate> found = candidates(in, report);
+    Judge judge(in, report);
+    for (const auto& [path, via] : found)
+        judge.judge(path, via);
     std::sort(report.toolkits.begin(), report.toolkits.end(),
               [](const Toolkit& a, const Toolkit& b) {
                   return std::tie(a.version, a.nvcc) < std::tie(b.version, b.nvcc);

@@ -173,4 +173,26 @@ std::optional<int> query_native_sm(const std::string& nvcc_path) {
     return parse_device_query(*out);
 }
 
+std::optional<std::string> parse_dryrun_here(std::string_view dryrun_output) {
+    static const std::regex here_re(R"((?:^|\n)#\$ _HERE_=([^\n]+))");
+    std::match_results<std::string_view::const_iterator> m;
+    if (!std::regex_search(dryrun_output.begin(), dryrun_output.end(), m, here_re))
+        return std::nullopt;
+    return m[1].str();
+}
+
+std::optional<std::string> query_nvcc_home(const std::string& nvcc_path) {
+    ProcessSpec spec;
+    spec.path = nvcc_path;
+    spec.argv = {nvcc_path};
+    for (const char* arg : {"-dryrun", "-x", "cu", "-E", "/dev/null"})
+        spec.argv.emplace_back(arg);
+    spec.output = ProcessSpec::Output::Merged;
+    spec.null_stdin = true;
+    spec.working_dir = std::string(1, '/'); // not the literal: a false -Wrestrict in GCC 12
+    auto run = run_process(spec);
+    if (!run) return std::nullopt;
+    return parse_dryrun_here(run->out);
+}
+
 } // namespace forge::toolkit

@@ -32,6 +32,13 @@ Result<std::set<arch::Target>> parse_target_list(std::string_view list_output);
 // nvcc's default arch when no target flag is given (CMake encodes the same table).
 int default_sm_for(int major);
 
+// The directory nvcc runs from, as its `-dryrun` names it: a launcher script named nvcc (`exec
+// /usr/local/cuda-13.0/bin/nvcc "$@"`) is the toolkit behind it, which realpath cannot see.
+// Both streams are read (-dryrun writes to stderr); nullopt when nvcc does not say.
+std::optional<std::string> query_nvcc_home(const std::string& nvcc_path);
+// The value of "#$ _HERE_=/usr/local/cuda-13.0/bin" in -dryrun output; nullopt if none.
+std::optional<std::string> parse_dryrun_here(std::string_view dryrun_output);
+
 // What `-arch=native` resolves to here: runs `__nvcc_device_query` next to nvcc (what nvcc itself
 // runs; it prints "90" on an H200 and fails without a driver). nullopt: no GPU, nvcc falls back to
 // its default. With several GPUs the lowest CC is returned.
