@@ -53,7 +53,7 @@ std::vector<std::string> build_environment(const fs::path& root,
     };
     set("CUDA_HOME", root.string());
     set("CUDA_PATH", root.string());
-    set("CUDACXX", (root / "bin" / "nvcc").string());
+    set("CUDACXX", toolkit::nvcc_in_root(root).string());
     for (const auto& k : knobs)
         if (!k.from_caller) set(k.variable, k.value);
     // The entry's note to the tools of where it is: ours, not the caller's.
@@ -82,23 +82,6 @@ Result<fs::path> make_state_dir() {
     return fs::path(templ);
 }
 
-// CMD as execvp finds it, on the build's PATH: `nvcc` itself is the shadow root's (the wrapper),
-// which toolkit::find_on_path, looking for the real one, would skip.
-std::optional<fs::path> command_path(const std::string& name, const std::string& path) {
-    if (name.find('/') != std::string::npos) return fs::path(name);
-    std::size_t start = 0;
-    while (start <= path.size()) {
-        const std::size_t colon = std::min(path.find(':', start), path.size());
-        const fs::path dir =
-            colon == start ? fs::path(".") : fs::path(path.substr(start, colon - start));
-        std::error_code ec;
-        fs::path cand = dir / name;
-        if (fs::is_regular_file(cand, ec) && ::access(cand.c_str(), X_OK) == 0) return cand;
-        start = colon + 1;
-    }
-    return std::nullopt;
-}
-
 // The run's temporary directory (shadow root, compile log, this run's stubs): removed when the
 // run ends, however it ends; the signal path removes it before it re-raises.
 class StateDir {
@@ -123,7 +106,9 @@ class StateDir {
 Result<ProcessOutcome> run_build(const std::vector<std::string>& cmd,
                                  const std::vector<std::string>& env, const fs::path& root,
                                  std::chrono::milliseconds grace) {
-    auto found = command_path(cmd.front(), (root / "bin").string() + ":" + getenv_str("PATH"));
+    // CMD as execvp finds it on the build's PATH: `nvcc` there is the shadow root's (the wrapper).
+    auto found =
+        toolkit::find_command(cmd.front(), (root / "bin").string() + ":" + getenv_str("PATH"));
     if (!found) return Error{"not found on PATH", cmd.front()};
     ProcessSpec spec;
     spec.path = found->string();
