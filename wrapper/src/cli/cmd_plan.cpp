@@ -7,6 +7,7 @@
 #include "cli/command.h"
 #include "cli/policy_options.h"
 #include "cli/verify_gate.h"
+#include "core/env.h"
 #include "core/paths.h"
 #include "core/process.h"
 #include "frontend/shim.h"
@@ -32,11 +33,6 @@ namespace {
 constexpr const char* kPlanUsage = "nvcc-forge plan [resolve options | --arch-list LIST] "
                                    "[--gate GLOB]... [--format text|json|github] "
                                    "[--grace SECONDS] -- CMD ARG...";
-
-std::string getenv_str(const char* name) {
-    const char* v = std::getenv(name);
-    return v != nullptr ? v : "";
-}
 
 // The caller's environment with the shadow root first for every way a build finds nvcc, and the
 // package's own arch knobs the caller has not set (`env` exports them for the real build; without
