@@ -225,4 +225,110 @@ def json_written_by_core(t):
     ft.check_eq(raw_json_dumps(probe), ["cli/a.cpp:2", "cli/b.cpp:1"], "raw dumps in the probe tree")
 
 
+
+def code_lines(path):
+    """(line number, the line without its comment) of a C++ source."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for n, line in enumerate(f, 1):
+            s = line.strip()
+            if s.startswith(("*", "/*")):
+                continue
+            yield n, line.split("//", 1)[0]
+
+
+# A process started: only core/process.h starts one (docs/DEVELOPING.md, "Where a fact lives").
+PROCESS_CALLS = re.compile(
+    r"\b(?:posix_spawnp?|execv[pe]*|execl[pe]*|v?fork|system|popen)\s*\("
+    r"|\bdup2\s*\([^;]*,\s*(?:STDOUT_FILENO|1)\s*\)")
+PROCESS_HOME = ("core/process.h", "core/process.cpp")
+
+# The real nvcc located: only toolkit/locate.h finds it (the same section).
+NVCC_PATH = re.compile(r'"bin"\s*/\s*"nvcc"|"/usr/local/cuda[^"]*"')
+# A PATH walk: the file reads PATH and splits on ':'.
+PATH_READ = re.compile(r'"PATH"')
+PATH_SPLIT = re.compile(r"':'")
+LOCATE_HOME = ("toolkit/locate.h", "toolkit/locate.cpp")
+# Other owners, each for its own reason.
+LOCATE_EXEMPT = {
+    # Every installed toolkit, for `nvcc-forge toolkits` (the module map gives toolkit/ the
+    # discovery): not the one real nvcc a call runs.
+    "toolkit/discover.cpp": {"nvcc path", "PATH walk"},
+    # cuobjdump, not nvcc.
+    "binary/cuobjdump.cpp": {"PATH walk"},
+}
+
+
+def source_files(src_root):
+    for dirpath, _, files in os.walk(src_root):
+        for name in sorted(files):
+            if name.endswith((".h", ".cpp")):
+                path = os.path.join(dirpath, name)
+                yield os.path.relpath(path, src_root).replace(os.sep, "/"), path
+
+
+def processes_started(src_root):
+    """file:line of each process started, or stdout redirected, outside core/process.*."""
+    out = []
+    for rel, path in source_files(src_root):
+        if rel in PROCESS_HOME:
+            continue
+        out += [f"{rel}:{n}" for n, code in code_lines(path) if PROCESS_CALLS.search(code)]
+    return sorted(out)
+
+
+def nvcc_located(src_root):
+    """(file:line, what) of each place outside toolkit/locate.* that finds nvcc or walks PATH."""
+    out = []
+    for rel, path in source_files(src_root):
+        if rel in LOCATE_HOME:
+            continue
+        exempt = LOCATE_EXEMPT.get(rel, set())
+        lines = list(code_lines(path))
+        if "nvcc path" not in exempt:
+            out += [(f"{rel}:{n}", "nvcc path") for n, code in lines if NVCC_PATH.search(code)]
+        if "PATH walk" not in exempt and any(PATH_READ.search(c) for _, c in lines):
+            out += [(f"{rel}:{n}", "PATH walk") for n, code in lines if PATH_SPLIT.search(code)]
+    return sorted(out)
+
+
+@ft.case("layout.processes_started_by_core")
+def processes_started_by_core(t):
+    """A process is started (and stdout redirected around one) only by core/process.h: one place
+    forwards signals, keeps argv[0], falls back on E2BIG."""
+    bad = processes_started(t.src("wrapper", "src"))
+    ft.check(not bad, "a process started outside core/process.* (use run_process or exec_process):\n"
+             + "\n".join("  " + b for b in bad))
+    probe = t.path("src")
+    ft.write(os.path.join(probe, "core", "process.cpp"), "::posix_spawn(&pid, p, 0, 0, a, e);\n")
+    ft.write(os.path.join(probe, "entry", "a.cpp"), "// ::execv(p, argv) in a comment\n::execv(p, argv);\n")
+    ft.write(os.path.join(probe, "cli", "b.cpp"),
+             "int fd = ::dup(STDOUT_FILENO);\n::dup2(STDERR_FILENO, STDOUT_FILENO);\nFILE* f = popen(c, \"r\");\n"
+             "::dup2(fd, 0);\nauto x = system_category();\n")
+    ft.write(os.path.join(probe, "plan", "c.cpp"), "pid_t p = fork ();\nstd::system(cmd);\n")
+    ft.check_eq(processes_started(probe),
+                ["cli/b.cpp:2", "cli/b.cpp:3", "entry/a.cpp:2", "plan/c.cpp:1", "plan/c.cpp:2"],
+                "processes started in the probe tree")
+
+
+@ft.case("layout.nvcc_located_by_toolkit")
+def nvcc_located_by_toolkit(t):
+    """The real nvcc is found only by toolkit/locate.h: the <root>/bin/nvcc path, the
+    /usr/local/cuda default and the PATH walk each have that one home."""
+    bad = nvcc_located(t.src("wrapper", "src"))
+    ft.check(not bad, "nvcc located outside toolkit/locate.* (use nvcc_in_root, default_cuda_root, "
+             "find_command, find_real_nvcc):\n" + "\n".join(f"  {w}: {what}" for w, what in bad))
+    probe = t.path("src")
+    ft.write(os.path.join(probe, "toolkit", "locate.cpp"), 'auto p = root / "bin" / "nvcc";\n')
+    ft.write(os.path.join(probe, "frontend", "a.cpp"),
+             '// root / "bin" / "nvcc" in a comment\nfs::path n = root / "bin"/"nvcc";\n'
+             'desc("default: $CUDA_HOME, else /usr/local/cuda");\n')
+    ft.write(os.path.join(probe, "cli", "b.cpp"),
+             'home = "/usr/local/cuda";\nstd::string p = getenv_str("PATH");\n'
+             "auto colon = p.find(':', start);\n")
+    ft.write(os.path.join(probe, "binary", "cuobjdump.cpp"), "split(env(\"PATH\"), ':');\n")
+    ft.check_eq(nvcc_located(probe),
+                [("cli/b.cpp:1", "nvcc path"), ("cli/b.cpp:3", "PATH walk"), ("frontend/a.cpp:2", "nvcc path")],
+                "nvcc located in the probe tree")
+
+
 sys.exit(ft.main())

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 using forge::glob_match;
+using forge::glob_has_wildcard;
 using forge::glob_match_unrooted;
 
 TEST(Glob, StarAndQuestionStayInOneComponent) {
@@ -83,4 +84,15 @@ TEST(Glob, UnrootedMatchesFromAnyComponent) {
     EXPECT_TRUE(glob_match_unrooted("*_sm90.cu", "../csrc/flash_fwd_sm90.cu"));
     EXPECT_FALSE(glob_match_unrooted("*_sm90.cu", "../csrc/flash_fwd.cu"));
     EXPECT_FALSE(glob_match("hopper/*.cu", "../src/hopper/gemm.cu")); // the rooted form is not
+}
+
+// What plan's --gate expansion reads to find the directory a glob can match under.
+TEST(Glob, WildcardsAreTheMatchersOwn) {
+    for (const char* g : {"*.so", "a/?/b", "lib[0-9].so", "a\\*b", "dist/**"})
+        EXPECT_TRUE(glob_has_wildcard(g)) << g;
+    for (const char* g : {"", "dist/a.so", "/abs/path", "a-b_c.d"})
+        EXPECT_FALSE(glob_has_wildcard(g)) << g;
+    // A glob without one covers what is under the directory it names.
+    EXPECT_TRUE(glob_match("dist/lib", "dist/lib/a.so"));
+    EXPECT_FALSE(glob_match("dist/l?b", "dist/lib/a.so"));
 }

@@ -78,20 +78,26 @@ void append_table(std::string& text, const std::vector<binary::Entry>& rows, boo
     }
 }
 
-int run_list(int argc, char** argv) {
-    po::options_description desc("nvcc-forge list FILE... [options]");
+struct ListOptions {
     std::vector<std::string> files;
     std::string format = "text", backend = "native", cuobjdump_path;
+    bool toolkit = false, all = false;
+    std::string cuobjdump; // the one found, for any backend but native
+};
+
+// The command line: an exit code when list stops here (usage, --help).
+std::optional<int> parse_list_options(int argc, char** argv, ListOptions& o) {
+    po::options_description desc("nvcc-forge list FILE... [options]");
     desc.add_options()("help,h", "show this help")(
-        "file", po::value(&files), "files: .so, executables, .o, .a, .cubin, .fatbin, .whl/.zip")(
-        "format", po::value(&format), "text (default) | json")(
+        "file", po::value(&o.files), "files: .so, executables, .o, .a, .cubin, .fatbin, .whl/.zip")(
+        "format", po::value(&o.format), "text (default) | json")(
         "toolkit", po::bool_switch(),
         "decompress cubins to report the CUDA release that built each, and kernel counts")(
-        "backend", po::value(&backend),
+        "backend", po::value(&o.backend),
         "native (default) | cuobjdump | both (native rows, cross-checked against cuobjdump)")(
         "all", po::bool_switch(),
         "cuobjdump -all: also the relocatable fatbins (native always lists every section)")(
-        "cuobjdump", po::value(&cuobjdump_path),
+        "cuobjdump", po::value(&o.cuobjdump_path),
         "path of cuobjdump (else NVCC_FORGE_CUOBJDUMP, "
         "PATH, pip nvidia-cuda-cuobjdump)");
     po::positional_options_description pos;
@@ -104,78 +110,93 @@ int run_list(int argc, char** argv) {
                      "--backend both).\n";
         return kExitOk;
     }
-    if (files.empty()) return report_error("list", Error("no FILE given"));
-    if (format != "text" && format != "json")
-        return report_error("list",
-                            Error(fmt::format("--format must be text or json, not '{}'", format)));
-    if (backend != "native" && backend != "cuobjdump" && backend != "both")
+    if (o.files.empty()) return report_error("list", Error("no FILE given"));
+    if (o.format != "text" && o.format != "json")
+        return report_error(
+            "list", Error(fmt::format("--format must be text or json, not '{}'", o.format)));
+    if (o.backend != "native" && o.backend != "cuobjdump" && o.backend != "both")
         return report_error(
             "list",
-            Error(fmt::format("--backend must be native, cuobjdump or both, not '{}'", backend)));
-    const bool toolkit = vm["toolkit"].as<bool>();
-    const bool all = vm["all"].as<bool>();
-    std::string cuobjdump;
-    if (backend != "native") {
+            Error(fmt::format("--backend must be native, cuobjdump or both, not '{}'", o.backend)));
+    o.toolkit = vm["toolkit"].as<bool>();
+    o.all = vm["all"].as<bool>();
+    if (o.backend != "native") {
         auto found = binary::locate_cuobjdump(
-            cuobjdump_path.empty() ? std::nullopt : std::optional<std::string>(cuobjdump_path));
+            o.cuobjdump_path.empty() ? std::nullopt : std::optional<std::string>(o.cuobjdump_path));
         if (!found) return report_error("list", found.error());
-        cuobjdump = *found;
+        o.cuobjdump = *found;
     }
+    return std::nullopt;
+}
 
+// NVCC_FORGE_LIST_THREADS into `opts`: an exit code when it is not a number in range.
+std::optional<int> read_list_threads(binary::ReadOptions& opts) {
+    const char* v = std::getenv("NVCC_FORGE_LIST_THREADS");
+    if (v == nullptr) return std::nullopt;
+    const std::string_view s(v);
+    unsigned n = 0;
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+    if (ec != std::errc() || end != s.data() + s.size() || n == 0 || n > opts.max_threads)
+        return report_error("list", Error(fmt::format("NVCC_FORGE_LIST_THREADS must be a "
+                                                      "number from 1 to {}, not '{}'",
+                                                      opts.max_threads, escape_control(s))));
+    opts.threads = n;
+    return std::nullopt;
+}
+
+// One file's entries by the chosen backend (`both`: native, each difference from cuobjdump an
+// error). False when the file could not be read; `rc` is the exit code of any error reported.
+bool list_entries(const ListOptions& o, const binary::ReadOptions& opts, const std::string& f,
+                  std::vector<binary::Entry>& entries, int& rc) {
+    if (o.backend == "cuobjdump") {
+        auto r = binary::read_entries_cuobjdump(o.cuobjdump, f, o.all);
+        if (!r) {
+            rc = report_error("list", r.error());
+            return false;
+        }
+        entries = std::move(*r);
+        return true;
+    }
+    auto r = binary::read_entries(f, opts);
+    if (!r) {
+        rc = report_error("list", r.error());
+        return false;
+    }
+    entries = std::move(*r);
+    if (o.backend != "both") return true;
+    auto other = binary::read_entries_cuobjdump(o.cuobjdump, f, o.all);
+    if (!other) {
+        rc = report_error("list", other.error());
+        return true;
+    }
+    for (const auto& d : binary::compare_with_cuobjdump(entries, *other, o.all))
+        rc = report_error("list", Error(fmt::format("{}: differs from cuobjdump{}: {}", f,
+                                                    o.all ? " -all" : "", d)));
+    return true;
+}
+
+int run_list(int argc, char** argv) {
+    ListOptions o;
+    if (auto stop = parse_list_options(argc, argv, o)) return *stop;
 #ifdef __GLIBC__
     // The payload workers free decoder windows and images of a few MiB each. glibc's dynamic
     // mmap threshold would rise to the largest one freed and serve later ones from per-thread
     // arenas, which keep freed memory resident: a fixed threshold returns each to the system.
-    if (toolkit) ::mallopt(M_MMAP_THRESHOLD, 1 << 20);
+    if (o.toolkit) ::mallopt(M_MMAP_THRESHOLD, 1 << 20);
 #endif
     binary::ReadOptions opts;
-    opts.inspect_payloads = toolkit;
+    opts.inspect_payloads = o.toolkit;
     // --toolkit answers an image it read before (the same compressed bytes) from the cache.
-    binary::ResultCache image_cache(toolkit ? binary::default_result_cache_dir()
-                                            : std::filesystem::path());
-    opts.cache = toolkit ? &image_cache : nullptr;
-    if (const char* v = std::getenv("NVCC_FORGE_LIST_THREADS"); v != nullptr) {
-        const std::string_view s(v);
-        unsigned n = 0;
-        auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
-        if (ec != std::errc() || end != s.data() + s.size() || n == 0 || n > opts.max_threads)
-            return report_error("list", Error(fmt::format("NVCC_FORGE_LIST_THREADS must be a "
-                                                          "number from 1 to {}, not '{}'",
-                                                          opts.max_threads, escape_control(s))));
-        opts.threads = n;
-    }
+    binary::ResultCache image_cache(o.toolkit ? binary::default_result_cache_dir()
+                                              : std::filesystem::path());
+    opts.cache = o.toolkit ? &image_cache : nullptr;
+    if (auto stop = read_list_threads(opts)) return *stop;
     int rc = kExitOk;
     std::vector<binary::Entry> rows;
     std::vector<std::string> no_code;
-    for (const auto& f : files) {
+    for (const auto& f : o.files) {
         std::vector<binary::Entry> entries;
-        if (backend == "cuobjdump") {
-            auto r = binary::read_entries_cuobjdump(cuobjdump, f, all);
-            if (!r) {
-                rc = report_error("list", r.error());
-                continue;
-            }
-            entries = std::move(*r);
-        } else {
-            auto r = binary::read_entries(f, opts);
-            if (!r) {
-                rc = report_error("list", r.error());
-                continue;
-            }
-            entries = std::move(*r);
-            if (backend == "both") {
-                auto other = binary::read_entries_cuobjdump(cuobjdump, f, all);
-                if (!other) {
-                    rc = report_error("list", other.error());
-                } else {
-                    auto diffs = binary::compare_with_cuobjdump(entries, *other, all);
-                    for (const auto& d : diffs)
-                        rc = report_error("list",
-                                          Error(fmt::format("{}: differs from cuobjdump{}: {}", f,
-                                                            all ? " -all" : "", d)));
-                }
-            }
-        }
+        if (!list_entries(o, opts, f, entries, rc)) continue;
         if (entries.empty()) no_code.push_back(f);
         if (rows.empty()) {
             rows = std::move(entries);
@@ -189,10 +210,10 @@ int run_list(int argc, char** argv) {
     for (const auto& w : image_cache.take_warnings())
         fmt::print(stderr, "nvcc-forge list: warning: {}\n", escape_control(w));
     std::string out;
-    if (format == "json") {
+    if (o.format == "json") {
         out = binary::entries_json(rows);
     } else {
-        if (!rows.empty()) append_table(out, rows, toolkit);
+        if (!rows.empty()) append_table(out, rows, o.toolkit);
         for (const auto& f : no_code)
             out += fmt::format("{}: no device code\n", escape_control(f));
     }

@@ -7,6 +7,7 @@
 #include "cli/command.h"
 #include "cli/policy_options.h"
 #include "cli/verify_gate.h"
+#include "core/env.h"
 #include "core/paths.h"
 #include "core/process.h"
 #include "frontend/shim.h"
@@ -33,11 +34,6 @@ constexpr const char* kPlanUsage = "nvcc-forge plan [resolve options | --arch-li
                                    "[--gate GLOB]... [--format text|json|github] "
                                    "[--grace SECONDS] -- CMD ARG...";
 
-std::string getenv_str(const char* name) {
-    const char* v = std::getenv(name);
-    return v != nullptr ? v : "";
-}
-
 // The caller's environment with the shadow root first for every way a build finds nvcc, and the
 // package's own arch knobs the caller has not set (`env` exports them for the real build; without
 // them the script's own default decides, which no policy chose). Nothing else changes
@@ -53,7 +49,7 @@ std::vector<std::string> build_environment(const fs::path& root,
     };
     set("CUDA_HOME", root.string());
     set("CUDA_PATH", root.string());
-    set("CUDACXX", (root / "bin" / "nvcc").string());
+    set("CUDACXX", toolkit::nvcc_in_root(root).string());
     for (const auto& k : knobs)
         if (!k.from_caller) set(k.variable, k.value);
     // The entry's note to the tools of where it is: ours, not the caller's.
@@ -82,23 +78,6 @@ Result<fs::path> make_state_dir() {
     return fs::path(templ);
 }
 
-// CMD as execvp finds it, on the build's PATH: `nvcc` itself is the shadow root's (the wrapper),
-// which toolkit::find_on_path, looking for the real one, would skip.
-std::optional<fs::path> command_path(const std::string& name, const std::string& path) {
-    if (name.find('/') != std::string::npos) return fs::path(name);
-    std::size_t start = 0;
-    while (start <= path.size()) {
-        const std::size_t colon = std::min(path.find(':', start), path.size());
-        const fs::path dir =
-            colon == start ? fs::path(".") : fs::path(path.substr(start, colon - start));
-        std::error_code ec;
-        fs::path cand = dir / name;
-        if (fs::is_regular_file(cand, ec) && ::access(cand.c_str(), X_OK) == 0) return cand;
-        start = colon + 1;
-    }
-    return std::nullopt;
-}
-
 // The run's temporary directory (shadow root, compile log, this run's stubs): removed when the
 // run ends, however it ends; the signal path removes it before it re-raises.
 class StateDir {
@@ -123,7 +102,9 @@ class StateDir {
 Result<ProcessOutcome> run_build(const std::vector<std::string>& cmd,
                                  const std::vector<std::string>& env, const fs::path& root,
                                  std::chrono::milliseconds grace) {
-    auto found = command_path(cmd.front(), (root / "bin").string() + ":" + getenv_str("PATH"));
+    // CMD as execvp finds it on the build's PATH: `nvcc` there is the shadow root's (the wrapper).
+    auto found =
+        toolkit::find_command(cmd.front(), (root / "bin").string() + ":" + getenv_str("PATH"));
     if (!found) return Error{"not found on PATH", cmd.front()};
     ProcessSpec spec;
     spec.path = found->string();

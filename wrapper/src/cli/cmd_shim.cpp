@@ -5,6 +5,7 @@
 #include "core/paths.h"
 #include "core/result.h"
 #include "frontend/shim.h"
+#include "toolkit/locate.h"
 
 #include <boost/program_options.hpp>
 #include <fmt/format.h>
@@ -39,10 +40,8 @@ int cmd_shim(int argc, char** argv) {
     frontend::ShimPlan plan;
     if (vm.count("cuda-home"))
         plan.cuda_home = vm["cuda-home"].as<std::string>();
-    else if (const char* ch = std::getenv("CUDA_HOME"); ch != nullptr && *ch != '\0')
-        plan.cuda_home = ch;
     else
-        plan.cuda_home = "/usr/local/cuda";
+        plan.cuda_home = toolkit::default_cuda_root();
     plan.out = vm["out"].as<std::string>();
     plan.wrapper = wrapper_exe();
     if (auto st = frontend::make_shim(plan); !st) return report_error("shim", st.error());

@@ -4,6 +4,7 @@
 #include "cli/policy_options.h"
 #include "verify/extensions.h"
 #include "verify/gate.h"
+#include "verify/judge.h"
 #include "verify/report.h"
 
 #include <fmt/format.h>
@@ -22,15 +23,9 @@ Result<std::vector<verify::Waiver>> parse_waivers(const std::vector<std::string>
     return out;
 }
 
-} // namespace
-
-int GateOutcome::exit_code() const {
-    if (unreadable) return kExitInput;
-    return pass ? kExitOk : kExitPolicy;
-}
-
-Result<GateOutcome> run_gate(const boost::program_options::variables_map& vm,
-                             const policy::Resolution& resolution, const GateArgs& args) {
+// The gate's options: --gpus, the flags, and the waivers of the command line and the package.
+Result<verify::Options> gate_options(const boost::program_options::variables_map& vm,
+                                     const policy::Resolution& resolution, const GateArgs& args) {
     verify::Options opts;
     opts.source = "native";
     auto gpus = gpus_from_options(vm);
@@ -53,7 +48,12 @@ Result<GateOutcome> run_gate(const boost::program_options::variables_map& vm,
         if (!m) return std::move(m).error();
         opts.max_toolkit.push_back(*m);
     }
+    return opts;
+}
 
+// The modules the run must hold: the package's `verify.extensions`, then --expect-extension.
+std::vector<verify::ExpectedModule> expected_modules(const policy::Resolution& resolution,
+                                                     const GateArgs& args) {
     std::vector<verify::ExpectedModule> expected;
     for (const auto& e : resolution.expected_extensions)
         expected.push_back(
@@ -61,67 +61,41 @@ Result<GateOutcome> run_gate(const boost::program_options::variables_map& vm,
              fmt::format("{}:{} verify.extensions", resolution.package_file, e.line)});
     for (const auto& g : args.expect_extension)
         expected.push_back({g, "", true, "--expect-extension"});
+    return expected;
+}
 
-    GateOutcome out;
-    std::vector<verify::ExtensionReport> reports;
-    std::vector<std::pair<std::string, std::string>> unreadable; // (file, message)
-    std::vector<verify::UnreadFile> unread;
+} // namespace
+
+int GateOutcome::exit_code() const {
+    if (unreadable) return kExitInput;
+    return pass ? kExitOk : kExitPolicy;
+}
+
+Result<GateOutcome> run_gate(const boost::program_options::variables_map& vm,
+                             const policy::Resolution& resolution, const GateArgs& args) {
+    auto opts = gate_options(vm, resolution, args);
+    if (!opts) return std::move(opts).error();
+    verify::JudgeSetup setup{resolution.builds_as(), std::move(*opts),
+                             expected_modules(resolution, args), args.plan_products,
+                             args.unreadable_fails};
     binary::ReadOptions ro;
     ro.inspect_payloads = true; // kernel counts and toolkits need the cubins themselves
-    ro.inspect_embedded = opts.judge_embedded; // else only their headers are reported
+    ro.inspect_embedded = setup.opts.judge_embedded; // else only their headers are reported
     ro.check_record = true; // a wheel's members against its RECORD (docs/wheels.md)
-    for (const auto& f : args.files) {
-        Result<std::vector<binary::Extension>> exts = binary::read_extensions(f, ro);
-        if (!exts) {
-            report_error(args.command, exts.error());
-            unreadable.emplace_back(f, exts.error().to_string());
-            unread.push_back({f, exts.error().key, exts.error().to_string()});
-            continue;
-        }
-        for (const auto& ext : *exts) {
-            if (ext.plan_product && !args.plan_products) {
-                // Its GPU code is a stub: judging it would pass or fail code that was never built.
-                const Error refused{"built by `nvcc-forge plan` (stub device code, never to ship); "
-                                    "gate the product of the real build",
-                                    ext.member ? fmt::format("{}:{}", ext.file, *ext.member)
-                                               : ext.file};
-                report_error(args.command, refused);
-                unreadable.emplace_back(f, refused.to_string());
-                continue;
-            }
-            verify::Options module_opts = opts;
-            const bool named_host_only = verify::expected_host_only(expected, ext.file, ext.member);
-            if (named_host_only) module_opts.allow_pure_python = true;
-            // What the package's build compiles (its target_forms: sm_100a for 10.0), so the
-            // checks and the lost lines read the forms the wheel really carries.
-            reports.push_back(verify::verify_extension(ext, resolution.builds_as(), module_opts));
-            // A module the package names with `device_code: false` is judged (and accepted
-            // without device code), not set aside as a vendored host library.
-            if (named_host_only) reports.back().host_only = false;
-        }
-    }
-    const verify::ExtensionsReport ext_report = verify::check_extensions(expected, reports, unread);
-    verify::RunContext run{verify::verdict(reports, opts), {}, &ext_report, unreadable};
-    out.unreadable = !unreadable.empty();
-    if (!ext_report.pass()) {
-        run.verdict.pass = false;
-        const std::string why = fmt::format(
-            "expected extension(s) absent or without device code: {}", ext_report.check.detail);
-        run.verdict.reason = run.verdict.reason.empty() ? why : run.verdict.reason + "; " + why;
-    }
-    if (args.unreadable_fails && !unreadable.empty()) {
-        run.verdict.pass = false;
-        const std::string why = fmt::format(
-            "{} input(s) could not be read (see the messages above)", unreadable.size());
-        run.verdict.reason = run.verdict.reason.empty() ? why : run.verdict.reason + "; " + why;
-    }
+    const verify::Judgement judged = verify::judge(
+        args.files, setup, [&ro](const std::string& f) { return binary::read_extensions(f, ro); },
+        [&args](const Error& why) { report_error(args.command, why); });
+    const std::vector<verify::ExtensionReport>& reports = judged.reports;
+    verify::RunContext run{judged.verdict, {}, &judged.extensions, judged.unreadable};
+    GateOutcome out;
+    out.unreadable = !judged.unreadable.empty();
     for (const auto& n : resolution.narrowed)
         run.narrowed.push_back(
             fmt::format("{} (dropped against {}: {})", n.token, n.against, n.reason));
     // The JSON always has the expected-extension keys; the text, the workflow commands and the
     // JUnit report show the check only when the run had expected modules.
     out.json = verify::to_json(reports, run);
-    if (expected.empty()) run.expected = nullptr;
+    if (setup.expected.empty()) run.expected = nullptr;
     out.text = verify::to_text(
         reports,
         resolution.built ? fmt::format("{} = {}, built as {}", resolution.source,

@@ -101,8 +101,12 @@ bool glob_match(std::string_view glob, std::string_view path) {
     }
     if (whole(glob, path)) return true;
     // Without any wildcard the glob names a directory (or a file) and covers what is under it.
-    return glob.find_first_of("*?[\\") == std::string_view::npos && path.size() > glob.size() &&
-           path.starts_with(glob) && path[glob.size()] == '/';
+    return !glob_has_wildcard(glob) && path.size() > glob.size() && path.starts_with(glob) &&
+           path[glob.size()] == '/';
+}
+
+bool glob_has_wildcard(std::string_view glob) {
+    return glob.find_first_of("*?[\\") != std::string_view::npos;
 }
 
 bool glob_match_unrooted(std::string_view glob, std::string_view path) {

@@ -31,4 +31,8 @@ bool glob_match(std::string_view glob, std::string_view path);
 // `path` is relative to an unknown directory, or absolute.
 bool glob_match_unrooted(std::string_view glob, std::string_view path);
 
+// Whether `glob` (or one component of it) has a wildcard or an escape; without one it names a
+// single path.
+bool glob_has_wildcard(std::string_view glob);
+
 } // namespace forge

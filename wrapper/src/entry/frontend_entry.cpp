@@ -2,6 +2,7 @@
 // bin/), or as a compiler launcher (`nvcc-forge [ccache|sccache ...] /path/to/nvcc args...`).
 #include "entry/frontend_entry.h"
 
+#include "core/env.h"
 #include "core/paths.h"
 #include "core/result.h"
 #include "frontend/settings.h"
@@ -33,10 +34,8 @@ toolkit::LocateInput locate_input(const FrontendEnv& env, std::string argv0) {
     toolkit::LocateInput in;
     in.argv0 = std::move(argv0);
     in.real_nvcc_env = env.real_nvcc;
-    const char* path = std::getenv("PATH");
-    in.path_env = path != nullptr ? path : "";
-    const char* cuda_home = std::getenv("CUDA_HOME");
-    in.cuda_home_env = cuda_home != nullptr ? cuda_home : "";
+    in.path_env = getenv_str("PATH");
+    in.cuda_home_env = getenv_str("CUDA_HOME");
     in.self = self_exe();
     return in;
 }
@@ -159,8 +158,7 @@ int run_as_launcher(int argc, char** argv) {
     call.env = FrontendEnv::from_environ();
     if (!read_depth(call)) return kExitInput;
     const fs::path self = self_exe();
-    const char* path_c = std::getenv("PATH");
-    const std::string path_env = path_c != nullptr ? path_c : "";
+    const std::string path_env = getenv_str("PATH");
 
     std::vector<std::string> fixed;
     int first = 1;

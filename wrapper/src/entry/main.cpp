@@ -8,12 +8,11 @@
 //   nvcc-forge NVCC_FORGE_ARCH_LIST=... [NVCC_FORGE_MODE=...] [ccache|sccache] nvcc ...
 //   nvcc-forge <command> ...      -> <prefix>/libexec/nvcc-forge-tools <command> ...
 #include "core/paths.h"
+#include "core/process.h"
 #include "core/result.h"
 #include "entry/frontend_entry.h"
 
-#include <cerrno>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fmt/format.h>
 #include <string_view>
@@ -34,7 +33,7 @@ fs::path find_tools(const fs::path& self) {
     return {};
 }
 
-int exec_tools(char** argv) {
+int exec_tools(int argc, char** argv) {
     const fs::path self = forge::self_exe();
     const fs::path tools = find_tools(self);
     if (tools.empty()) {
@@ -44,8 +43,11 @@ int exec_tools(char** argv) {
         return forge::kExitInput;
     }
     ::setenv(forge::kWrapperExeEnv, self.c_str(), 1);
-    ::execv(tools.c_str(), argv); // argv[0] stays "nvcc-forge": messages and usage name it
-    fmt::print(stderr, "nvcc-forge: cannot run {}: {}\n", tools.string(), std::strerror(errno));
+    forge::ProcessSpec spec;
+    spec.path = tools.string();
+    spec.argv.assign(argv, argv + argc); // argv[0] stays "nvcc-forge": messages and usage name it
+    const forge::Error failed = forge::exec_process(spec);
+    fmt::print(stderr, "nvcc-forge: {}\n", failed.message);
     return forge::kExitInput;
 }
 
@@ -73,5 +75,5 @@ int main(int argc, char** argv) {
             first.find("nvcc") != std::string_view::npos || first.starts_with("NVCC_FORGE_"))
             return run_as_launcher(argc, argv);
     }
-    return exec_tools(argv);
+    return exec_tools(argc, argv);
 }

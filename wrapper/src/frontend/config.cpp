@@ -1,8 +1,10 @@
 #include "frontend/config.h"
 
+#include "core/env.h"
 #include "core/glob.h"
 #include "core/json.h"
 #include "core/paths.h"
+#include "toolkit/locate.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -21,11 +23,6 @@ namespace forge::frontend {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string getenv_str(const char* name) {
-    const char* v = std::getenv(name);
-    return v == nullptr ? std::string() : std::string(v);
-}
 
 // FNV-1a 64: stable across builds and runs (std::hash is not promised to be).
 std::uint64_t fnv1a(std::string_view s) {
@@ -72,7 +69,7 @@ FrontendEnv FrontendEnv::from_environ() {
     e.log = getenv_str("NVCC_FORGE_LOG");
     e.real_nvcc = getenv_str("NVCC_FORGE_REAL_NVCC");
     e.cache_dir = getenv_str("NVCC_FORGE_CACHE_DIR");
-    e.depth = getenv_str("NVCC_FORGE_DEPTH");
+    e.depth = getenv_str(toolkit::kDepthEnv);
     e.prepend = getenv_str("NVCC_PREPEND_FLAGS");
     e.append = getenv_str("NVCC_APPEND_FLAGS");
     e.quiet = getenv_str("NVCC_FORGE_QUIET") == "1";

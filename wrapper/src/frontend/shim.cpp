@@ -102,7 +102,7 @@ Status write_policy_file(const fs::path& file, const std::vector<std::string>& s
 
 Status bind_shim(const fs::path& dir, const fs::path& wrapper,
                  const std::vector<std::string>& settings) {
-    const fs::path nvcc = dir / "bin" / "nvcc";
+    const fs::path nvcc = toolkit::nvcc_in_root(dir);
     FORGE_TRY_STATUS(settings.empty() ? symlink_to(wrapper, nvcc)
                                       : copy_with_trailer(wrapper, nvcc, settings));
     return write_policy_file(dir / "bin" / kShimPolicyFile, settings);
@@ -117,7 +117,7 @@ Status make_shim(const ShimPlan& plan) {
     std::error_code ec;
     fs::path real_root = fs::canonical(plan.cuda_home, ec);
     if (ec) return Error{fmt::format("not a directory: {}", ec.message()), plan.cuda_home.string()};
-    fs::path real_nvcc = real_root / "bin" / "nvcc";
+    fs::path real_nvcc = toolkit::nvcc_in_root(real_root);
     if (!toolkit::usable_nvcc(real_nvcc, plan.wrapper))
         return Error{"no usable bin/nvcc in the CUDA root (missing, not executable, or the "
                      "wrapper itself)",

@@ -417,193 +417,171 @@ int exec_untouched(const Call& call) {
     return kExitInput;
 }
 
-int run_call(const Call& call) {
-    const FrontendEnv& env = call.env;
-    std::optional<Mode> env_mode;
-    if (!env.mode.empty()) {
-        auto m = parse_mode(env.mode, "NVCC_FORGE_MODE");
-        if (!m) {
-            say(fmt::format("nvcc-forge: NVCC_FORGE_MODE: {}\n", m.error().message));
-            return kExitInput;
-        }
-        env_mode = *m;
-    }
-    if (auto rc = without_policy(call, env_mode)) return *rc;
+namespace {
 
-    auto caps = toolkit_caps(env, call.nvcc.nvcc);
-    if (!caps && !env.policy_configured()) return exec_untouched(call);
-    if (!caps) {
-        say(fmt::format("nvcc-forge: cannot probe the real nvcc: {}\n", caps.error().to_string()));
-        if (env_mode == Mode::Strict) return kExitInput;
-        return exec_untouched(call);
-    }
-    if (auto warning = packages_dir_warning(env)) say(*warning);
-    auto policy_r = effective_policy(env, *caps, call.nvcc.nvcc);
-    if (!policy_r) {
-        say(fmt::format("nvcc-forge: no usable policy: {}\n", policy_r.error().to_string()));
+// NVCC_FORGE_MODE when set (into `out`); an exit code when it names no mode.
+std::optional<int> read_env_mode(const FrontendEnv& env, std::optional<Mode>& out) {
+    if (env.mode.empty()) return std::nullopt;
+    auto m = parse_mode(env.mode, "NVCC_FORGE_MODE");
+    if (!m) {
+        say(fmt::format("nvcc-forge: NVCC_FORGE_MODE: {}\n", m.error().message));
         return kExitInput;
     }
-    const std::optional<EffectivePolicy>& policy = *policy_r;
+    out = *m;
+    return std::nullopt;
+}
 
-    Mode mode = Mode::Inject;
-    if (env_mode)
-        mode = *env_mode;
-    else if (policy && !policy->wrapper.mode.empty()) {
+// The real nvcc could not be probed: the call runs untouched, unless a policy is set and the
+// mode is strict.
+int run_unprobed(const Call& call, std::optional<Mode> env_mode, const Error& why) {
+    if (!call.env.policy_configured()) return exec_untouched(call);
+    say(fmt::format("nvcc-forge: cannot probe the real nvcc: {}\n", why.to_string()));
+    if (env_mode == Mode::Strict) return kExitInput;
+    return exec_untouched(call);
+}
+
+// NVCC_FORGE_MODE, else the package's wrapper.mode, else inject (observe without a policy);
+// nullopt when wrapper.mode names no mode (said).
+std::optional<Mode> call_mode(const FrontendEnv& env, std::optional<Mode> env_mode,
+                              const std::optional<EffectivePolicy>& policy) {
+    if (env_mode) return *env_mode;
+    if (policy && !policy->wrapper.mode.empty()) {
         auto m = parse_mode(policy->wrapper.mode, "wrapper.mode");
         if (!m) {
             say(fmt::format("nvcc-forge: {}: {}\n", env.package, m.error().message));
-            return kExitInput;
+            return std::nullopt;
         }
-        mode = *m;
-    } else if (!policy)
-        mode = Mode::Observe;
+        return *m;
+    }
+    return policy ? Mode::Inject : Mode::Observe;
+}
 
-    LogRecord rec;
-    rec.cwd = call.cwd;
-    rec.mode = std::string(mode_string(mode));
-    rec.action = kActionPassthrough;
-    if (policy) rec.policy = target_names(policy->list.targets());
-
-    // -arch=native: what it means depends on this machine's GPU, asked per call (never cached).
+// -arch=native: what it means depends on this machine's GPU, asked per call (never cached).
+void ask_native_sm(const Call& call, toolkit::ToolkitCaps& caps) {
     if (std::any_of(call.args.begin(), call.args.end(),
                     [](const std::string& a) { return a.find("native") != std::string::npos; }) ||
-        env.prepend.find("native") != std::string::npos ||
-        env.append.find("native") != std::string::npos)
-        caps->native_sm = toolkit::query_native_sm(call.nvcc.nvcc.string());
-    auto inv_r = nvcc::parse_invocation(call.args, env.prepend, env.append, call.cwd, *caps);
-    if (!inv_r) {
-        // nvcc gets the call as it is and says what is wrong with it in its own words.
-        if (env.log.empty()) return exec_untouched(call);
-        return run_logged(call, call.args, rec);
-    }
-    const nvcc::Invocation& inv = *inv_r;
-    rec.sources = inv.sources;
-    rec.output = inv.output;
+        call.env.prepend.find("native") != std::string::npos ||
+        call.env.append.find("native") != std::string::npos)
+        caps.native_sm = toolkit::query_native_sm(call.nvcc.nvcc.string());
+}
 
-    const bool single_target = inv.phase == nvcc::Phase::Ptx || inv.phase == nvcc::Phase::Cubin ||
-                               inv.phase == nvcc::Phase::OtherSingleTarget;
-    if (inv.no_device != nvcc::NoDeviceReason::None ||
-        (call.plan && std::any_of(inv.sources.begin(), inv.sources.end(), is_configure_probe))) {
-        // Version, -E, -M, CMake's compiler id ...: untouched, byte for byte. Under a plan, so are
-        // CMake's configure probes, which read what they build.
-        if (env.log.empty()) return exec_untouched(call);
-        return run_logged(call, call.args, rec);
-    }
-    rec.requested = target_names(inv.requested);
-    say_build_notes(call, policy.has_value(), inv);
+// The call as given: exec'd in place, or run and logged when there is a log.
+int run_unchanged(const Call& call, LogRecord& rec) {
+    if (call.env.log.empty()) return exec_untouched(call);
+    return run_logged(call, call.args, rec);
+}
+
+void say_invocation_warnings(const Call& call, bool has_policy, const nvcc::Invocation& inv) {
+    say_build_notes(call, has_policy, inv);
     for (const auto& w : inv.warnings)
         say(fmt::format("nvcc-forge: warning: {}\n", w));
     if (inv.uses_native && inv.warnings.empty())
         say("nvcc-forge: warning: -arch=native builds only for this machine's GPU (or nvcc's "
             "default without one); a distributable build needs explicit targets\n");
+}
 
-    const TuClass tu_class = classify_tu(inv, policy ? &policy->wrapper : nullptr);
-    const bool arch_specific = tu_class.arch_specific();
-    rec.arch_specific = arch_specific;
-    rec.arch_rule = arch_rule_string(tu_class.rule);
-    if (!policy || single_target) {
-        if (call.plan) return plan_answer(call, inv, call.args, rec, *caps);
-        if (env.log.empty()) return exec_untouched(call);
-        return run_logged(call, call.args, rec);
+// A call compared with its policy: what the modes act on.
+struct Compared {
+    const Call& call;
+    const nvcc::Invocation& inv;
+    const EffectivePolicy& policy;
+    const toolkit::ToolkitCaps& caps;
+    const TuClass& tu_class;
+    Comparison cmp;
+    bool may_inject = false;
+    std::string arch_specific_why;
+};
+
+// Observe, strict with nothing refused, inject with nothing to add: nvcc runs the call as given,
+// and the drops are printed once it has run (not after a signal).
+int run_as_given(const Compared& c, LogRecord& rec) {
+    const Call& call = c.call;
+    if (call.plan) {
+        print_drops(call, c.inv, c.policy, c.tu_class, c.cmp.missing, c.arch_specific_why);
+        return plan_answer(call, c.inv, call.args, rec, c.caps);
     }
-
-    // A link of objects makes only SASS (nvlink); the policy's PTX reaches the binary through the
-    // objects, and each compile is checked for it.
-    std::vector<arch::Target> expected = policy->list.targets();
-    if (inv.device_link_only)
-        std::erase_if(expected, [](const arch::Target& t) { return t.kind != arch::Kind::Sass; });
-    const Comparison cmp = compare_targets(expected, inv.requested);
-    rec.missing = target_names(cmp.missing);
-    rec.extra = target_names(cmp.extra);
-    rec.action = kActionCompared;
-    const bool may_inject = tu_class.may_inject();
-    const std::string arch_specific_why = arch_specific && !may_inject ? "nothing injected" : "";
-
-    // Observe, strict with nothing refused, inject with nothing to add: nvcc runs the call as
-    // given, and the drops are printed once it has run (not after a signal).
-    const auto run_as_given = [&]() -> int {
-        if (call.plan) {
-            print_drops(call, inv, *policy, tu_class, cmp.missing, arch_specific_why);
-            return plan_answer(call, inv, call.args, rec, *caps);
-        }
-        auto outcome = run_process(make_spec(call, call.args, false));
-        if (!outcome) {
-            say(fmt::format("nvcc-forge: {}\n", outcome.error().to_string()));
-            return kExitInput;
-        }
-        if (outcome->signal == 0)
-            print_drops(call, inv, *policy, tu_class, cmp.missing, arch_specific_why);
-        return finish(call, rec, *outcome);
-    };
-
-    if (mode == Mode::Observe) return run_as_given();
-
-    if (mode == Mode::Strict) {
-        if (!cmp.missing.empty() && may_inject) {
-            const std::string names = join_names(cmp.missing);
-            for (const auto& tu : tus_of(inv))
-                say(fmt::format("nvcc-forge: strict: {}: missing {} (policy {}; requested {})\n",
-                                tu, names, policy->list.to_string(), requested_text(inv)));
-            rec.action = kActionRefused;
-            // A plan goes on past a refusal: its report names every call the build would stop at.
-            if (call.plan) return plan_answer(call, inv, call.args, rec, *caps);
-            write_log(call, rec, kExitPolicy);
-            return kExitPolicy;
-        }
-        return run_as_given();
+    auto outcome = run_process(make_spec(call, call.args, false));
+    if (!outcome) {
+        say(fmt::format("nvcc-forge: {}\n", outcome.error().to_string()));
+        return kExitInput;
     }
+    if (outcome->signal == 0)
+        print_drops(call, c.inv, c.policy, c.tu_class, c.cmp.missing, c.arch_specific_why);
+    return finish(call, rec, *outcome);
+}
 
-    // inject
-    const Split injectable = split_emittable(cmp.missing, caps->emittable);
+int run_strict(const Compared& c, LogRecord& rec) {
+    if (c.cmp.missing.empty() || !c.may_inject) return run_as_given(c, rec);
+    const std::string names = join_names(c.cmp.missing);
+    for (const auto& tu : tus_of(c.inv))
+        say(fmt::format("nvcc-forge: strict: {}: missing {} (policy {}; requested {})\n", tu, names,
+                        c.policy.list.to_string(), requested_text(c.inv)));
+    rec.action = kActionRefused;
+    // A plan goes on past a refusal: its report names every call the build would stop at.
+    if (c.call.plan) return plan_answer(c.call, c.inv, c.call.args, rec, c.caps);
+    write_log(c.call, rec, kExitPolicy);
+    return kExitPolicy;
+}
+
+// The call with the missing targets nvcc can emit added (unless the TU may not get any) and the
+// requested ones it cannot emit clamped; an empty argv when nothing changes.
+nvcc::Rewrite rewrite(const Compared& c) {
+    const Split injectable = split_emittable(c.cmp.missing, c.caps.emittable);
     const std::vector<arch::Target> to_inject =
-        may_inject ? injectable.in : std::vector<arch::Target>{};
+        c.may_inject ? injectable.in : std::vector<arch::Target>{};
     const bool needs_clamp =
-        std::any_of(inv.requested.begin(), inv.requested.end(),
-                    [&](const auto& t) { return !caps->emittable.contains(t); });
+        std::any_of(c.inv.requested.begin(), c.inv.requested.end(),
+                    [&](const auto& t) { return !c.caps.emittable.contains(t); });
     nvcc::Rewrite rw;
-    if (!to_inject.empty() || needs_clamp) rw = nvcc::inject(inv, to_inject, true, *caps);
+    if (!to_inject.empty() || needs_clamp) rw = nvcc::inject(c.inv, to_inject, true, c.caps);
     for (const auto& n : rw.notes)
         say(fmt::format("nvcc-forge: note: {}\n", n));
-    if (rw.argv.empty() || rw.argv == inv.argv) return run_as_given();
-    rec.injected = target_names(rw.injected);
-    // The images that could not be built, as the log names targets (the tokens may name more, e.g.
-    // the compute_50 of an arch=compute_50,code=sm_50 that embeds no PTX).
-    if (!rw.clamped.empty())
-        for (const auto& t : inv.requested)
-            if (!caps->emittable.contains(t)) rec.clamped.push_back(t.name());
-    rec.action = kActionInjected;
-    std::vector<arch::Target> still_missing, injected_missing;
-    for (const auto& m : cmp.missing)
-        (std::find(rw.injected.begin(), rw.injected.end(), m) == rw.injected.end()
-             ? still_missing
-             : injected_missing)
-            .push_back(m);
-    if (call.plan) {
-        print_drops(call, inv, *policy, tu_class, still_missing,
-                    arch_specific_why.empty() ? "nvcc cannot emit them" : arch_specific_why,
-                    injected_missing, rec.clamped);
-        return plan_answer(call, inv, rw.argv, rec, *caps);
-    }
+    return rw;
+}
 
+// The missing targets the rewrite did not add (with why), and those it did.
+struct InjectedDrops {
+    std::vector<arch::Target> still_missing, injected_missing;
+    std::string why;
+};
+
+InjectedDrops injected_drops(const Compared& c, const nvcc::Rewrite& rw) {
+    InjectedDrops d;
+    for (const auto& m : c.cmp.missing)
+        (std::find(rw.injected.begin(), rw.injected.end(), m) == rw.injected.end()
+             ? d.still_missing
+             : d.injected_missing)
+            .push_back(m);
+    d.why = c.arch_specific_why.empty() ? "nvcc cannot emit them" : c.arch_specific_why;
+    return d;
+}
+
+// Nothing injected after all (no copy of stdin, a rewritten call too long): the log says so.
+void undo_injection(LogRecord& rec) {
+    rec.action = kActionCompared;
+    rec.injected.clear();
+    rec.clamped.clear();
+}
+
+// The rewritten call runs with its output held back: if it fails, the original runs and its
+// output (not the rewritten one's) is what the caller sees first.
+int run_rewritten(const Compared& c, const nvcc::Rewrite& rw, const InjectedDrops& drops,
+                  LogRecord& rec) {
+    const Call& call = c.call;
     // Both calls must read what the caller's stdin held: it is read once, and each reads the copy.
     std::optional<StdinCopy> stdin_copy;
-    if (reads_stdin(inv)) {
+    if (reads_stdin(c.inv)) {
         auto copy = StdinCopy::take();
         if (!copy) {
             say(fmt::format("nvcc-forge: warning: {}; running the call as given, nothing "
                             "injected\n",
                             copy.error().to_string()));
-            rec.action = kActionCompared;
-            rec.injected.clear();
-            rec.clamped.clear();
+            undo_injection(rec);
             return run_logged(call, call.args, rec);
         }
         stdin_copy.emplace(std::move(*copy));
     }
     const int stdin_fd = stdin_copy ? stdin_copy->fd() : -1;
-
-    // The rewritten call runs with its output held back: if it fails, the original runs and its
-    // output (not the rewritten one's) is what the caller sees first.
     ProcessSpec first_spec = make_spec(call, rw.argv, true);
     first_spec.stdin_fd = stdin_fd;
     first_spec.argv_if_too_long = argv_for(call, call.args);
@@ -612,33 +590,123 @@ int run_call(const Call& call) {
         say(fmt::format("nvcc-forge: {}\n", first.error().to_string()));
         return kExitInput;
     }
+    const bool stopped = first->signal != 0 || first->forwarded_signal != 0;
     if (first->too_long) {
         // What ran is the caller's own call: nothing injected, nothing clamped.
         replay(*first);
-        for (const auto& tu : tus_of(inv))
+        for (const auto& tu : tus_of(c.inv))
             say(fmt::format("nvcc-forge: {}: the rewritten call is too long for this system "
                             "(E2BIG); ran the call as given\n",
                             tu));
-        rec.action = kActionCompared;
-        rec.injected.clear();
-        rec.clamped.clear();
-        if (first->signal == 0 && first->forwarded_signal == 0)
-            print_drops(call, inv, *policy, tu_class, cmp.missing, arch_specific_why);
+        undo_injection(rec);
+        if (!stopped)
+            print_drops(call, c.inv, c.policy, c.tu_class, c.cmp.missing, c.arch_specific_why);
         return finish(call, rec, *first);
     }
     // Told to stop (Ctrl-C, SIGTERM from make or CI): what nvcc made of it is the answer; a
     // retry would turn an interrupted build into a successful one.
-    if (first->succeeded() || first->signal != 0 || first->forwarded_signal != 0) {
+    if (first->succeeded() || stopped) {
         replay(*first);
-        if (first->signal == 0 && first->forwarded_signal == 0)
-            print_drops(call, inv, *policy, tu_class, still_missing,
-                        arch_specific_why.empty() ? "nvcc cannot emit them" : arch_specific_why,
-                        injected_missing, rec.clamped);
+        if (!stopped)
+            print_drops(call, c.inv, c.policy, c.tu_class, drops.still_missing, drops.why,
+                        drops.injected_missing, rec.clamped);
         return finish(call, rec, *first);
     }
-
     return run_original_after_failure(
-        call, {inv, *policy, rw, tu_class, cmp.missing, arch_specific_why, stdin_fd}, *first, rec);
+        call, {c.inv, c.policy, rw, c.tu_class, c.cmp.missing, c.arch_specific_why, stdin_fd},
+        *first, rec);
+}
+
+int run_injecting(const Compared& c, LogRecord& rec) {
+    const nvcc::Rewrite rw = rewrite(c);
+    if (rw.argv.empty() || rw.argv == c.inv.argv) return run_as_given(c, rec);
+    rec.injected = target_names(rw.injected);
+    // The images that could not be built, as the log names targets (the tokens may name more, e.g.
+    // the compute_50 of an arch=compute_50,code=sm_50 that embeds no PTX).
+    if (!rw.clamped.empty())
+        for (const auto& t : c.inv.requested)
+            if (!c.caps.emittable.contains(t)) rec.clamped.push_back(t.name());
+    rec.action = kActionInjected;
+    const InjectedDrops drops = injected_drops(c, rw);
+    if (c.call.plan) {
+        print_drops(c.call, c.inv, c.policy, c.tu_class, drops.still_missing, drops.why,
+                    drops.injected_missing, rec.clamped);
+        return plan_answer(c.call, c.inv, rw.argv, rec, c.caps);
+    }
+    return run_rewritten(c, rw, drops, rec);
+}
+
+// A call nvcc-forge has read: untouched when it builds no device code (or the policy has nothing
+// to say about it), else compared with the policy and run as the mode says.
+int run_read_call(const Call& call, const nvcc::Invocation& inv,
+                  const std::optional<EffectivePolicy>& policy, const toolkit::ToolkitCaps& caps,
+                  Mode mode, LogRecord& rec) {
+    rec.sources = inv.sources;
+    rec.output = inv.output;
+    const bool single_target = inv.phase == nvcc::Phase::Ptx || inv.phase == nvcc::Phase::Cubin ||
+                               inv.phase == nvcc::Phase::OtherSingleTarget;
+    // Version, -E, -M, CMake's compiler id ...: untouched, byte for byte. Under a plan, so are
+    // CMake's configure probes, which read what they build.
+    if (inv.no_device != nvcc::NoDeviceReason::None ||
+        (call.plan && std::any_of(inv.sources.begin(), inv.sources.end(), is_configure_probe)))
+        return run_unchanged(call, rec);
+    rec.requested = target_names(inv.requested);
+    say_invocation_warnings(call, policy.has_value(), inv);
+
+    const TuClass tu_class = classify_tu(inv, policy ? &policy->wrapper : nullptr);
+    rec.arch_specific = tu_class.arch_specific();
+    rec.arch_rule = arch_rule_string(tu_class.rule);
+    if (!policy || single_target) {
+        if (call.plan) return plan_answer(call, inv, call.args, rec, caps);
+        return run_unchanged(call, rec);
+    }
+    // A link of objects makes only SASS (nvlink); the policy's PTX reaches the binary through the
+    // objects, and each compile is checked for it.
+    std::vector<arch::Target> expected = policy->list.targets();
+    if (inv.device_link_only)
+        std::erase_if(expected, [](const arch::Target& t) { return t.kind != arch::Kind::Sass; });
+    Compared c{call, inv, *policy, caps, tu_class, compare_targets(expected, inv.requested)};
+    rec.missing = target_names(c.cmp.missing);
+    rec.extra = target_names(c.cmp.extra);
+    rec.action = kActionCompared;
+    c.may_inject = tu_class.may_inject();
+    c.arch_specific_why = tu_class.arch_specific() && !c.may_inject ? "nothing injected" : "";
+    if (mode == Mode::Observe) return run_as_given(c, rec);
+    if (mode == Mode::Strict) return run_strict(c, rec);
+    return run_injecting(c, rec);
+}
+
+} // namespace
+
+int run_call(const Call& call) {
+    const FrontendEnv& env = call.env;
+    std::optional<Mode> env_mode;
+    if (auto rc = read_env_mode(env, env_mode)) return *rc;
+    if (auto rc = without_policy(call, env_mode)) return *rc;
+
+    auto caps = toolkit_caps(env, call.nvcc.nvcc);
+    if (!caps) return run_unprobed(call, env_mode, caps.error());
+    if (auto warning = packages_dir_warning(env)) say(*warning);
+    auto policy_r = effective_policy(env, *caps, call.nvcc.nvcc);
+    if (!policy_r) {
+        say(fmt::format("nvcc-forge: no usable policy: {}\n", policy_r.error().to_string()));
+        return kExitInput;
+    }
+    const std::optional<EffectivePolicy>& policy = *policy_r;
+    const std::optional<Mode> mode = call_mode(env, env_mode, policy);
+    if (!mode) return kExitInput;
+
+    LogRecord rec;
+    rec.cwd = call.cwd;
+    rec.mode = std::string(mode_string(*mode));
+    rec.action = kActionPassthrough;
+    if (policy) rec.policy = target_names(policy->list.targets());
+
+    ask_native_sm(call, *caps);
+    auto inv = nvcc::parse_invocation(call.args, env.prepend, env.append, call.cwd, *caps);
+    // nvcc gets a call it cannot read as it is, and says what is wrong with it in its own words.
+    if (!inv) return run_unchanged(call, rec);
+    return run_read_call(call, *inv, policy, *caps, *mode, rec);
 }
 
 } // namespace forge::frontend

@@ -61,10 +61,6 @@ struct NamedFormatter {
 constexpr NamedFormatter kFormatters[] = {
     {"text", text_formatter}, {"json", json_formatter}, {"github", github_formatter}};
 
-bool has_wildcard(std::string_view component) {
-    return component.find_first_of("*?[\\") != std::string_view::npos;
-}
-
 } // namespace
 
 int PlanReport::exit_code() const {
@@ -256,7 +252,7 @@ std::vector<std::string> expand_gate_glob(const std::string& glob, const fs::pat
         const std::size_t slash = glob.find('/', start);
         if (slash == std::string::npos) break;
         const std::string_view comp(glob.data() + start, slash - start);
-        if (has_wildcard(comp)) break;
+        if (glob_has_wildcard(comp)) break;
         fixed = glob.substr(0, slash);
         start = slash + 1;
     }
@@ -264,7 +260,7 @@ std::vector<std::string> expand_gate_glob(const std::string& glob, const fs::pat
         absolute ? fs::path(fixed.empty() ? "/" : fixed) : (fixed.empty() ? cwd : cwd / fixed);
     std::vector<std::string> out;
     std::error_code ec;
-    if (!has_wildcard(glob)) {
+    if (!glob_has_wildcard(glob)) {
         const fs::path p = absolute ? fs::path(glob) : cwd / glob;
         if (fs::is_regular_file(p, ec)) out.push_back(absolute ? glob : p.string());
         return out;

@@ -179,7 +179,7 @@ Result<Located> locate_real_nvcc(const LocateInput& in) {
     if (!any_on_path) looked.push_back("PATH (no other nvcc)");
 
     if (!in.cuda_home_env.empty()) {
-        fs::path p = fs::path(in.cuda_home_env) / "bin" / "nvcc";
+        fs::path p = nvcc_in_root(in.cuda_home_env);
         if (auto real = real_nvcc_at(p, in.self)) return Located{*real, "CUDA_HOME", p};
         reject("$CUDA_HOME/bin/nvcc:", p);
     } else {
@@ -316,6 +316,22 @@ Result<fs::path> find_real_nvcc(bool cuda_option_helps) {
                                 "or set CUDA_HOME)"};
     e.key = "nvcc";
     return e;
+}
+
+fs::path default_cuda_root() {
+    const char* home = std::getenv("CUDA_HOME");
+    return home != nullptr && *home != '\0' ? fs::path(home) : fs::path(kDefaultCudaRoot);
+}
+
+std::optional<fs::path> find_command(const std::string& name, const std::string& path_env) {
+    if (name.find('/') != std::string::npos) return fs::path(name);
+    for (const auto& dir : split_path(path_env)) {
+        std::error_code ec;
+        fs::path candidate = fs::path(dir) / name;
+        if (fs::is_regular_file(candidate, ec) && ::access(candidate.c_str(), X_OK) == 0)
+            return candidate;
+    }
+    return std::nullopt;
 }
 
 } // namespace forge::toolkit

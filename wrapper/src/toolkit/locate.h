@@ -54,13 +54,22 @@ struct ProcessInfo {
 };
 std::optional<ProcessInfo> process_info(long pid);
 
+// Where a CUDA root (a shim's too) keeps its nvcc: <root>/bin/nvcc.
+inline std::filesystem::path nvcc_in_root(const std::filesystem::path& root) {
+    return root / "bin" / "nvcc";
+}
+// The toolkit root when nothing names one.
+inline constexpr const char* kDefaultCudaRoot = "/usr/local/cuda";
+// $CUDA_HOME when set and not empty, else kDefaultCudaRoot (`shim` without --cuda-home).
+std::filesystem::path default_cuda_root();
+
 struct LocateInput {
     std::string argv0;          // as invoked ("nvcc", "/opt/shim/bin/nvcc")
     std::string real_nvcc_env;  // NVCC_FORGE_REAL_NVCC ("" if unset)
     std::string path_env;       // PATH
     std::string cuda_home_env;  // CUDA_HOME
     std::filesystem::path self; // this binary, resolved (/proc/self/exe)
-    std::string default_cuda_bin = "/usr/local/cuda/bin/nvcc";
+    std::string default_cuda_bin = nvcc_in_root(kDefaultCudaRoot).string();
 };
 
 struct Located {
@@ -98,6 +107,12 @@ Result<Located> locate_real_nvcc(const LocateInput& in);
 // `found` is the name with a slash or the PATH entry's dir/name, `nvcc` its resolved file.
 std::optional<Located> find_on_path(const std::string& name, const std::string& path_env,
                                     const std::filesystem::path& self);
+
+// A command name as execvp resolves it on `path_env`: a name with a slash as is, else the first
+// PATH entry holding an executable regular file of that name. Skips nothing: for running a build
+// command (plan), whose `nvcc` may well be the wrapper.
+std::optional<std::filesystem::path> find_command(const std::string& name,
+                                                  const std::string& path_env);
 
 // For the tools (`resolve` without --cuda, ...): locate_real_nvcc from this process's environment,
 // with the front end's binary (core/paths.h wrapper_exe) as the one never to pick, and no marker

@@ -214,16 +214,9 @@ std::string waiver_text(const Target& t, const Waiver& w) {
     return fmt::format("{} — {}", t.name(), w.source);
 }
 
-} // namespace
-
-ExtensionReport verify_extension(const binary::Extension& ext, const arch::ArchList& expected,
-                                 const Options& opts) {
-    ExtensionReport r;
-    r.file = ext.file;
-    r.member = ext.member;
-    // "none": nothing was measured, so no reader can be named as having seen it.
-    r.source = ext.entries.empty() ? "none" : opts.source;
-
+// The list's targets by kind; their names go into the report as asked.
+std::pair<std::set<Target>, std::set<Target>> wanted(const arch::ArchList& expected,
+                                                     ExtensionReport& r) {
     std::set<Target> want_sass, want_ptx;
     for (const auto& t : expected.targets()) {
         if (t.kind == Kind::Sass)
@@ -232,96 +225,72 @@ ExtensionReport verify_extension(const binary::Extension& ext, const arch::ArchL
             want_ptx.insert(t);
         r.expected.push_back(t.name());
     }
+    return {std::move(want_sass), std::move(want_ptx)};
+}
 
-    r.embedded = embedded_report(ext, opts.judge_embedded);
-    if (is_host_only(ext, opts.judge_embedded)) {
-        r.host_only = true;
-        r.pass = true;
-        r.checks.push_back({"device-code",
-                            true,
-                            "host-only library (no fatbin, not a Python extension module): "
-                            "listed, not judged",
-                            {}});
-        return r;
-    }
+ExtensionReport host_only_report(ExtensionReport r) {
+    r.host_only = true;
+    r.pass = true;
+    r.checks.push_back({"device-code",
+                        true,
+                        "host-only library (no fatbin, not a Python extension module): "
+                        "listed, not judged",
+                        {}});
+    return r;
+}
 
-    Carried carried = classify(ext, opts.judge_embedded);
+// What the module carries, into the report: images with kernels, kernel-less ones apart.
+void record_carried(ExtensionReport& r, const Carried& carried) {
     for (const auto& [name, count] : carried.kernels)
         r.kernels[name] = count;
-    const std::set<Target>& have_sass = carried.sass;
-    const std::set<Target>& have_ptx = carried.ptx;
-    const std::set<Target>& have_lto = carried.lto;
-    const std::set<Target>& stub_sass = carried.stub_sass;
-    const std::set<Target>& empty_ptx = carried.empty_ptx;
-    r.sass = names(have_sass);
-    r.ptx = names(have_ptx);
-    r.lto = names(have_lto);
-    for (const auto& s : stub_sass)
-        if (!have_sass.count(s)) r.stub_only.push_back(s.name());
-    for (const auto& p : empty_ptx)
-        if (!have_ptx.count(p)) r.ptx_without_kernels.push_back(p.name());
-    r.device_code = !have_sass.empty() || !have_ptx.empty();
+    r.sass = names(carried.sass);
+    r.ptx = names(carried.ptx);
+    r.lto = names(carried.lto);
+    for (const auto& s : carried.stub_sass)
+        if (!carried.sass.count(s)) r.stub_only.push_back(s.name());
+    for (const auto& p : carried.empty_ptx)
+        if (!carried.ptx.count(p)) r.ptx_without_kernels.push_back(p.name());
+    r.device_code = !carried.sass.empty() || !carried.ptx.empty();
+}
 
-    // 6 (decided first because it changes what the others mean): no device code at all.
-    if (!r.device_code) {
-        Check c{"device-code", opts.allow_pure_python, "", {}};
-        c.detail =
-            opts.allow_pure_python
-                ? "no device code; allowed (allow_pure_python)"
-                : (stub_sass.empty() && empty_ptx.empty()
-                       ? "no SASS and no PTX at all: a wheel without GPU code imports fine "
-                         "and fails at the first kernel launch"
-                       : fmt::format("only kernel-less images ({}): no kernel was compiled",
-                                     fmt::join(names([&] {
-                                                   auto all = stub_sass;
-                                                   all.insert(empty_ptx.begin(), empty_ptx.end());
-                                                   return all;
-                                               }()),
-                                               " ")));
-        if (r.embedded.containers != 0 && !r.embedded.judged)
-            c.detail += fmt::format(" (and {} embedded fatbin container(s), reported apart, not "
-                                    "judged: verify.embedded_fatbins)",
-                                    r.embedded.containers);
-        if (opts.allow_pure_python) {
-            r.checks.push_back(c);
-            r.pass = true;
-            return r;
-        }
-        r.checks.push_back(c);
+// 6 (decided first because it changes what the others mean): no device code at all.
+Check device_code_check(const ExtensionReport& r, const Carried& carried, const Options& opts) {
+    Check c{"device-code", opts.allow_pure_python, "", {}};
+    if (opts.allow_pure_python) {
+        c.detail = "no device code; allowed (allow_pure_python)";
+    } else if (carried.stub_sass.empty() && carried.empty_ptx.empty()) {
+        c.detail = "no SASS and no PTX at all: a wheel without GPU code imports fine and fails at "
+                   "the first kernel launch";
+    } else {
+        auto kernel_less = carried.stub_sass;
+        kernel_less.insert(carried.empty_ptx.begin(), carried.empty_ptx.end());
+        c.detail = fmt::format("only kernel-less images ({}): no kernel was compiled",
+                               fmt::join(names(kernel_less), " "));
+    }
+    if (r.embedded.containers != 0 && !r.embedded.judged)
+        c.detail += fmt::format(" (and {} embedded fatbin container(s), reported apart, not "
+                                "judged: verify.embedded_fatbins)",
+                                r.embedded.containers);
+    return c;
+}
+
+// One module with device code being judged: what the list asks, what the module carries, the
+// GPUs the coverage is read on, and the waivers the checks used.
+struct Judging {
+    Judging(const Options& o, ExtensionReport& report, std::set<Target> sass, std::set<Target> ptx,
+            Carried c)
+        : opts(o), r(report), want_sass(std::move(sass)), want_ptx(std::move(ptx)),
+          carried(std::move(c)), tegra(o.gpus) {
+        std::vector<Target> named(want_sass.begin(), want_sass.end());
+        named.insert(named.end(), carried.sass.begin(), carried.sass.end());
+        gpus = universe(opts.gpus, named);
     }
 
-    std::vector<Target> named(want_sass.begin(), want_sass.end());
-    named.insert(named.end(), have_sass.begin(), have_sass.end());
-    const std::vector<arch::Gpu> gpus = universe(opts.gpus, named);
-    const arch::TegraSet tegra(opts.gpus);
-
-    // 1. family: a CC major asked for with no cubin of that major at all.
-    std::set<int> want_majors, have_majors;
-    for (const auto& t : want_sass)
-        want_majors.insert(arch::sm_major(t.sm));
-    for (const auto& t : have_sass)
-        have_majors.insert(arch::sm_major(t.sm));
-    {
-        Check c{"family", true, "", {}};
-        for (int m : want_majors) {
-            if (have_majors.count(m)) continue;
-            bool all_waived = std::all_of(want_sass.begin(), want_sass.end(), [&](const Target& t) {
-                return arch::sm_major(t.sm) != m || find_waiver(t, opts.waivers) != nullptr;
-            });
-            if (all_waived) continue;
-            r.missing_families.push_back(fmt::format("sm_{}x", m));
-        }
-        c.ok = r.missing_families.empty();
-        c.detail = c.ok ? "every major present"
-                        : fmt::format("no cubin at all for {}", fmt::join(r.missing_families, " "));
-        r.checks.push_back(c);
-    }
-
-    std::set<std::string> waived_used;
-    std::set<Target> waived_targets;
-    // Returns the waivers it used, as the check line shows them.
-    auto missing_of = [&](const std::set<Target>& want, auto&& is_satisfied,
-                          std::vector<std::string>& out) {
+    // The targets of `want` neither satisfied nor waived, into `out`; returns the waivers it
+    // used, as the check line shows them.
+    template <class Satisfied>
+    std::vector<std::string> missing_of(const std::set<Target>& want, Satisfied&& is_satisfied,
+                                        std::vector<std::string>& out) {
         std::vector<std::string> used;
         for (const auto& t : want) {
             if (is_satisfied(t)) continue;
@@ -334,143 +303,207 @@ ExtensionReport verify_extension(const binary::Extension& ext, const arch::ArchL
             out.push_back(t.name());
         }
         return used;
-    };
-    auto as_asked = [](std::size_t total, std::size_t waived, std::string_view what) {
-        return waived == 0 ? fmt::format("{} {} as asked", total, what)
-                           : fmt::format("{} of {} {} as asked", total - waived, total, what);
-    };
-
-    // 2 + 4. SASS, suffixes folded by coverage.
-    {
-        Check c{"sass", true, "", {}};
-        c.waived = missing_of(
-            want_sass, [&](const Target& t) { return sass_satisfied(t, have_sass, gpus, tegra); },
-            r.missing_sass);
-        c.ok = r.missing_sass.empty();
-        std::vector<std::string> why;
-        for (const auto& m : r.missing_sass) {
-            auto t = *arch::parse_target(m);
-            std::vector<std::string> stand_ins;
-            for (const auto& h : have_sass)
-                if (h.folded() == t) stand_ins.push_back(h.name());
-            if (!stand_ins.empty())
-                why.push_back(fmt::format("{} does not cover every CC {} runs on",
-                                          fmt::join(stand_ins, " "), m));
-        }
-        c.detail = c.ok ? as_asked(want_sass.size(), c.waived.size(), "cubin arch(es)")
-                        : fmt::format("missing {}", fmt::join(r.missing_sass, " "));
-        if (!why.empty()) c.detail += fmt::format(" ({})", fmt::join(why, "; "));
-        std::vector<std::string> stub_missing;
-        for (const auto& m : r.missing_sass)
-            if (std::find(r.stub_only.begin(), r.stub_only.end(), m) != r.stub_only.end())
-                stub_missing.push_back(m);
-        if (!stub_missing.empty())
-            c.detail += fmt::format(" ({} present only as kernel-less cubins: kernels vanished)",
-                                    fmt::join(stub_missing, " "));
-        r.checks.push_back(c);
     }
 
-    // 3 + 4. PTX: a +PTX token is satisfied only by its own PTX with kernels. A compute_90a or
-    // compute_100f tail JITs onto one CC or one family, so it is not the forward tail a plain
-    // token promises.
-    {
-        Check c{"ptx", true, "", {}};
-        c.waived = missing_of(
-            want_ptx, [&](const Target& t) { return have_ptx.count(t) > 0; }, r.missing_ptx);
-        c.ok = r.missing_ptx.empty();
-        if (c.ok) {
-            c.detail = want_ptx.empty()
-                           ? "no PTX asked"
-                           : (c.waived.empty()
-                                  ? fmt::format("{} PTX as asked", fmt::join(names(want_ptx), " "))
-                                  : as_asked(want_ptx.size(), c.waived.size(), "PTX"));
-        } else {
-            c.detail = fmt::format(
-                "missing PTX {}: the forward-compat tail the list declares is not there",
-                fmt::join(r.missing_ptx, " "));
-            std::vector<std::string> near;
-            for (const auto& m : r.missing_ptx) {
-                auto t = *arch::parse_target(m);
-                for (const auto& h : have_ptx)
-                    if (h.folded() == t.folded() && h != t) near.push_back(h.name());
-                if (empty_ptx.count(t) && !have_ptx.count(t))
-                    near.push_back(fmt::format("{} without kernels", m));
+    const Options& opts;
+    ExtensionReport& r;
+    const std::set<Target> want_sass, want_ptx;
+    const Carried carried;
+    const arch::TegraSet tegra;
+    std::vector<arch::Gpu> gpus;
+    std::set<std::string> waived_used;
+    std::set<Target> waived_targets;
+};
+
+std::string as_asked(std::size_t total, std::size_t waived, std::string_view what) {
+    return waived == 0 ? fmt::format("{} {} as asked", total, what)
+                       : fmt::format("{} of {} {} as asked", total - waived, total, what);
+}
+
+// 1. family: a CC major asked for with no cubin of that major at all.
+Check family_check(Judging& j) {
+    std::set<int> want_majors, have_majors;
+    for (const auto& t : j.want_sass)
+        want_majors.insert(arch::sm_major(t.sm));
+    for (const auto& t : j.carried.sass)
+        have_majors.insert(arch::sm_major(t.sm));
+    Check c{"family", true, "", {}};
+    for (int m : want_majors) {
+        if (have_majors.count(m)) continue;
+        bool all_waived = std::all_of(j.want_sass.begin(), j.want_sass.end(), [&](const Target& t) {
+            return arch::sm_major(t.sm) != m || find_waiver(t, j.opts.waivers) != nullptr;
+        });
+        if (all_waived) continue;
+        j.r.missing_families.push_back(fmt::format("sm_{}x", m));
+    }
+    c.ok = j.r.missing_families.empty();
+    c.detail = c.ok ? "every major present"
+                    : fmt::format("no cubin at all for {}", fmt::join(j.r.missing_families, " "));
+    return c;
+}
+
+// 2 + 4. SASS, suffixes folded by coverage.
+Check sass_check(Judging& j) {
+    const std::set<Target>& have_sass = j.carried.sass;
+    ExtensionReport& r = j.r;
+    Check c{"sass", true, "", {}};
+    c.waived = j.missing_of(
+        j.want_sass, [&](const Target& t) { return sass_satisfied(t, have_sass, j.gpus, j.tegra); },
+        r.missing_sass);
+    c.ok = r.missing_sass.empty();
+    std::vector<std::string> why;
+    for (const auto& m : r.missing_sass) {
+        auto t = *arch::parse_target(m);
+        std::vector<std::string> stand_ins;
+        for (const auto& h : have_sass)
+            if (h.folded() == t) stand_ins.push_back(h.name());
+        if (!stand_ins.empty())
+            why.push_back(
+                fmt::format("{} does not cover every CC {} runs on", fmt::join(stand_ins, " "), m));
+    }
+    c.detail = c.ok ? as_asked(j.want_sass.size(), c.waived.size(), "cubin arch(es)")
+                    : fmt::format("missing {}", fmt::join(r.missing_sass, " "));
+    if (!why.empty()) c.detail += fmt::format(" ({})", fmt::join(why, "; "));
+    std::vector<std::string> stub_missing;
+    for (const auto& m : r.missing_sass)
+        if (std::find(r.stub_only.begin(), r.stub_only.end(), m) != r.stub_only.end())
+            stub_missing.push_back(m);
+    if (!stub_missing.empty())
+        c.detail += fmt::format(" ({} present only as kernel-less cubins: kernels vanished)",
+                                fmt::join(stub_missing, " "));
+    return c;
+}
+
+// 3 + 4. PTX: a +PTX token is satisfied only by its own PTX with kernels. A compute_90a or
+// compute_100f tail JITs onto one CC or one family, so it is not the forward tail a plain token
+// promises.
+Check ptx_check(Judging& j) {
+    const std::set<Target>& have_ptx = j.carried.ptx;
+    ExtensionReport& r = j.r;
+    Check c{"ptx", true, "", {}};
+    c.waived = j.missing_of(
+        j.want_ptx, [&](const Target& t) { return have_ptx.count(t) > 0; }, r.missing_ptx);
+    c.ok = r.missing_ptx.empty();
+    if (c.ok) {
+        c.detail = j.want_ptx.empty()
+                       ? "no PTX asked"
+                       : (c.waived.empty()
+                              ? fmt::format("{} PTX as asked", fmt::join(names(j.want_ptx), " "))
+                              : as_asked(j.want_ptx.size(), c.waived.size(), "PTX"));
+        return c;
+    }
+    c.detail = fmt::format("missing PTX {}: the forward-compat tail the list declares is not there",
+                           fmt::join(r.missing_ptx, " "));
+    std::vector<std::string> near;
+    for (const auto& m : r.missing_ptx) {
+        auto t = *arch::parse_target(m);
+        for (const auto& h : have_ptx)
+            if (h.folded() == t.folded() && h != t) near.push_back(h.name());
+        if (j.carried.empty_ptx.count(t) && !have_ptx.count(t))
+            near.push_back(fmt::format("{} without kernels", m));
+    }
+    if (!near.empty())
+        c.detail += fmt::format(" (present: {}; an a/f PTX JITs onto one CC or family only, a "
+                                "kernel-less PTX onto nothing)",
+                                fmt::join(near, ", "));
+    return c;
+}
+
+// What the binary really covers against what the list promises, GPU by GPU.
+void lost_gpus(Judging& j) {
+    std::vector<Target> promised(j.want_sass.begin(), j.want_sass.end());
+    promised.insert(promised.end(), j.want_ptx.begin(), j.want_ptx.end());
+    std::vector<Target> unwaived;
+    for (const auto& t : promised)
+        if (!j.waived_targets.count(t)) unwaived.push_back(t);
+    std::vector<Target> actual(j.carried.sass.begin(), j.carried.sass.end());
+    actual.insert(actual.end(), j.carried.ptx.begin(), j.carried.ptx.end());
+    auto want_rows = arch::coverage(promised, j.gpus, j.tegra);
+    auto unwaived_rows = arch::coverage(unwaived, j.gpus, j.tegra);
+    auto have_rows = arch::coverage(actual, j.gpus, j.tegra);
+    for (std::size_t i = 0; i < j.gpus.size(); ++i) {
+        if (rank(have_rows[i].tier) <= rank(want_rows[i].tier)) continue;
+        j.r.lost.push_back({j.gpus[i].sm, j.gpus[i].products, want_rows[i].tier, have_rows[i].tier,
+                            rank(have_rows[i].tier) <= rank(unwaived_rows[i].tier)});
+    }
+}
+
+// 5. extra: actual - expected; a build that silently widens is as wrong as one that narrows.
+Check extra_check(Judging& j) {
+    ExtensionReport& r = j.r;
+    for (const auto& t : j.carried.sass)
+        if (!j.want_sass.count(t) && !j.want_sass.count(t.folded())) r.extra.push_back(t.name());
+    for (const auto& t : j.carried.ptx)
+        if (!j.want_ptx.count(t) && !j.want_ptx.count(t.folded())) r.extra.push_back(t.name());
+    Check c{"extra", r.extra.empty() || j.opts.allow_extra, "", {}};
+    const bool apart = r.embedded.containers != 0 && !r.embedded.judged;
+    c.detail = r.extra.empty() ? (apart ? "nothing beyond the list in the registered fatbins (the "
+                                          "embedded ones are reported apart)"
+                                        : "nothing beyond the list")
+                               : fmt::format("not in the list: {}{}", fmt::join(r.extra, " "),
+                                             j.opts.allow_extra ? " (allowed: --allow-extra)" : "");
+    return c;
+}
+
+// Toolkit bounds (driver compatibility): cubins built by a newer toolkit than allowed.
+Check toolkit_check(const binary::Extension& ext, ExtensionReport& r, const Options& opts) {
+    Check c{"toolkit", true, "", {}};
+    for (const auto& e : ext.entries) {
+        if (e.target.kind != Kind::Sass || e.stub) continue;
+        if (e.found == binary::Found::Embedded && !opts.judge_embedded) continue;
+        for (const auto& m : opts.max_toolkit) {
+            if (m.sm != 0 && m.sm != e.target.sm) continue;
+            int maj = 0, min = 0;
+            if (!e.toolkit || !parse_version(*e.toolkit, maj, min)) {
+                r.toolkit_violations.push_back(fmt::format("{}: toolkit unknown (max {}.{})",
+                                                           e.target.name(), m.major, m.minor));
+            } else if (std::pair(maj, min) > std::pair(m.major, m.minor)) {
+                r.toolkit_violations.push_back(fmt::format(
+                    "{}: built by CUDA {} > {}.{}", e.target.name(), *e.toolkit, m.major, m.minor));
             }
-            if (!near.empty())
-                c.detail += fmt::format(" (present: {}; an a/f PTX JITs onto one CC or family "
-                                        "only, a kernel-less PTX onto nothing)",
-                                        fmt::join(near, ", "));
-        }
-        r.checks.push_back(c);
-    }
-
-    // What the binary really covers against what the list promises, GPU by GPU.
-    {
-        std::vector<Target> promised(want_sass.begin(), want_sass.end());
-        promised.insert(promised.end(), want_ptx.begin(), want_ptx.end());
-        std::vector<Target> unwaived;
-        for (const auto& t : promised)
-            if (!waived_targets.count(t)) unwaived.push_back(t);
-        std::vector<Target> actual(have_sass.begin(), have_sass.end());
-        actual.insert(actual.end(), have_ptx.begin(), have_ptx.end());
-        auto want_rows = arch::coverage(promised, gpus, tegra);
-        auto unwaived_rows = arch::coverage(unwaived, gpus, tegra);
-        auto have_rows = arch::coverage(actual, gpus, tegra);
-        for (std::size_t i = 0; i < gpus.size(); ++i) {
-            if (rank(have_rows[i].tier) <= rank(want_rows[i].tier)) continue;
-            r.lost.push_back({gpus[i].sm, gpus[i].products, want_rows[i].tier, have_rows[i].tier,
-                              rank(have_rows[i].tier) <= rank(unwaived_rows[i].tier)});
         }
     }
+    std::sort(r.toolkit_violations.begin(), r.toolkit_violations.end());
+    r.toolkit_violations.erase(
+        std::unique(r.toolkit_violations.begin(), r.toolkit_violations.end()),
+        r.toolkit_violations.end());
+    c.ok = r.toolkit_violations.empty();
+    c.detail = c.ok ? "every cubin within its toolkit bound"
+                    : fmt::format("{}", fmt::join(r.toolkit_violations, "; "));
+    return c;
+}
 
-    // 5. extra: actual - expected; a build that silently widens is as wrong as one that narrows.
-    for (const auto& t : have_sass)
-        if (!want_sass.count(t) && !want_sass.count(t.folded())) r.extra.push_back(t.name());
-    for (const auto& t : have_ptx)
-        if (!want_ptx.count(t) && !want_ptx.count(t.folded())) r.extra.push_back(t.name());
-    {
-        Check c{"extra", r.extra.empty() || opts.allow_extra, "", {}};
-        const bool apart = r.embedded.containers != 0 && !r.embedded.judged;
-        c.detail = r.extra.empty()
-                       ? (apart ? "nothing beyond the list in the registered fatbins (the "
-                                  "embedded ones are reported apart)"
-                                : "nothing beyond the list")
-                       : fmt::format("not in the list: {}{}", fmt::join(r.extra, " "),
-                                     opts.allow_extra ? " (allowed: --allow-extra)" : "");
-        r.checks.push_back(c);
-    }
+} // namespace
 
-    // Toolkit bounds (driver compatibility): cubins built by a newer toolkit than allowed.
-    if (!opts.max_toolkit.empty()) {
-        Check c{"toolkit", true, "", {}};
-        for (const auto& e : ext.entries) {
-            if (e.target.kind != Kind::Sass || e.stub) continue;
-            if (e.found == binary::Found::Embedded && !opts.judge_embedded) continue;
-            for (const auto& m : opts.max_toolkit) {
-                if (m.sm != 0 && m.sm != e.target.sm) continue;
-                int maj = 0, min = 0;
-                if (!e.toolkit || !parse_version(*e.toolkit, maj, min)) {
-                    r.toolkit_violations.push_back(fmt::format("{}: toolkit unknown (max {}.{})",
-                                                               e.target.name(), m.major, m.minor));
-                } else if (std::pair(maj, min) > std::pair(m.major, m.minor)) {
-                    r.toolkit_violations.push_back(fmt::format("{}: built by CUDA {} > {}.{}",
-                                                               e.target.name(), *e.toolkit, m.major,
-                                                               m.minor));
-                }
-            }
+ExtensionReport verify_extension(const binary::Extension& ext, const arch::ArchList& expected,
+                                 const Options& opts) {
+    ExtensionReport r;
+    r.file = ext.file;
+    r.member = ext.member;
+    // "none": nothing was measured, so no reader can be named as having seen it.
+    r.source = ext.entries.empty() ? "none" : opts.source;
+    auto [want_sass, want_ptx] = wanted(expected, r);
+    r.embedded = embedded_report(ext, opts.judge_embedded);
+    if (is_host_only(ext, opts.judge_embedded)) return host_only_report(std::move(r));
+
+    Carried carried = classify(ext, opts.judge_embedded);
+    record_carried(r, carried);
+    if (!r.device_code) {
+        r.checks.push_back(device_code_check(r, carried, opts));
+        if (opts.allow_pure_python) {
+            r.pass = true;
+            return r;
         }
-        std::sort(r.toolkit_violations.begin(), r.toolkit_violations.end());
-        r.toolkit_violations.erase(
-            std::unique(r.toolkit_violations.begin(), r.toolkit_violations.end()),
-            r.toolkit_violations.end());
-        c.ok = r.toolkit_violations.empty();
-        c.detail = c.ok ? "every cubin within its toolkit bound"
-                        : fmt::format("{}", fmt::join(r.toolkit_violations, "; "));
-        r.checks.push_back(c);
     }
-
+    Judging j(opts, r, std::move(want_sass), std::move(want_ptx), std::move(carried));
+    r.checks.push_back(family_check(j));
+    r.checks.push_back(sass_check(j));
+    r.checks.push_back(ptx_check(j));
+    lost_gpus(j);
+    r.checks.push_back(extra_check(j));
+    if (!opts.max_toolkit.empty()) r.checks.push_back(toolkit_check(ext, r, opts));
     // 7. waivers used are always printed.
-    r.waived.assign(waived_used.begin(), waived_used.end());
+    r.waived.assign(j.waived_used.begin(), j.waived_used.end());
     r.pass = std::all_of(r.checks.begin(), r.checks.end(), [](const Check& c) { return c.ok; });
     return r;
 }
