@@ -3,8 +3,8 @@
 
 #include <gtest/gtest.h>
 
-using forge::glob_match;
 using forge::glob_has_wildcard;
+using forge::glob_match;
 using forge::glob_match_unrooted;
 
 TEST(Glob, StarAndQuestionStayInOneComponent) {
