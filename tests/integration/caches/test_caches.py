@@ -261,7 +261,10 @@ def no_policy_says_once(t):
 def platform_host_default(t):
     """`resolve` defaults to the build host's platform; --platform still overrides."""
     import platform
-    host = {"x86_64": "linux_x86_64", "aarch64": "linux_aarch64", "arm64": "linux_aarch64"}[platform.machine()]
+    # The machine the tools run on: this Python's, except under an emulator (.ci/cross-aarch64 runs
+    # the aarch64 tools under qemu from an x86-64 Python and says so).
+    host = os.environ.get("FORGE_TEST_HOST_PLATFORM") or {
+        "x86_64": "linux_x86_64", "aarch64": "linux_aarch64", "arm64": "linux_aarch64"}[platform.machine()]
     ft.check_eq(t.forge_json("resolve", "--cuda", "13.0", "--format", "json")["platform"], host, "default platform")
     other = "linux_x86_64" if host == "linux_aarch64" else "linux_aarch64"
     ft.check_eq(t.forge_json("resolve", "--cuda", "13.0", "--platform", other, "--format", "json")["platform"],
