@@ -692,7 +692,10 @@ def hot_path_cache(t):
     env = clean_env(t, PATH=w + os.pathsep + os.environ["PATH"], NVCC_FORGE_REAL_NVCC=fake,
                 REAL_NVCC=nvcc_real(t), FAKE_NVCC="ok", FAKE_NVCC_PROBES=probes,
                 NVCC_FORGE_CACHE_DIR=os.path.join(t.work, "cache"), NVCC_FORGE_PACKAGE="demo",
-                NVCC_FORGE_PACKAGES_DIR=pkgs, NVCC_FORGE_MODE="observe", NVCC_FORGE_LOG=log_file(t))
+                NVCC_FORGE_PACKAGES_DIR=pkgs, NVCC_FORGE_MODE="observe", NVCC_FORGE_LOG=log_file(t),
+                # the package's arch_list is the x86 lane's: named, since the aarch64 lane runs this
+                # case too and its default platform is its own
+                NVCC_FORGE_PLATFORM="linux_x86_64")
     call = ["nvcc", "-c", "x.cu", "-arch=sm_80"]
 
     def probe_count():

@@ -444,7 +444,7 @@ int run_unprobed(const Call& call, std::optional<Mode> env_mode, const Error& wh
 // nullopt when wrapper.mode names no mode (said).
 std::optional<Mode> call_mode(const FrontendEnv& env, std::optional<Mode> env_mode,
                               const std::optional<EffectivePolicy>& policy) {
-    if (env_mode) return *env_mode;
+    if (env_mode) return env_mode;
     if (policy && !policy->wrapper.mode.empty()) {
         auto m = parse_mode(policy->wrapper.mode, "wrapper.mode");
         if (!m) {
