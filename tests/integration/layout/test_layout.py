@@ -189,25 +189,33 @@ def docs_name_real_files(t):
 
 
 RAW_DUMP = re.compile(r"(?:\.|->)\s*dump\s*\(")
-JSON_WRITER = os.path.join("core", "json.cpp")
+JSON_WRITER = "core/json.cpp"
+
+
+def code_lines(path):
+    """(line number, the line without its comment) of a C++ source."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for n, line in enumerate(f, 1):
+            s = line.strip()
+            if s.startswith(("*", "/*")):
+                continue
+            yield n, line.split("//", 1)[0]
+
+
+def source_files(src_root):
+    for dirpath, _, files in os.walk(src_root):
+        for name in sorted(files):
+            if name.endswith((".h", ".cpp")):
+                path = os.path.join(dirpath, name)
+                yield os.path.relpath(path, src_root).replace(os.sep, "/"), path
 
 
 def raw_json_dumps(src_root):
     """file:line of each nlohmann dump() call outside core/json.cpp (comments aside)."""
     out = []
-    for dirpath, _, files in os.walk(src_root):
-        for name in sorted(files):
-            if not name.endswith((".h", ".cpp")):
-                continue
-            path = os.path.join(dirpath, name)
-            rel = os.path.relpath(path, src_root)
-            if rel == JSON_WRITER:
-                continue
-            with open(path, encoding="utf-8", errors="replace") as f:
-                for n, line in enumerate(f, 1):
-                    code = line.split("//", 1)[0]
-                    if RAW_DUMP.search(code):
-                        out.append(f"{rel}:{n}")
+    for rel, path in source_files(src_root):
+        if rel != JSON_WRITER:
+            out += [f"{rel}:{n}" for n, code in code_lines(path) if RAW_DUMP.search(code)]
     return sorted(out)
 
 
@@ -223,17 +231,6 @@ def json_written_by_core(t):
     ft.write(os.path.join(probe, "cli", "a.cpp"), "// j.dump() in a comment\nstd::cout << j.dump(2);\n")
     ft.write(os.path.join(probe, "cli", "b.cpp"), "out = ptr->dump ();\n")
     ft.check_eq(raw_json_dumps(probe), ["cli/a.cpp:2", "cli/b.cpp:1"], "raw dumps in the probe tree")
-
-
-
-def code_lines(path):
-    """(line number, the line without its comment) of a C++ source."""
-    with open(path, encoding="utf-8", errors="replace") as f:
-        for n, line in enumerate(f, 1):
-            s = line.strip()
-            if s.startswith(("*", "/*")):
-                continue
-            yield n, line.split("//", 1)[0]
 
 
 # A process started: only core/process.h starts one (docs/DEVELOPING.md, "Where a fact lives").
@@ -256,14 +253,6 @@ LOCATE_EXEMPT = {
     # cuobjdump, not nvcc.
     "binary/cuobjdump.cpp": {"PATH walk"},
 }
-
-
-def source_files(src_root):
-    for dirpath, _, files in os.walk(src_root):
-        for name in sorted(files):
-            if name.endswith((".h", ".cpp")):
-                path = os.path.join(dirpath, name)
-                yield os.path.relpath(path, src_root).replace(os.sep, "/"), path
 
 
 def processes_started(src_root):

@@ -1,6 +1,7 @@
 // Running a program (core/process.h): exit codes, captured output, signals handed back, no shell.
 #include "core/process.h"
 
+#include "../files.h"
 #include "../joined.h"
 
 #include <cerrno>
@@ -381,13 +382,11 @@ TEST(ProcessGroup, ANormalEndReturnsTheExitAndStdoutCanGoToStderr) {
                   return r->exit_code == 3 && r->forwarded_signal == 0 && !r->group_killed ? 0 : 92;
               }),
               0);
-    std::ifstream o(out), e(err);
-    std::stringstream os, es;
-    os << o.rdbuf();
-    es << e.rdbuf();
+    const std::string os = forge::test::slurp(out);
+    const std::string es = forge::test::slurp(err);
     std::filesystem::remove(out);
     std::filesystem::remove(err);
-    EXPECT_EQ(os.str(), "");
-    EXPECT_EQ(es.str(), "out\nerr\n");
+    EXPECT_EQ(os, "");
+    EXPECT_EQ(es, "out\nerr\n");
     EXPECT_EQ(signal_name(SIGTERM), "SIGTERM");
 }

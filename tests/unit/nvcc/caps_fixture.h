@@ -3,6 +3,7 @@
 // lists.
 #pragma once
 
+#include "../files.h"
 #include "../joined.h"
 #include "nvcc/cmdline.h"
 #include "toolkit/probe.h"
@@ -18,11 +19,8 @@ using toolkit::ToolkitCaps;
 
 // One file of nvcc 13.0's captured output: "version.txt", "list-gpu-code.txt", "help.txt".
 inline std::string read_data(const std::string& name) {
-    std::ifstream f(
+    return forge::test::slurp(
         forge::test::joined({FORGE_TEST_SOURCE_DIR, "/fixtures/toolkit/nvcc-13.0/", name}));
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
 }
 
 inline ToolkitCaps caps13() {

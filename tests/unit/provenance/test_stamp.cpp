@@ -1,5 +1,6 @@
 // stamp: the record, RECORD lines, the wheel rewrite (members byte for byte, RECORD, re-stamp),
 // the ledger, and bad input.
+#include "../files.h"
 #include "../temp_dir.h"
 #include "policy/sha256.h"
 #include "provenance/stamp.h"
@@ -392,11 +393,7 @@ TEST(StampWheel, RestampReplacesWithoutDuplicates) {
     auto copy = dir / "demo-1.0-cp312-cp312-linux_x86_64.whl.copy";
     fs::copy_file(wheel, copy);
     ASSERT_TRUE(stamp_wheel(wheel.string(), resolution("8.0 9.0", 8), env).ok());
-    std::ifstream a(wheel, std::ios::binary), b(copy, std::ios::binary);
-    std::stringstream sa, sb;
-    sa << a.rdbuf();
-    sb << b.rdbuf();
-    EXPECT_EQ(sa.str(), sb.str());
+    EXPECT_EQ(forge::test::slurp(wheel), forge::test::slurp(copy));
     fs::remove_all(dir);
 }
 

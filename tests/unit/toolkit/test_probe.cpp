@@ -1,5 +1,6 @@
 // The probe: nvcc's --version / --list-gpu-code / --help parsed from captured output, and a
 // stand-in nvcc (a shell script replaying that output) probed end to end.
+#include "../files.h"
 #include "core/process.h"
 #include "fake_nvcc.h"
 #include "toolkit/probe.h"
@@ -27,24 +28,19 @@ arch::Target T(std::string_view name) {
     return t ? *t : arch::Target{};
 }
 
-std::string read(const std::string& path) {
-    std::ifstream in(path);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
+using forge::test::slurp;
 
 } // namespace
 
 TEST(ToolkitParsers, VersionFromRealOutput) {
-    EXPECT_EQ(parse_nvcc_version(read(fixtures() + "/nvcc-13.0/version.txt"))->full(), "13.0.88");
-    EXPECT_EQ(parse_nvcc_version(read(fixtures() + "/nvcc-13.2/version.txt"))->full(), "13.2.86");
+    EXPECT_EQ(parse_nvcc_version(slurp(fixtures() + "/nvcc-13.0/version.txt"))->full(), "13.0.88");
+    EXPECT_EQ(parse_nvcc_version(slurp(fixtures() + "/nvcc-13.2/version.txt"))->full(), "13.2.86");
     EXPECT_EQ(parse_nvcc_version("Cuda compilation tools, release 12.4")->full(), "12.4");
     EXPECT_FALSE(parse_nvcc_version("gcc (Debian 12.2.0-14) 12.2.0").ok());
 }
 
 TEST(ToolkitParsers, HelpAllowedValuesIncludeSuffixedTargets) {
-    auto help = parse_help_gpu_codes(read(fixtures() + "/nvcc-13.0/help.txt"));
+    auto help = parse_help_gpu_codes(slurp(fixtures() + "/nvcc-13.0/help.txt"));
     ASSERT_TRUE(help.ok()) << help.error().to_string();
     const auto& targets = *help;
     EXPECT_TRUE(targets.count(*arch::parse_target("sm_90a")));
@@ -55,7 +51,7 @@ TEST(ToolkitParsers, HelpAllowedValuesIncludeSuffixedTargets) {
     EXPECT_FALSE(targets.count(*arch::parse_target("sm_101")));
     // --help's other "Allowed values" lists (e.g. -cudart none/shared/static) add nothing
     EXPECT_EQ(targets.size(), 23u * 3u);
-    auto plain = parse_target_list(read(fixtures() + "/nvcc-13.0/list-gpu-code.txt"));
+    auto plain = parse_target_list(slurp(fixtures() + "/nvcc-13.0/list-gpu-code.txt"));
     ASSERT_TRUE(plain.ok());
     EXPECT_EQ(plain->size(), 12u);
     EXPECT_TRUE(plain->count(*arch::parse_target("sm_110")));
@@ -165,7 +161,7 @@ TEST(Probe, FailingHelpIsNotAnError) {
     }
     std::filesystem::permissions(nvcc, std::filesystem::perms::owner_all);
     auto caps = probe_toolkit(nvcc.string());
-    auto listed = parse_target_list(read(fx + "list-gpu-code.txt"));
+    auto listed = parse_target_list(slurp(fx + "list-gpu-code.txt"));
     std::filesystem::remove_all(dir);
     ASSERT_TRUE(caps.ok()) << caps.error().to_string();
     ASSERT_TRUE(listed.ok());
