@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
 import forge_test as ft  # noqa: E402
@@ -390,12 +391,38 @@ def farm(t):
             log = open(os.path.join(root, f"{role}.log"), "wb")
             procs.append(subprocess.Popen(["timeout", "240", dist, role, "--config", os.path.join(root, f"{role}.conf")],
                                           env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+        wait_for_farm(sched_port, root)
         yield os.path.join(root, "client.conf"), root
     finally:
         for p in procs:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(p.pid, signal.SIGTERM)
             p.wait(timeout=30)
+
+
+NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback only
+
+
+def wait_for_farm(sched_port, root, limit_s=90):
+    """Until the scheduler counts the build server. The client's sccache server must start only
+    then: it asks the scheduler once when it starts and, if that fails, waits 30 s and retries only
+    when a compile comes (sccache's server.rs, DistClientContainer: get_status never reconnects),
+    so a client started before the farm answers `--dist-status` with NotConnected for 30 s."""
+    url = f"http://127.0.0.1:{sched_port}/api/v1/scheduler/status"
+    deadline = time.monotonic() + limit_s
+    last = "no answer"
+    while time.monotonic() < deadline:
+        try:
+            request = urllib.request.Request(url, headers={"Accept": "application/json"})
+            with NO_PROXY.open(request, timeout=5) as answer:
+                last = answer.read().decode("utf-8", "replace")
+            if json.loads(last).get("num_servers", 0) >= 1:
+                return
+        except (OSError, ValueError) as e:  # not listening yet, or not JSON yet
+            last = repr(e)
+        time.sleep(0.2)
+    ft.check(False, f"the farm's scheduler counts no build server after {limit_s} s ({url}: {last})\n"
+             + ft.read(os.path.join(root, "scheduler.log")) + ft.read(os.path.join(root, "server.log")))
 
 
 @ft.case("caches.dist.sccache_dist")
