@@ -354,8 +354,13 @@ TEST(ProcessGroup, AGroupThatIgnoresTheSignalIsKilledAfterTheGrace) {
 
 TEST(ProcessGroup, ASignalHeldBeforeTheStartIsForwardedAtOnce) {
     // plan holds the signals while it makes its shadow root: one that came meanwhile must stop
-    // the build as soon as it starts, not be lost nor kill plan before it can clean up.
+    // the build as soon as it starts, not be lost nor kill plan before it can clean up. SIGHUP at
+    // its default first: an ignored one stays ignored in the build (as with a plain exec), and a
+    // test run under nohup inherits it ignored (the build then outlived the 60 s grace).
     EXPECT_EQ(in_child([] {
+                  struct sigaction at_default {};
+                  at_default.sa_handler = SIG_DFL;
+                  ::sigaction(SIGHUP, &at_default, nullptr);
                   const SignalsHeld held;
                   ::raise(SIGHUP);
                   auto r = run_process(group_sh("sleep 1000", std::chrono::seconds(60)));

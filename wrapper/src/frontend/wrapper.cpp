@@ -665,12 +665,14 @@ int run_read_call(const Call& call, const nvcc::Invocation& inv,
     std::vector<arch::Target> expected = policy->list.targets();
     if (inv.device_link_only)
         std::erase_if(expected, [](const arch::Target& t) { return t.kind != arch::Kind::Sass; });
-    Compared c{call, inv, *policy, caps, tu_class, compare_targets(expected, inv.requested)};
+    const bool may_inject = tu_class.may_inject();
+    const Compared c{call,       inv,
+                     *policy,    caps,
+                     tu_class,   compare_targets(expected, inv.requested),
+                     may_inject, tu_class.arch_specific() && !may_inject ? "nothing injected" : ""};
     rec.missing = target_names(c.cmp.missing);
     rec.extra = target_names(c.cmp.extra);
     rec.action = kActionCompared;
-    c.may_inject = tu_class.may_inject();
-    c.arch_specific_why = tu_class.arch_specific() && !c.may_inject ? "nothing injected" : "";
     if (mode == Mode::Observe) return run_as_given(c, rec);
     if (mode == Mode::Strict) return run_strict(c, rec);
     return run_injecting(c, rec);
