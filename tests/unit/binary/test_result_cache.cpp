@@ -77,6 +77,7 @@ struct Read {
     std::uint64_t cached = 0;
     std::uint64_t decoded = 0; // images read (not answered from the cache)
     std::uint64_t hashed = 0;  // keys computed from the bytes (not from an unchanged file's index)
+    std::uint64_t scans_reused = 0; // embedded scans answered from the cache
 };
 
 Read read_cached(const std::filesystem::path& file, const std::filesystem::path& dir) {
@@ -87,8 +88,9 @@ Read read_cached(const std::filesystem::path& file, const std::filesystem::path&
     o.stats = &stats;
     o.cache = &cache;
     auto r = read_entries(file.string(), o);
-    return {std::move(r), cache.take_warnings(), stats.cached,
-            stats.streamed + stats.decompressed + stats.ptx, stats.hashed};
+    return {std::move(r), cache.take_warnings(),
+            stats.cached, stats.streamed + stats.decompressed + stats.ptx,
+            stats.hashed, stats.scans_reused};
 }
 
 void write(const std::filesystem::path& p, const std::vector<std::uint8_t>& bytes) {
@@ -277,6 +279,72 @@ TEST(BinaryResultCache, AnUnchangedFileIsNotHashedAgainAChangedOneIs) {
     EXPECT_EQ(changed.cached, 24u); // both images are in the cache, under their own keys
     EXPECT_EQ((*changed.entries)[0].kernels, 2);
     EXPECT_EQ((*changed.entries)[1].kernels, 1);
+}
+
+// The embedded scan's candidates are kept with the index: an unchanged host file is not searched
+// again (on libcublasLt.so.13 the search was nine tenths of a cached run), and what the kept
+// offsets find is checked as a search's finds are. A changed file is searched again.
+TEST(BinaryResultCache, AnUnchangedFilesEmbeddedScanIsNotRunAgain) {
+    const auto tmp = forge::test::temp_dir("cache_scan");
+    const auto file = tmp / "lib.so", dir = tmp / "cache";
+    const auto registered = fatbin_bytes(mixed_images());
+    auto host = [&](int embedded) {
+        std::vector<std::uint8_t> rodata(40, 0x11);
+        for (int i = 0; i < embedded; ++i) {
+            const auto c = fatbin_bytes({{.arch = static_cast<std::uint32_t>(86 + i)}});
+            rodata.insert(rodata.end(), c.begin(), c.end());
+        }
+        return elf_with({{".nv_fatbin", 1, registered}, {".rodata", 1, rodata}});
+    };
+    auto embedded = [](const Read& r) {
+        std::vector<std::string> out;
+        for (const auto& e : *r.entries)
+            if (e.found == Found::Embedded) out.push_back(e.target.name());
+        return out;
+    };
+    write(file, host(1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(kStableSeconds * 1000 + 200));
+    const Read first = read_cached(file, dir);
+    ASSERT_TRUE(first.entries.ok()) << first.entries.error().to_string();
+    EXPECT_EQ(first.scans_reused, 0u);
+    EXPECT_EQ(embedded(first), std::vector<std::string>{"sm_86"});
+    const Read second = read_cached(file, dir);
+    ASSERT_TRUE(second.entries.ok()) << second.entries.error().to_string();
+    EXPECT_EQ(second.scans_reused, 1u);
+    EXPECT_EQ(second.hashed, 0u);
+    EXPECT_EQ(embedded(second), std::vector<std::string>{"sm_86"});
+    expect_same_answers(*second.entries, *first.entries);
+    // Without --toolkit the search runs as always and the cache is not read.
+    ReadOptions listing;
+    auto plain = read_entries(file.string(), listing);
+    ASSERT_TRUE(plain.ok());
+    EXPECT_EQ(plain->size(), first.entries->size());
+
+    // A second container in .rodata: the file changed, so it is searched and both are found.
+    write(file, host(2));
+    const Read changed = read_cached(file, dir);
+    ASSERT_TRUE(changed.entries.ok()) << changed.entries.error().to_string();
+    EXPECT_EQ(changed.scans_reused, 0u);
+    EXPECT_EQ(embedded(changed), (std::vector<std::string>{"sm_86", "sm_87"}));
+
+    // Kept offsets out of order: the pack is corrupt, named, not trusted, rebuilt.
+    write(file, host(1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(kStableSeconds * 1000 + 200));
+    ASSERT_TRUE(read_cached(file, dir).entries.ok());
+    ASSERT_EQ(read_cached(file, dir).scans_reused, 1u);
+    const auto pack = packs(dir).at(0);
+    auto bytes = slurp(pack.string());
+    ASSERT_GE(bytes.size(), 16u);
+    std::vector<std::uint8_t> last(bytes.end() - 8, bytes.end()); // the one offset kept
+    bytes.insert(bytes.end(), last.begin(), last.end());          // ... twice
+    bytes[0x70] += 1;                                             // and counted
+    write(pack, bytes);
+    const Read bad = read_cached(file, dir);
+    ASSERT_TRUE(bad.entries.ok()) << bad.entries.error().to_string();
+    EXPECT_EQ(bad.scans_reused, 0u);
+    ASSERT_EQ(bad.warnings.size(), 1u);
+    EXPECT_NE(bad.warnings[0].find("corrupt"), std::string::npos) << bad.warnings[0];
+    EXPECT_EQ(embedded(bad), std::vector<std::string>{"sm_86"});
 }
 
 TEST(BinaryResultCache, KeyCoversEveryCompressedByte) {

@@ -16,6 +16,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <fmt/format.h>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -324,6 +325,105 @@ class Reader {
         return add_fatbins(*fatbins, "fatbin", where, ext, {}, Found::Registered);
     }
 
+    struct ScanSection {
+        std::string name;
+        Bytes bytes;              // the section's contents (base(): their offset in the file)
+        std::uint64_t address{0}; // where bytes[0] is loaded (0 for an object's section)
+    };
+    struct Range {
+        std::uint64_t begin, end; // offsets in the file, as Bytes::abs gives them
+    };
+
+    // The fatbin containers in sections other than the registered ones (docs/fatbin-format.md,
+    // "Fatbins outside the registered sections"): each byte is searched once, however many
+    // section headers name it, and never inside a registered section. The magic search starts
+    // when the scan is made and runs on threads of its own (at most `threads`, one of which the
+    // caller's own work takes meanwhile); add_embedded waits for it. Destroying the scan waits too.
+    // With `known` (the candidates' file offsets a --toolkit cache recorded for this unchanged
+    // file), nothing is searched: each region gets its candidates from the list.
+    struct EmbeddedScan {
+        std::vector<ScanSection> secs;
+        std::vector<ScanRegion> regions;
+        std::vector<std::size_t> owner; // the section of each region
+        std::future<std::vector<std::vector<std::uint64_t>>> candidates;
+        std::optional<std::vector<std::vector<std::uint64_t>>> known_candidates;
+
+        EmbeddedScan(const Bytes& file, std::vector<ScanSection> sections,
+                     std::vector<Range> registered, unsigned threads,
+                     const std::optional<std::vector<std::uint64_t>>& known)
+            : secs(std::move(sections)) {
+            std::stable_sort(
+                secs.begin(), secs.end(), [](const ScanSection& a, const ScanSection& b) {
+                    return a.bytes.base() != b.bytes.base() ? a.bytes.base() < b.bytes.base()
+                                                            : a.bytes.size() > b.bytes.size();
+                });
+            std::sort(registered.begin(), registered.end(),
+                      [](const Range& a, const Range& b) { return a.begin < b.begin; });
+            std::uint64_t searched_to = 0; // offsets below this were searched already
+            for (std::size_t i = 0; i < secs.size(); ++i) {
+                const Bytes& sb = secs[i].bytes;
+                const std::uint64_t end = sb.base() + sb.size(); // inside the file
+                std::uint64_t lo = std::max(sb.base(), searched_to);
+                searched_to = std::max(searched_to, end);
+                for (const Range& reg : registered) {
+                    if (lo >= end) break;
+                    if (reg.end <= lo || reg.begin >= end) continue;
+                    if (reg.begin > lo) add_region(file, secs[i], lo, reg.begin, i);
+                    lo = std::max(lo, reg.end);
+                }
+                if (lo < end) add_region(file, secs[i], lo, end, i);
+            }
+            if (regions.empty()) return;
+            if (known) {
+                known_candidates = split(*known);
+                return;
+            }
+            candidates = std::async(std::launch::async, [this, threads] {
+                return find_fatbin_magic(regions, threads);
+            });
+        }
+
+        // The candidates of each region, as file offsets (Bytes::abs), ascending.
+        [[nodiscard]] std::vector<std::uint64_t>
+        file_offsets(const std::vector<std::vector<std::uint64_t>>& found) const {
+            std::vector<std::uint64_t> out;
+            for (std::size_t r = 0; r < found.size(); ++r)
+                for (const std::uint64_t off : found[r])
+                    out.push_back(regions[r].bytes.abs(off));
+            return out;
+        }
+        EmbeddedScan(const EmbeddedScan&) = delete;
+        EmbeddedScan& operator=(const EmbeddedScan&) = delete;
+        ~EmbeddedScan() {
+            if (candidates.valid()) candidates.wait();
+        }
+
+      private:
+        // File offsets back to each region's candidate offsets (those a search of it could give:
+        // inside it, at its aligned offsets).
+        [[nodiscard]] std::vector<std::vector<std::uint64_t>>
+        split(const std::vector<std::uint64_t>& offsets) const {
+            std::vector<std::vector<std::uint64_t>> out(regions.size());
+            for (std::size_t r = 0; r < regions.size(); ++r) {
+                const Bytes& rb = regions[r].bytes;
+                const auto first = std::lower_bound(offsets.begin(), offsets.end(), rb.abs(0));
+                for (auto it = first; it != offsets.end() && *it - rb.abs(0) < rb.size(); ++it) {
+                    const std::uint64_t off = *it - rb.abs(0);
+                    if (off >= regions[r].aligned_from && (off - regions[r].aligned_from) % 8 == 0)
+                        out[r].push_back(off);
+                }
+            }
+            return out;
+        }
+
+        void add_region(const Bytes& file, const ScanSection& s, std::uint64_t lo, std::uint64_t hi,
+                        std::size_t index) {
+            const std::uint64_t address = s.address + (lo - s.bytes.base());
+            regions.push_back({file.sub(lo - file.base(), hi - lo), (8 - address % 8) % 8});
+            owner.push_back(index);
+        }
+    };
+
     Status read_elf(const Bytes& b, const Where& where, std::optional<std::size_t> into) {
         auto elf = parse_elf(b, where);
         if (!elf) return std::move(elf).error();
@@ -344,6 +444,24 @@ class Reader {
                 fatbin_sections.push_back(&s);
         auto covered = covered_sections(*elf, fatbin_sections, where);
         if (!covered) return std::move(covered).error();
+        // The search for embedded fatbins runs while the registered ones are read; what it finds
+        // is added after them, and an error of its sections only after theirs.
+        std::optional<EmbeddedScan> scan;
+        Status scan_setup = ok_status();
+        const std::shared_ptr<ResultCache::Pack> pack = scan_pack(where);
+        if (opts_.scan_embedded) {
+            auto others = embedded_candidates(*elf, where);
+            if (others) {
+                std::vector<Range> registered;
+                for (const auto* s : fatbin_sections)
+                    registered.push_back(
+                        {elf->bytes.abs(s->offset), elf->bytes.abs(s->offset + s->size)});
+                scan.emplace(b, std::move(*others), std::move(registered), worker_threads(),
+                             known_magic(pack.get()));
+            } else {
+                scan_setup = std::move(others).error();
+            }
+        }
         for (std::size_t i = 0; i < fatbin_sections.size(); ++i) {
             const ElfSection& s = *fatbin_sections[i];
             if ((*covered)[i]) continue; // its bytes were read through another section
@@ -364,22 +482,37 @@ class Reader {
             FORGE_TRY_STATUS(
                 add_fatbins(*fatbins, std::string(s.name), where, ext, stubs, Found::Registered));
         }
-        if (!opts_.scan_embedded) return ok_status();
+        FORGE_TRY_STATUS(std::move(scan_setup));
+        return scan ? add_embedded(*scan, where, ext, pack.get()) : ok_status();
+    }
+
+    // --toolkit's cache of this file (a member's: never searched again, it has no stamp), when
+    // there is one: it keeps where the embedded scan found the magic.
+    std::shared_ptr<ResultCache::Pack> scan_pack(const Where& where) {
+        if (opts_.cache == nullptr || !opts_.inspect_payloads || !opts_.scan_embedded)
+            return nullptr;
+        return pack_for(where);
+    }
+    static std::optional<std::vector<std::uint64_t>> known_magic(ResultCache::Pack* pack) {
+        return pack != nullptr ? ResultCache::known_magic(*pack) : std::nullopt;
+    }
+
+    // The sections of a host ELF file the embedded scan searches: every allocated one with
+    // contents in the file, but the fatbin sections.
+    static Result<std::vector<ScanSection>> embedded_candidates(const Elf& elf,
+                                                                const Where& where) {
         std::vector<ScanSection> others;
-        std::vector<Range> registered;
-        for (const auto* s : fatbin_sections)
-            registered.push_back({elf->bytes.abs(s->offset), elf->bytes.abs(s->offset + s->size)});
-        for (const auto& s : elf->sections) {
+        for (const auto& s : elf.sections) {
             if ((s.flags & kShfAlloc) == 0 || s.type == kShtNull || s.type == kShtNobits ||
                 s.size == 0 || named(s.name, kFatbinSections))
                 continue;
-            auto data = elf->section_bytes(s, where);
+            auto data = elf.section_bytes(s, where);
             if (!data) return std::move(data).error();
             // Linked files load a section at sh_addr (sh_addr = sh_offset mod the page size);
             // an object's section is placed at an aligned address at link time.
-            others.push_back({std::string(s.name), *data, elf->type == kEtRel ? 0 : s.addr});
+            others.push_back({std::string(s.name), *data, elf.type == kEtRel ? 0 : s.addr});
         }
-        return read_embedded(b, std::move(others), std::move(registered), where, ext);
+        return others;
     }
 
     // A section named as one the toolchain registers fatbins in must hold one: an empty or
@@ -400,44 +533,23 @@ class Reader {
                           1u, std::max(opts_.max_threads, 1u));
     }
 
-    struct ScanSection {
-        std::string name;
-        Bytes bytes;              // the section's contents (base(): their offset in the file)
-        std::uint64_t address{0}; // where bytes[0] is loaded (0 for an object's section)
-    };
-    struct Range {
-        std::uint64_t begin, end; // offsets in the file, as Bytes::abs gives them
-    };
-
-    // The fatbin containers in sections other than the registered ones (docs/fatbin-format.md,
-    // "Fatbins outside the registered sections"): each byte is searched once, however many
-    // section headers name it, and never inside a registered section.
-    Status read_embedded(const Bytes& file, std::vector<ScanSection> secs,
-                         std::vector<Range> registered, const Where& where, std::size_t ext) {
-        std::stable_sort(secs.begin(), secs.end(), [](const ScanSection& a, const ScanSection& b) {
-            return a.bytes.base() != b.bytes.base() ? a.bytes.base() < b.bytes.base()
-                                                    : a.bytes.size() > b.bytes.size();
-        });
-        std::sort(registered.begin(), registered.end(),
-                  [](const Range& a, const Range& b) { return a.begin < b.begin; });
-        std::vector<ScanRegion> regions;
-        std::vector<std::size_t> owner; // the section of each region
-        std::uint64_t searched_to = 0;  // offsets below this were searched already
-        for (std::size_t i = 0; i < secs.size(); ++i) {
-            const Bytes& sb = secs[i].bytes;
-            const std::uint64_t end = sb.base() + sb.size(); // inside the file
-            std::uint64_t lo = std::max(sb.base(), searched_to);
-            searched_to = std::max(searched_to, end);
-            for (const Range& reg : registered) {
-                if (lo >= end) break;
-                if (reg.end <= lo || reg.begin >= end) continue;
-                if (reg.begin > lo) add_region(file, secs[i], lo, reg.begin, i, regions, owner);
-                lo = std::max(lo, reg.end);
-            }
-            if (lo < end) add_region(file, secs[i], lo, end, i, regions, owner);
+    // The scan's fatbins, accepted and added after the registered ones. A search's candidates
+    // are recorded in `pack` (--toolkit's cache), when there is one.
+    Status add_embedded(EmbeddedScan& scan, const Where& where, std::size_t ext,
+                        ResultCache::Pack* pack) {
+        if (scan.regions.empty()) {
+            if (pack != nullptr) ResultCache::put_magic(*pack, {});
+            return ok_status();
         }
-        if (regions.empty()) return ok_status();
-        const auto candidates = find_fatbin_magic(regions, worker_threads());
+        std::vector<std::vector<std::uint64_t>> candidates;
+        if (scan.known_candidates) {
+            candidates = std::move(*scan.known_candidates);
+            if (opts_.stats) ++opts_.stats->scans_reused;
+        } else {
+            candidates = scan.candidates.get();
+            if (pack != nullptr) ResultCache::put_magic(*pack, scan.file_offsets(candidates));
+        }
+        const auto& regions = scan.regions;
         std::vector<Fatbin> fatbins;
         for (std::size_t r = 0; r < regions.size(); ++r) {
             auto found = accept_fatbins(regions[r].bytes, candidates[r], where, budget_);
@@ -445,21 +557,13 @@ class Reader {
             for (auto& fb : *found)
                 fatbins.push_back(std::move(fb));
             // One call per section, so that a row's fatbin index counts within its section.
-            if (r + 1 < regions.size() && owner[r + 1] == owner[r]) continue;
+            if (r + 1 < regions.size() && scan.owner[r + 1] == scan.owner[r]) continue;
             if (!fatbins.empty())
-                FORGE_TRY_STATUS(
-                    add_fatbins(fatbins, secs[owner[r]].name, where, ext, {}, Found::Embedded));
+                FORGE_TRY_STATUS(add_fatbins(fatbins, scan.secs[scan.owner[r]].name, where, ext, {},
+                                             Found::Embedded));
             fatbins.clear();
         }
         return ok_status();
-    }
-
-    static void add_region(const Bytes& file, const ScanSection& s, std::uint64_t lo,
-                           std::uint64_t hi, std::size_t index, std::vector<ScanRegion>& regions,
-                           std::vector<std::size_t>& owner) {
-        const std::uint64_t address = s.address + (lo - s.bytes.base());
-        regions.push_back({file.sub(lo - file.base(), hi - lo), (8 - address % 8) % 8});
-        owner.push_back(index);
     }
 
     Status read_pe_image(const Bytes& b, const Where& where, std::optional<std::size_t> into) {
@@ -483,7 +587,20 @@ class Reader {
             has_relfatbin = has_relfatbin || named(s.name, kPeRelfatbinSections);
         const std::set<std::uint64_t> device_link =
             has_relfatbin ? std::set<std::uint64_t>{} : device_link_fatbins(pe, where);
-        std::vector<Range> registered;
+        // As in read_elf, the embedded scan runs while the registered fatbins are read.
+        std::optional<EmbeddedScan> scan;
+        Status scan_setup = ok_status();
+        const std::shared_ptr<ResultCache::Pack> pack = scan_pack(where);
+        if (opts_.scan_embedded) {
+            auto others = embedded_candidates(pe, where);
+            auto registered = registered_ranges(pe, where);
+            if (others && registered)
+                scan.emplace(pe.bytes, std::move(*others), std::move(*registered), worker_threads(),
+                             known_magic(pack.get()));
+            else
+                scan_setup =
+                    !registered ? std::move(registered).error() : std::move(others).error();
+        }
         for (const auto& s : pe.sections) {
             if (!named(s.name, kPeFatbinSections)) continue;
             auto data = pe.section_bytes(s, where);
@@ -493,13 +610,30 @@ class Reader {
             if (fatbins->empty())
                 return holds_no_fatbin(s.name, !pe_has_data(s), *data,
                                        pe.bytes.abs(s.header_offset), where);
-            registered.push_back({data->base(), data->base() + data->size()});
             std::set<std::uint64_t> stubs;
             for (const auto& fb : *fatbins)
                 if (device_link.count(fb.offset)) stubs.insert(fb.offset);
             FORGE_TRY_STATUS(add_fatbins(*fatbins, s.name, where, ext, stubs, Found::Registered));
         }
-        if (!opts_.scan_embedded) return ok_status();
+        FORGE_TRY_STATUS(std::move(scan_setup));
+        return scan ? add_embedded(*scan, where, ext, pack.get()) : ok_status();
+    }
+
+    // The byte ranges of a PE file's fatbin sections (Bytes::abs offsets).
+    static Result<std::vector<Range>> registered_ranges(const Pe& pe, const Where& where) {
+        std::vector<Range> registered;
+        for (const auto& s : pe.sections) {
+            if (!named(s.name, kPeFatbinSections)) continue;
+            auto data = pe.section_bytes(s, where);
+            if (!data) return std::move(data).error();
+            registered.push_back({data->base(), data->base() + data->size()});
+        }
+        return registered;
+    }
+
+    // The sections of a PE file the embedded scan searches: every one the loader maps with
+    // contents in the file, but the fatbin sections.
+    static Result<std::vector<ScanSection>> embedded_candidates(const Pe& pe, const Where& where) {
         std::vector<ScanSection> others;
         for (const auto& s : pe.sections) {
             // Sections the loader or linker discards (.reloc, an object's .debug$S, directives)
@@ -511,7 +645,7 @@ class Reader {
             if (!data) return std::move(data).error();
             if (!data->empty()) others.push_back({s.name, *data, pe.image ? s.virtual_address : 0});
         }
-        return read_embedded(pe.bytes, std::move(others), std::move(registered), where, ext);
+        return others;
     }
 
     static bool pe_has_data(const PeSection& s) {
@@ -701,6 +835,14 @@ class Reader {
         if (opts_.cache != nullptr && opts_.inspect_payloads && !tasks.empty())
             pack = pack_for(where);
         std::vector<std::optional<Error>> errors(tasks.size());
+        // Images the cache answers by their recorded key (the file unchanged since) read no byte:
+        // answered here, without a worker or a page to release (a thread each and an madvise(2)
+        // per image were most of a cached run's extra time on 16 cores).
+        std::vector<std::size_t> open; // the tasks still to read
+        for (std::size_t k = 0; k < tasks.size(); ++k)
+            if (pack == nullptr ||
+                !answered_by_index(*tasks[k].fatbin_entry, entries[tasks[k].entry], *pack))
+                open.push_back(k);
         auto describe = [&](std::size_t k, Worker& worker) {
             const PayloadTask& t = tasks[k];
             try {
@@ -716,10 +858,10 @@ class Reader {
                 release_pages(t.fatbin_entry->payload.data(), t.fatbin_entry->payload.size());
         };
         unsigned threads = 1;
-        if (opts_.inspect_payloads && tasks.size() >= 16) threads = worker_threads();
+        if (opts_.inspect_payloads && open.size() >= 16) threads = worker_threads();
         if (threads <= 1) {
             Worker worker(stream_memory_);
-            for (std::size_t k = 0; k < tasks.size(); ++k) {
+            for (const std::size_t k : open) {
                 describe(k, worker);
                 if (errors[k]) return std::move(*errors[k]);
             }
@@ -730,8 +872,8 @@ class Reader {
         for (unsigned w = 0; w < threads; ++w)
             pool.emplace_back([&] {
                 Worker worker(stream_memory_);
-                for (std::size_t k = next++; k < tasks.size(); k = next++)
-                    describe(k, worker);
+                for (std::size_t i = next++; i < open.size(); i = next++)
+                    describe(open[i], worker);
             });
         for (auto& th : pool)
             th.join();
@@ -752,13 +894,7 @@ class Reader {
                 if (opts_.stats) ++opts_.stats->hashed;
             }
             if (auto hit = ResultCache::find(*pack, x.offset, *key)) {
-                e.kernels = hit->kernels;
-                if (x.kind == kKindElf) {
-                    e.stub = hit->stub;
-                    e.toolkit = hit->toolkit;
-                    e.cubin_arch_specific = hit->arch_specific;
-                }
-                if (opts_.stats) ++opts_.stats->cached;
+                apply_cached(*hit, x, e);
                 return ok_status();
             }
         }
@@ -768,6 +904,28 @@ class Reader {
             ResultCache::put(*pack, x.offset, *key,
                              ImageResult{*e.kernels, e.stub, e.cubin_arch_specific, e.toolkit});
         return ok_status();
+    }
+
+    // The cache's answer for an image whose key was recorded with this file's stamp, when it
+    // holds one (the image is unchanged: no byte of it is read); false leaves the task open.
+    bool answered_by_index(const FatbinEntry& x, Entry& e, ResultCache::Pack& pack) {
+        if (x.compression == Compression::None) return false;
+        const std::optional<ImageKey> key = ResultCache::known_key(pack, x.offset);
+        if (!key) return false;
+        const std::optional<ImageResult> hit = ResultCache::find(pack, x.offset, *key);
+        if (!hit) return false;
+        apply_cached(*hit, x, e);
+        return true;
+    }
+
+    void apply_cached(const ImageResult& hit, const FatbinEntry& x, Entry& e) {
+        e.kernels = hit.kernels;
+        if (x.kind == kKindElf) {
+            e.stub = hit.stub;
+            e.toolkit = hit.toolkit;
+            e.cubin_arch_specific = hit.arch_specific;
+        }
+        if (opts_.stats) ++opts_.stats->cached;
     }
 
     // An image's cache key. A stream small enough is hashed from the worker's copy of it, which

@@ -74,6 +74,7 @@ struct ReadStats {
     std::atomic<std::uint64_t> cached{0};       // images answered from the ResultCache
     std::atomic<std::uint64_t> hashed{0};       // images whose cache key was computed (not
                                                 // taken from the index of an unchanged file)
+    std::atomic<std::uint64_t> scans_reused{0}; // embedded scans answered by the ResultCache
 };
 
 class ResultCache; // binary/result_cache.h

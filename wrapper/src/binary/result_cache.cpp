@@ -28,7 +28,8 @@ namespace {
 constexpr std::string_view kMagic = "NVFTKC01";
 // Bumped whenever what inspect_cubin() or the PTX count reports for the same bytes changes: an
 // older pack is then replaced, never read.
-constexpr std::uint32_t kReaderVersion = 2;
+// 3: the embedded scan's magic offsets after the index.
+constexpr std::uint32_t kReaderVersion = 3;
 namespace pack_header {
 constexpr std::uint64_t kMagic = 0x00;    // 8 bytes kMagic
 constexpr std::uint64_t kVersion = 0x08;  // u32 kReaderVersion
@@ -45,6 +46,10 @@ constexpr std::uint64_t kStampSize = 0x50;  // u64
 constexpr std::uint64_t kStampMtime = 0x58; // i64 ns
 constexpr std::uint64_t kStampCtime = 0x60; // i64 ns
 constexpr std::uint64_t kIndexCount = 0x68; // u32
+// With the index: whether the offsets of the embedded scan's candidates are recorded (u32, 0 or
+// 1), and how many follow the index (u32).
+constexpr std::uint64_t kScanned = 0x6c;
+constexpr std::uint64_t kMagicCount = 0x70;
 constexpr std::uint64_t kSize = 0x80;
 } // namespace pack_header
 // After the records: which image is at which entry offset of the file, sorted by offset.
@@ -53,6 +58,8 @@ constexpr std::uint64_t kEntryOffset = 0x00; // u64
 constexpr std::uint64_t kRecord = 0x08;      // u32: the record's position
 constexpr std::uint64_t kSize = 0x10;
 } // namespace pack_index
+// After the index: the file offsets where the embedded scan found the fatbin magic, ascending.
+constexpr std::uint64_t kMagicSize = 8; // u64 each
 namespace pack_record {
 constexpr std::uint64_t kHashLow = 0x00;          // u64
 constexpr std::uint64_t kHashHigh = 0x08;         // u64
@@ -88,15 +95,18 @@ std::string release_string() {
 // What a pack holds (the header's identity aside).
 struct PackData {
     std::map<ImageKey, ImageResult> records;
-    std::optional<FileStamp> stamp;          // with the index: the file it describes
-    std::map<std::uint64_t, ImageKey> index; // entry offset -> image
+    std::optional<FileStamp> stamp;                  // with the index: the file it describes
+    std::map<std::uint64_t, ImageKey> index;         // entry offset -> image
+    std::optional<std::vector<std::uint64_t>> magic; // with the index: the scan's candidates
 };
 
 std::string encode(const PackData& d, std::uint64_t identity) {
     namespace r = pack_record;
     namespace x = pack_index;
     const std::uint64_t n_index = d.stamp ? d.index.size() : 0;
-    std::string body(d.records.size() * r::kSize + n_index * x::kSize, '\0');
+    const bool scanned = d.stamp && d.magic;
+    const std::uint64_t n_magic = scanned ? d.magic->size() : 0;
+    std::string body(d.records.size() * r::kSize + n_index * x::kSize + n_magic * kMagicSize, '\0');
     std::map<ImageKey, std::uint32_t> position;
     std::uint64_t off = 0;
     for (const auto& [k, v] : d.records) {
@@ -125,6 +135,11 @@ std::string encode(const PackData& d, std::uint64_t identity) {
             put_le(body, off + x::kRecord, position.at(key));
             off += x::kSize;
         }
+    if (scanned)
+        for (const std::uint64_t at : *d.magic) {
+            put_le(body, off, at);
+            off += kMagicSize;
+        }
     namespace h = pack_header;
     std::string out(h::kSize, '\0');
     std::memcpy(out.data() + h::kMagic, kMagic.data(), kMagic.size());
@@ -141,6 +156,8 @@ std::string encode(const PackData& d, std::uint64_t identity) {
         put_le(out, h::kStampMtime, d.stamp->mtime_ns);
         put_le(out, h::kStampCtime, d.stamp->ctime_ns);
         put_le(out, h::kIndexCount, static_cast<std::uint32_t>(n_index));
+        put_le(out, h::kScanned, static_cast<std::uint32_t>(scanned ? 1 : 0));
+        put_le(out, h::kMagicCount, static_cast<std::uint32_t>(n_magic));
     }
     return out + body;
 }
@@ -155,10 +172,13 @@ std::string decode(const std::string& text, std::uint64_t identity, PackData& ou
     if (!b.has(0, h::kSize) || b.view(h::kMagic, kMagic.size()) != kMagic)
         return fmt::format("no pack header ({} bytes)", text.size());
     const std::uint32_t count = b.u32(h::kCount), n_index = b.u32(h::kIndexCount);
-    if (count > kMaxRecords || n_index > kMaxRecords ||
-        b.size() != h::kSize + std::uint64_t{count} * r::kSize + std::uint64_t{n_index} * x::kSize)
-        return fmt::format("{} bytes for {} records and {} index entries", text.size(), count,
-                           n_index);
+    const std::uint32_t scanned = b.u32(h::kScanned), n_magic = b.u32(h::kMagicCount);
+    if (count > kMaxRecords || n_index > kMaxRecords || n_magic > kMaxRecords || scanned > 1 ||
+        (n_index == 0 && (scanned != 0 || n_magic != 0)) || (scanned == 0 && n_magic != 0) ||
+        b.size() != h::kSize + std::uint64_t{count} * r::kSize + std::uint64_t{n_index} * x::kSize +
+                        std::uint64_t{n_magic} * kMagicSize)
+        return fmt::format("{} bytes for {} records, {} index entries and {} scan offsets",
+                           text.size(), count, n_index, n_magic);
     const Bytes body = b.from(h::kSize);
     if (XXH3_64bits(body.data(), body.size()) != b.u64(h::kChecksum)) return "checksum mismatch";
     if (b.u64(h::kIdentity) != identity) return "written for another file";
@@ -201,6 +221,15 @@ std::string decode(const std::string& text, std::uint64_t identity, PackData& ou
             return fmt::format("index entry {} is malformed", i);
         out.index.emplace_hint(out.index.end(), entry, keys[record]);
         previous = entry;
+    }
+    if (scanned != 0) {
+        out.magic.emplace();
+        for (std::uint32_t i = 0; i < n_magic; ++i, off += kMagicSize) {
+            const std::uint64_t at = body.u64(off);
+            if (!out.magic->empty() && at <= out.magic->back())
+                return fmt::format("scan offset {} is malformed", i);
+            out.magic->push_back(at);
+        }
     }
     if (n_index != 0)
         out.stamp = FileStamp{b.u64(h::kStampDev), b.u64(h::kStampIno), b.u64(h::kStampSize),
@@ -345,8 +374,24 @@ ResultCache::pack(const std::string& file, const std::optional<std::string>& mem
     p->stored_ = std::move(data.records);
     p->stored_stamp_ = data.stamp;
     p->stored_index_ = std::move(data.index);
+    p->stored_magic_ = std::move(data.magic);
     p->index_valid_ = stamp && data.stamp && *data.stamp == stamp->first;
     return p;
+}
+
+std::optional<std::vector<std::uint64_t>> ResultCache::known_magic(Pack& pack) {
+    std::lock_guard lock(pack.mutex_);
+    if (!pack.index_valid_ || !pack.stored_magic_) return std::nullopt;
+    pack.seen_magic_ = pack.stored_magic_;
+    return pack.stored_magic_;
+}
+
+void ResultCache::put_magic(Pack& pack, std::vector<std::uint64_t> offsets) {
+    std::sort(offsets.begin(), offsets.end());
+    offsets.erase(std::unique(offsets.begin(), offsets.end()), offsets.end());
+    if (offsets.size() > kMaxRecords) return; // not kept: the next read searches again
+    std::lock_guard lock(pack.mutex_);
+    pack.seen_magic_ = std::move(offsets);
 }
 
 std::optional<ImageKey> ResultCache::known_key(Pack& pack, std::uint64_t entry_offset) {
@@ -385,19 +430,26 @@ void ResultCache::save(Pack& pack) {
     if (!stamp && pack.index_valid_) stamp = pack.stored_stamp_;
     auto index = stamp ? pack.seen_index_ : std::map<std::uint64_t, ImageKey>{};
     if (!stamp || index.empty()) stamp.reset();
+    // A read that did not scan (a caller that asked for no embedded fatbins) keeps what an earlier
+    // one recorded for the same, unchanged file.
+    auto magic =
+        stamp ? (pack.seen_magic_ || !pack.index_valid_ ? pack.seen_magic_ : pack.stored_magic_)
+              : std::nullopt;
     if (pack.seen_ == pack.stored_ && stamp == pack.stored_stamp_ &&
-        (!stamp || index == pack.stored_index_) && !pack.rewrite_)
+        (!stamp || (index == pack.stored_index_ && magic == pack.stored_magic_)) && !pack.rewrite_)
         return;
     std::error_code ec;
     if (pack.seen_.empty()) {
         fs::remove(pack.path_, ec); // nothing to keep for this file (or only a corrupt copy)
     } else {
         fs::create_directories(dir_, ec);
-        write_atomically(pack.path_, encode(PackData{pack.seen_, stamp, index}, pack.identity_));
+        write_atomically(pack.path_,
+                         encode(PackData{pack.seen_, stamp, index, magic}, pack.identity_));
     }
     pack.stored_ = pack.seen_;
     pack.stored_stamp_ = stamp;
     pack.stored_index_ = std::move(index);
+    pack.stored_magic_ = std::move(magic);
     pack.rewrite_ = false;
 }
 

@@ -102,6 +102,11 @@ class ResultCache {
                                            const ImageKey& key);
     static void put(Pack& pack, std::uint64_t entry_offset, const ImageKey& key,
                     const ImageResult& result);
+    // The file offsets where the embedded scan found the fatbin magic (its candidates, before
+    // they were checked), recorded with a stamp equal to this file's: the file is unchanged, the
+    // search need not run again. nullopt: search, then put_magic what it found.
+    static std::optional<std::vector<std::uint64_t>> known_magic(Pack& pack);
+    static void put_magic(Pack& pack, std::vector<std::uint64_t> offsets);
     // Writes the pack when what this read saw differs from what was on disk: the answers of the
     // images seen, and no other (an image no longer in the file leaves the cache with it), with
     // the index of entry offsets when the file's stamp is stable.
@@ -135,6 +140,8 @@ class ResultCache::Pack {
     std::optional<FileStamp> stamp_;       // this read's, when stable (to be recorded)
     std::map<ImageKey, ImageResult> seen_; // what this read found or computed
     std::map<std::uint64_t, ImageKey> seen_index_;
+    std::optional<std::vector<std::uint64_t>> stored_magic_; // the scan's, with the index
+    std::optional<std::vector<std::uint64_t>> seen_magic_;
     bool rewrite_ = false; // the file on disk is corrupt: replace it
 };
 
