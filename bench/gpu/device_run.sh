@@ -52,24 +52,47 @@ fi
 
 if [ "$step" = all ] || [ "$step" = list ] || [ "$step" = list-scan ]; then
   # Issue 29: the embedded-fatbin scan keeps `list` within 1.5x of the build before it. The tools
-  # of that build are carried in .devcarry/before/nvcc-forge-tools (LIST_BEFORE=PATH for another).
+  # of that build are carried in .devcarry/before/nvcc-forge-tools (LIST_BEFORE=PATH for another);
+  # tools of an intermediate build, if carried in .devcarry/prev/, are compared with these too.
+  # Files: libtorch_cuda.so and the cuSPARSE and cuFFT libraries torch's environment installs.
   before="${LIST_BEFORE:-$carry/before/nvcc-forge-tools}"
   torch_so=$(python3 -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cuda.so"))')
-  if [ -x "$before" ]; then
-    echo "== 1c. list before/after the embedded-fatbin scan: $torch_so"
+  site=$(dirname "$(dirname "$(dirname "$torch_so")")")
+  scan_files=("$torch_so")
+  for lib in libcusparse.so libcufft.so; do
+    mapfile -t found < <(find "$site/nvidia" -name "$lib.*" -type f 2>/dev/null | sort)
+    [ ${#found[@]} -gt 0 ] && scan_files+=("${found[0]}")
+  done
+  now="$carry/libexec/nvcc-forge-tools"
+  for against in "$before" "$carry/prev/nvcc-forge-tools"; do
+    [ -x "$against" ] || { echo "== 1c. skipped: no tools at $against"; continue; }
+    echo "== 1c. list: $against (before) against $now (after): ${scan_files[*]}"
     python3 "$repo/bench/list/speed.py" --rounds "${LIST_ROUNDS:-21}" --toolkit-rounds 0 \
-      --outputs-may-differ "$before" "$carry/libexec/nvcc-forge-tools" "$torch_so" 2>&1 \
-      | tee "$OUT/list-scan.log" | tail -8
-    "$F" list --format json "$torch_so" | python3 -c '
+      --outputs-may-differ "$against" "$now" "${scan_files[@]}" 2>&1 \
+      | tee -a "$OUT/list-scan.log" | tail -12
+  done
+  for f in "${scan_files[@]}"; do
+    "$F" list --format json "$f" | python3 -c '
 import collections, json, sys
 rows = json.load(sys.stdin)
 found = collections.Counter(r["found"] for r in rows)
 emb = [r for r in rows if r["found"] == "embedded"]
-print("rows by where found:", dict(found), "| embedded containers:",
-      len({(r["section"], r["fatbin_offset"]) for r in emb}), "in", sorted({r["section"] for r in emb}))' \
+print(sys.argv[1], "rows by where found:", dict(found), "| embedded containers:",
+      len({(r["section"], r["fatbin_offset"]) for r in emb}), "in", sorted({r["section"] for r in emb}))' "$f" \
       | tee -a "$OUT/list-scan.log"
-  else
-    echo "== 1c. skipped: no tools of the build before the scan at $before"
+  done
+  # The same rows from the tools of the intermediate build, on every library with device code
+  # under the environment (the search now runs beside the registered reads: same bytes out).
+  prev="$carry/prev/nvcc-forge-tools"
+  if [ -x "$prev" ]; then
+    same=0 differ=0
+    while IFS= read -r lib; do
+      a=$("$prev" list --format json "$lib" 2>&1; echo "exit $?")
+      b=$("$now" list --format json "$lib" 2>&1; echo "exit $?")
+      if [ "$a" = "$b" ]; then same=$((same + 1)); else differ=$((differ + 1)); echo "DIFFER: $lib"; fi
+    done < <(find "$site/nvidia" "$site/torch/lib" -name '*.so*' -type f -size +1M 2>/dev/null | sort)
+    echo "list --format json, intermediate build against this one: $same files identical, $differ differ" \
+      | tee -a "$OUT/list-scan.log"
   fi
 fi
 

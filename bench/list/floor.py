@@ -67,7 +67,12 @@ def main():
         size = os.path.getsize(f) / 2**20
         # Warm the page cache and the cached run's cache; the floor says what it decodes.
         described = subprocess.run([floor, f], capture_output=True, text=True)
-        print(f"== {f} ({size:.1f} MiB): {described.stdout.splitlines()[0] if described.stdout else described.stderr.strip()}")
+        lines = described.stdout.splitlines()
+        print(f"== {f} ({size:.1f} MiB): {lines[0] if lines else described.stderr.strip()}")
+        # The floor under the workers' memory bound (decode_floor.cpp): what --toolkit could reach.
+        for line in lines[1:]:
+            if " bounded " in line:
+                print(f"   {line}")
         cmd = [tools, "list", "--toolkit", "--format", "json", f]
         first_out = subprocess.run(cmd, capture_output=True,
                                    env=dict(os.environ, NVCC_FORGE_CACHE_DIR=warm)).stdout
