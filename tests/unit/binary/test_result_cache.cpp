@@ -308,8 +308,12 @@ TEST(BinaryResultCache, AnUnchangedFilesEmbeddedScanIsNotRunAgain) {
     ASSERT_TRUE(first.entries.ok()) << first.entries.error().to_string();
     EXPECT_EQ(first.scans_reused, 0u);
     EXPECT_EQ(embedded(first), std::vector<std::string>{"sm_86"});
+    const auto written = std::filesystem::last_write_time(packs(dir).at(0));
     const Read second = read_cached(file, dir);
     ASSERT_TRUE(second.entries.ok()) << second.entries.error().to_string();
+    EXPECT_EQ(std::filesystem::last_write_time(packs(dir).at(0)), written)
+        << "a read that confirmed every image rewrote the pack";
+    EXPECT_EQ(second.cached, 24u);
     EXPECT_EQ(second.scans_reused, 1u);
     EXPECT_EQ(second.hashed, 0u);
     EXPECT_EQ(embedded(second), std::vector<std::string>{"sm_86"});

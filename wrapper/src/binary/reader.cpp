@@ -910,9 +910,7 @@ class Reader {
     // holds one (the image is unchanged: no byte of it is read); false leaves the task open.
     bool answered_by_index(const FatbinEntry& x, Entry& e, ResultCache::Pack& pack) {
         if (x.compression == Compression::None) return false;
-        const std::optional<ImageKey> key = ResultCache::known_key(pack, x.offset);
-        if (!key) return false;
-        const std::optional<ImageResult> hit = ResultCache::find(pack, x.offset, *key);
+        const std::optional<ImageResult> hit = ResultCache::find_known(pack, x.offset);
         if (!hit) return false;
         apply_cached(*hit, x, e);
         return true;

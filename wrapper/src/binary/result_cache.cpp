@@ -412,6 +412,17 @@ std::optional<ImageResult> ResultCache::find(Pack& pack, std::uint64_t entry_off
     return it->second;
 }
 
+std::optional<ImageResult> ResultCache::find_known(Pack& pack, std::uint64_t entry_offset) {
+    std::lock_guard lock(pack.mutex_);
+    if (!pack.index_valid_) return std::nullopt;
+    const auto at = pack.stored_index_.find(entry_offset);
+    if (at == pack.stored_index_.end()) return std::nullopt;
+    const auto it = pack.stored_.find(at->second);
+    if (it == pack.stored_.end()) return std::nullopt;
+    pack.confirmed_.push_back(entry_offset);
+    return it->second;
+}
+
 void ResultCache::put(Pack& pack, std::uint64_t entry_offset, const ImageKey& key,
                       const ImageResult& result) {
     if (result.toolkit && result.toolkit->size() > pack_record::kToolkitMax) return;
@@ -424,6 +435,24 @@ void ResultCache::put(Pack& pack, std::uint64_t entry_offset, const ImageKey& ke
 void ResultCache::save(Pack& pack) {
     if (dir_.empty()) return;
     std::lock_guard lock(pack.mutex_);
+    // Every image of the index confirmed and nothing else seen: the pack on disk says what this
+    // read would write (the common second run).
+    std::sort(pack.confirmed_.begin(), pack.confirmed_.end());
+    pack.confirmed_.erase(std::unique(pack.confirmed_.begin(), pack.confirmed_.end()),
+                          pack.confirmed_.end());
+    const bool magic_kept = !pack.seen_magic_ || pack.seen_magic_ == pack.stored_magic_;
+    if (pack.seen_.empty() && pack.seen_index_.empty() && !pack.rewrite_ && magic_kept &&
+        pack.index_valid_ && pack.confirmed_.size() == pack.stored_index_.size() &&
+        (!pack.stamp_ || pack.stamp_ == pack.stored_stamp_)) {
+        pack.confirmed_.clear();
+        return;
+    }
+    for (const std::uint64_t entry : pack.confirmed_) { // seen, as find() records it
+        const ImageKey& key = pack.stored_index_.at(entry);
+        pack.seen_.insert_or_assign(key, pack.stored_.at(key));
+        pack.seen_index_.insert_or_assign(entry, key);
+    }
+    pack.confirmed_.clear();
     // The index is kept with the stamp it was recorded under: a stable stamp of this read, or the
     // stored one when this read confirmed it.
     std::optional<FileStamp> stamp = pack.stamp_;
