@@ -265,6 +265,45 @@ def processes_started(src_root):
     return sorted(out)
 
 
+THREAD_HOME = {"core/workers.cpp"}
+THREAD_START = re.compile(r"\bstd::j?thread\b(?!::)\s*\w*\s*[({]|<\s*std::j?thread\s*>|\bpthread_create\s*\(|"
+                          r"\bstd::launch::async\b")
+THREAD_EXEMPT = {"binary/reader.cpp": "the embedded search's std::async, which falls back to deferred"}
+
+
+def threads_started(src_root):
+    """file:line of each thread started outside core/workers.* (std::thread, pthread_create, an
+    async launch), but the one place named in THREAD_EXEMPT."""
+    out = []
+    for rel, path in source_files(src_root):
+        if rel in THREAD_HOME:
+            continue
+        for n, code in code_lines(path):
+            m = THREAD_START.search(code)
+            if m and not (rel in THREAD_EXEMPT and "launch::async" in m.group(0)):
+                out.append(f"{rel}:{n}")
+    return sorted(out)
+
+
+@ft.case("layout.threads_started_by_core")
+def threads_started_by_core(t):
+    """Work is spread over threads only by core/workers.h (run_workers): one place survives a
+    thread the system refuses to start."""
+    bad = threads_started(t.src("wrapper", "src"))
+    ft.check(not bad, "a thread started outside core/workers.* (use run_workers):\n"
+             + "\n".join("  " + b for b in bad))
+    probe = t.path("src")
+    ft.write(os.path.join(probe, "core", "workers.cpp"), "pool.emplace_back(work);\n")
+    ft.write(os.path.join(probe, "binary", "a.cpp"),
+             "// std::thread t(work) in a comment\nstd::thread t(work);\nunsigned n = "
+             "std::thread::hardware_concurrency();\nstd::vector<std::thread> pool;\n")
+    ft.write(os.path.join(probe, "binary", "reader.cpp"), "f = std::async(std::launch::async, s);\n")
+    ft.write(os.path.join(probe, "cli", "b.cpp"), "pthread_create(&t, nullptr, f, a);\n"
+             "auto f = std::async(std::launch::async, g);\n")
+    ft.check_eq(threads_started(probe), ["binary/a.cpp:2", "binary/a.cpp:4", "cli/b.cpp:1", "cli/b.cpp:2"],
+                "threads started in the probe tree")
+
+
 def nvcc_located(src_root):
     """(file:line, what) of each place outside toolkit/locate.* that finds nvcc or walks PATH."""
     out = []

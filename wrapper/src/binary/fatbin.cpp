@@ -1,6 +1,7 @@
 #include "binary/fatbin.h"
 
 #include "binary/mapped_file.h"
+#include "core/workers.h"
 
 #include <algorithm>
 #include <array>
@@ -313,15 +314,7 @@ std::vector<std::vector<std::uint64_t>> find_fatbin_magic(const std::vector<Scan
             find_magic_in(regions[tasks[k].region].bytes, tasks[k].begin, tasks[k].end, buf,
                           found[k]);
     };
-    if (threads <= 1) {
-        work();
-    } else {
-        std::vector<std::thread> pool;
-        for (unsigned w = 0; w < threads; ++w)
-            pool.emplace_back(work);
-        for (auto& t : pool)
-            t.join();
-    }
+    run_workers(threads, work);
     std::vector<std::vector<std::uint64_t>> out(regions.size());
     for (std::size_t k = 0; k < tasks.size(); ++k) // tasks are in region and offset order
         out[tasks[k].region].insert(out[tasks[k].region].end(), found[k].begin(), found[k].end());

@@ -11,6 +11,7 @@
 #include "binary/result_cache.h"
 #include "binary/zip.h"
 #include "core/plan_marker.h"
+#include "core/workers.h"
 
 #include <algorithm>
 #include <atomic>
@@ -23,6 +24,7 @@
 #include <new>
 #include <optional>
 #include <set>
+#include <system_error>
 #include <thread>
 
 namespace forge::binary {
@@ -378,9 +380,12 @@ class Reader {
                 known_candidates = split(*known);
                 return;
             }
-            candidates = std::async(std::launch::async, [this, threads] {
-                return find_fatbin_magic(regions, threads);
-            });
+            auto search = [this, threads] { return find_fatbin_magic(regions, threads); };
+            try {
+                candidates = std::async(std::launch::async, search);
+            } catch (const std::system_error&) { // no thread to spare: searched when waited for
+                candidates = std::async(std::launch::deferred, search);
+            }
         }
 
         // The candidates of each region, as file offsets (Bytes::abs), ascending.
@@ -868,15 +873,11 @@ class Reader {
             return ok_status();
         }
         std::atomic<std::size_t> next{0};
-        std::vector<std::thread> pool;
-        for (unsigned w = 0; w < threads; ++w)
-            pool.emplace_back([&] {
-                Worker worker(stream_memory_);
-                for (std::size_t i = next++; i < open.size(); i = next++)
-                    describe(open[i], worker);
-            });
-        for (auto& th : pool)
-            th.join();
+        run_workers(threads, [&] {
+            Worker worker(stream_memory_);
+            for (std::size_t i = next++; i < open.size(); i = next++)
+                describe(open[i], worker);
+        });
         for (auto& err : errors) // the first error in file order, as the serial walk reports it
             if (err) return std::move(*err);
         return ok_status();

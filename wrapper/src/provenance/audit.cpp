@@ -1,6 +1,7 @@
 // The fleet audit: classification, the ledger, the directory sweep and the worker pool.
 #include "provenance/audit.h"
 
+#include "core/workers.h"
 #include "provenance/modules.h"
 #include "provenance/stamp.h"
 #include "verify/gate.h"
@@ -435,13 +436,7 @@ size_t audit_stream(const std::vector<std::string>& files, const Ledger* ledger,
         while (auto i = delivery.claim(stop))
             delivery.done(*i, audit_file(files[*i], ledger, policy));
     };
-    std::vector<std::thread> pool;
-    pool.reserve(static_cast<size_t>(jobs - 1));
-    for (int j = 1; j < jobs; ++j)
-        pool.emplace_back(worker);
-    worker(); // the calling thread is one of the workers
-    for (auto& t : pool)
-        t.join();
+    run_workers(static_cast<unsigned>(jobs), worker); // the calling thread is one of them
     return delivery.delivered();
 }
 
