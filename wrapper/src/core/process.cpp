@@ -271,6 +271,11 @@ Result<Spawned> spawn_group(const ProcessSpec& spec, posix_spawn_file_actions_t*
         ::sigprocmask(SIG_SETMASK, &previous, nullptr);
         return spawn_error(spec, rc);
     }
+    // The child made its group before it exec'd, where posix_spawn waits for the exec (glibc's
+    // clone with CLONE_VFORK). Where it is a plain fork (qemu-user runs it so), the parent can
+    // get here first and a signal it forwards to the group at once would find no group: both
+    // sides set it, as a shell does for its jobs (EACCES once the child has exec'd: harmless).
+    ::setpgid(pid, pid);
     Spawned spawned = wait_group(pid, spec.group_grace, waited);
     spawned.too_long = too_long;
     ::sigprocmask(SIG_SETMASK, &previous, nullptr);
