@@ -7,9 +7,10 @@
 #include <atomic>
 #include <gtest/gtest.h>
 #include <mutex>
-#include <pthread.h>
 #include <set>
+#include <sys/resource.h>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -46,13 +47,15 @@ TEST(Workers, EveryItemOnceTheCallerOneOfTheThreads) {
 }
 
 TEST(Workers, AThreadTheSystemRefusesCostsNoItem) {
-    // Every new thread's stack is far larger than any address space: pthread_create fails with
-    // EAGAIN and std::thread throws, as under a pids limit. (A child: the default stays there.)
+    // No new thread may start (RLIMIT_NPROC 0, as root for user nobody, whom it binds: a pids
+    // limit as a build container has): clone fails with EAGAIN and std::thread throws. In a child,
+    // which keeps the limit and the user to itself. (A huge default stack size made the same
+    // failure natively, but qemu-user tracks every guest page it maps and ran out of memory.)
     const auto r = forge::test::in_child([] {
-        pthread_attr_t huge;
-        pthread_attr_init(&huge);
-        pthread_attr_setstacksize(&huge, std::size_t{1} << 46);
-        if (pthread_setattr_default_np(&huge) != 0) return std::string("no default attr");
+        if (::geteuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0))
+            return std::string("cannot become nobody");
+        const rlimit none{0, 0};
+        if (::setrlimit(RLIMIT_NPROC, &none) != 0) return std::string("no RLIMIT_NPROC");
         Queue q(5000);
         forge::run_workers(8, [&] { q.work(); });
         return std::string(q.each_once() && q.threads.size() == 1 ? "ok" : "lost items");
