@@ -325,6 +325,17 @@ MUTANTS = [
     ("caches.cmake_no_policy_stamp", "cmake/ForgeArch.cmake",
      'OBJECT_DEPENDS "${stamp}")', 'OBJECT_DEPENDS "")', TOOLS,
      r"^caches\.cmake\.wrapper_ccache_makefiles"),
+    # ---- the --toolkit cache keeps the embedded search; threads the system refuses ----
+    ("binary.scan_never_reused", "wrapper/src/binary/reader.cpp",
+     "            if (known) {", "            if (false && known) {",
+     ["test_binary"] + TOOLS, r"^BinaryResultCache\."),
+    ("binary.scan_candidates_not_kept", "wrapper/src/binary/reader.cpp",
+     "if (pack != nullptr) ResultCache::put_magic(*pack, scan.file_offsets(candidates));",
+     "(void)pack;", ["test_binary"] + TOOLS, r"^BinaryResultCache\."),
+    ("core.refused_thread_aborts", "wrapper/src/core/workers.cpp",
+     "        try {\n            pool.emplace_back(work);\n        } catch (const std::system_error&) {\n"
+     "            break; // the threads started so far and this one share the rest\n        }",
+     "        pool.emplace_back(work);", ["test_core"] + TOOLS, r"^Workers\."),
 ]
 
 

@@ -599,6 +599,29 @@ def default_sigint():
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+def finish_or_describe(p, timeout=120):
+    """communicate(), or (once past the timeout) a failure that says what each of the audit's
+    threads was doing: its state, kernel wait channel, system call and kernel stack."""
+    try:
+        return p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        where = []
+        for tid in sorted(os.listdir(f"/proc/{p.pid}/task")):
+            base = f"/proc/{p.pid}/task/{tid}"
+            parts = []
+            for name in ("stat", "wchan", "syscall", "stack"):
+                try:
+                    with open(os.path.join(base, name)) as f:
+                        parts.append(f"{name}: {f.read().strip()}")
+                except OSError as e:
+                    parts.append(f"{name}: ({e.strerror})")
+            where.append(f"thread {tid}:\n  " + "\n  ".join(parts))
+        p.kill()
+        out, err = p.communicate()
+        check(False, f"the audit did not end {timeout} s after SIGINT:\n" + "\n".join(where)
+              + f"\nstderr: {err[-2000:]!r}\nstdout tail: {out[-500:]!r}")
+
+
 @ft.case("provenance.cli.audit_interrupted")
 def case_audit_interrupted(t):
     """SIGINT: the report is closed for the files audited (JSON still parses, says how far it
@@ -615,7 +638,7 @@ def case_audit_interrupted(t):
     check(b'"policy"' in first, first)
     time.sleep(0.5)  # the pipe is full: the workers wait for it
     p.send_signal(signal.SIGINT)
-    rest, err = p.communicate(timeout=120)
+    rest, err = finish_or_describe(p)
     check(p.returncode == -signal.SIGINT, f"exit {p.returncode}, expected death by SIGINT: {err!r}")
     doc = json.loads(first + rest)
     check(doc["interrupted"] is True, {k: v for k, v in doc.items() if k != "entries"})
@@ -632,7 +655,7 @@ def case_audit_interrupted(t):
     check(b"audit: 1000 file(s)" in head, head)
     time.sleep(0.5)
     p.send_signal(signal.SIGINT)
-    rest, err = p.communicate(timeout=120)
+    rest, err = finish_or_describe(p)
     check(p.returncode == -signal.SIGINT, f"exit {p.returncode}: {err!r}")
     check(b"interrupted: " in rest and b"of 1000 file(s) audited" in rest, rest[-500:])
 

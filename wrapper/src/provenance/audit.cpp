@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <chrono>
 #include <condition_variable>
 #include <filesystem>
 #include <fmt/format.h>
@@ -383,7 +384,12 @@ class InOrderDelivery {
         std::unique_lock lock(mutex_);
         if (stopped(stop) || next_ >= total_) return std::nullopt;
         const size_t i = next_++;
-        room_.wait(lock, [&] { return i < delivered_ + window_ || stopped(stop); });
+        // `stop` is set by a signal handler, which cannot notify: the wait looks at it again
+        // every so often, not only when a delivery wakes it.
+        constexpr auto kLookAgain = std::chrono::milliseconds(100);
+        while (!room_.wait_for(lock, kLookAgain,
+                               [&] { return i < delivered_ + window_ || stopped(stop); })) {
+        }
         if (stopped(stop)) return std::nullopt; // stopped while waiting
         return i;
     }
