@@ -14,7 +14,7 @@ mkdir -p "$WORK/bin"
 
 SRC=("$ROOT"/wrapper/src/binary/{reader,elf,pe,fatbin,ar,zip,zip_io,wheel_record,cubin,mapped_file,result_cache}.cpp
      "$ROOT"/wrapper/src/arch/{arch,coverage,gencode}.cpp
-     "$ROOT"/wrapper/src/core/{result,text,sha256}.cpp)
+     "$ROOT"/wrapper/src/core/{result,text,sha256,workers}.cpp)
 FLAGS=(-std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
        -fno-sanitize-recover=undefined -I"$ROOT/wrapper/src" -DFORGE_VERSION=\"fuzz\")
 LIBS=(-lfmt -llz4 -lzstd -lz)
