@@ -339,8 +339,10 @@ class Reader {
     // The fatbin containers in sections other than the registered ones (docs/fatbin-format.md,
     // "Fatbins outside the registered sections"): each byte is searched once, however many
     // section headers name it, and never inside a registered section. The magic search starts
-    // when the scan is made and runs on threads of its own (at most `threads`, one of which the
-    // caller's own work takes meanwhile); add_embedded waits for it. Destroying the scan waits too.
+    // when the scan is made and runs on up to `threads` threads of its own while the caller reads
+    // the registered fatbins; add_embedded waits for it, and so does destroying the scan (the
+    // future of std::async; `candidates` is declared after the regions it reads, so it goes
+    // first). Where no thread can be started the search is deferred to add_embedded's wait.
     // With `known` (the candidates' file offsets a --toolkit cache recorded for this unchanged
     // file), nothing is searched: each region gets its candidates from the list.
     struct EmbeddedScan {
@@ -399,9 +401,7 @@ class Reader {
         }
         EmbeddedScan(const EmbeddedScan&) = delete;
         EmbeddedScan& operator=(const EmbeddedScan&) = delete;
-        ~EmbeddedScan() {
-            if (candidates.valid()) candidates.wait();
-        }
+        ~EmbeddedScan() = default;
 
       private:
         // File offsets back to each region's candidate offsets (those a search of it could give:
