@@ -359,4 +359,38 @@ def nvcc_located_by_toolkit(t):
                 "nvcc located in the probe tree")
 
 
+# The environment read: only core/ reads it (core/env.h's getenv_str, getenv_opt, getenv_nonempty;
+# core/paths.cpp for the data and cache roots). Four private copies of getenv_str had grown in
+# toolkit/, binary/ and provenance/ (issue "Simple to change, round two").
+ENV_READ = re.compile(r"\b(?:std::)?(?:secure_)?getenv\s*\(")
+ENV_HOME_DIR = "core/"
+
+
+def environment_reads(src_root):
+    """file:line of each direct read of the environment outside core/."""
+    out = []
+    for rel, path in source_files(src_root):
+        if rel.startswith(ENV_HOME_DIR):
+            continue
+        out += [f"{rel}:{n}" for n, code in code_lines(path) if ENV_READ.search(code)]
+    return sorted(out)
+
+
+@ft.case("layout.environment_read_by_core")
+def environment_read_by_core(t):
+    """An environment variable is read only through core/env.h: one rule for unset against empty,
+    one place to list every variable the tool reads."""
+    bad = environment_reads(t.src("wrapper", "src"))
+    ft.check(not bad, "the environment read outside core/ (use core/env.h):\n"
+             + "\n".join("  " + b for b in bad))
+    probe = t.path("src")
+    ft.write(os.path.join(probe, "core", "env.h"), "const char* v = std::getenv(name);\n")
+    ft.write(os.path.join(probe, "toolkit", "a.cpp"),
+             "// std::getenv(\"X\") in a comment\nconst char* v = std::getenv(name);\n"
+             "std::string s = getenv_str(\"PATH\");\n")
+    ft.write(os.path.join(probe, "cli", "b.cpp"), "auto h = getenv (\"HOME\");\nauto s = secure_getenv(\"X\");\n")
+    ft.check_eq(environment_reads(probe), ["cli/b.cpp:1", "cli/b.cpp:2", "toolkit/a.cpp:2"],
+                "environment reads in the probe tree")
+
+
 sys.exit(ft.main())

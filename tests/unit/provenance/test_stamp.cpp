@@ -2,7 +2,7 @@
 // the ledger, and bad input.
 #include "../files.h"
 #include "../temp_dir.h"
-#include "policy/sha256.h"
+#include "core/sha256.h"
 #include "provenance/stamp.h"
 
 #include <gtest/gtest.h>
@@ -158,7 +158,7 @@ const std::string kRecord = "demo/__init__.py,sha256=AAAA,3\n"
                             "demo-1.0.dist-info/RECORD,,\n";
 
 std::string record_line(const std::string& name, const std::string& data) {
-    return name + ",sha256=" + urlsafe_b64_of_hex(policy::sha256_hex(data)) + "," +
+    return name + ",sha256=" + urlsafe_b64_of_hex(sha256_hex(data)) + "," +
            std::to_string(data.size()) + "\n";
 }
 
@@ -346,8 +346,7 @@ TEST(StampWheel, KeepsEveryOtherMemberByteForByteAndUpdatesRecord) {
     // RECORD: every line from before, plus the stamp with its real hash and size.
     std::string info = read_member_text(wheel, "demo/_build_info.json");
     std::string record = read_member_text(wheel, "demo-1.0.dist-info/RECORD");
-    ASSERT_EQ(urlsafe_b64_of_hex(policy::sha256_hex("")),
-              "47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU");
+    ASSERT_EQ(urlsafe_b64_of_hex(sha256_hex("")), "47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU");
     // The expected line is computed here from the stored bytes (sha256, then unpadded urlsafe
     // base64, PEP 376/427), not by the code under test.
     std::string expected;
@@ -479,8 +478,8 @@ TEST(StampWheel, RefusesAWheelWhoseRecordLies) {
     const std::string so_row = record_line("demo/_C.so", so_bytes());
     std::string wrong_hash = good;
     wrong_hash.replace(wrong_hash.find(so_row), so_row.size(),
-                       "demo/_C.so,sha256=" + urlsafe_b64_of_hex(policy::sha256_hex("other")) +
-                           "," + std::to_string(so_bytes().size()) + "\n");
+                       "demo/_C.so,sha256=" + urlsafe_b64_of_hex(sha256_hex("other")) + "," +
+                           std::to_string(so_bytes().size()) + "\n");
     std::string unlisted = good;
     unlisted.erase(unlisted.find("demo/data.bin,"),
                    record_line("demo/data.bin", std::string(4096, 'z')).size());

@@ -1,5 +1,6 @@
 #include "binary/cuobjdump.h"
 
+#include "core/env.h"
 #include "core/process.h"
 
 #include <cstdlib>
@@ -62,12 +63,6 @@ std::vector<fs::path> site_dirs(const fs::path& prefix) {
     return out;
 }
 
-std::optional<std::string> env(const char* name) {
-    const char* v = std::getenv(name);
-    if (!v || !*v) return std::nullopt;
-    return std::string(v);
-}
-
 std::optional<arch::Target> target_from_image_name(const std::string& name, arch::Kind kind) {
     static const std::regex re(R"(\.sm_([0-9]+)([af]?)\.(cubin|ptx)$)");
     std::smatch m;
@@ -87,24 +82,24 @@ Result<std::string> locate_cuobjdump(const std::optional<std::string>& explicit_
         if (is_executable(*explicit_path)) return *explicit_path;
         return Error{"--cuobjdump: not an executable file", *explicit_path};
     }
-    if (auto e = env("NVCC_FORGE_CUOBJDUMP")) {
+    if (auto e = getenv_nonempty("NVCC_FORGE_CUOBJDUMP")) {
         if (is_executable(*e)) return *e;
         return Error{"NVCC_FORGE_CUOBJDUMP does not name an executable file", *e};
     }
-    const auto path_dirs = split(env("PATH").value_or(""), ':');
+    const auto path_dirs = split(getenv_str("PATH"), ':');
     for (const auto& d : path_dirs)
         if (auto p = fs::path(d) / "cuobjdump"; is_executable(p)) return p.string();
     std::vector<fs::path> sites;
-    for (const auto& d : split(env("PYTHONPATH").value_or(""), ':'))
+    for (const auto& d : split(getenv_str("PYTHONPATH"), ':'))
         sites.emplace_back(d);
     for (const char* var : {"VIRTUAL_ENV", "CONDA_PREFIX"})
-        if (auto p = env(var))
+        if (auto p = getenv_nonempty(var))
             for (auto& s : site_dirs(*p))
                 sites.push_back(s);
     for (const auto& d : path_dirs) // python interpreters on PATH: <prefix>/bin
         for (auto& s : site_dirs(fs::path(d).parent_path()))
             sites.push_back(s);
-    if (auto home = env("HOME"))
+    if (auto home = getenv_nonempty("HOME"))
         for (auto& s : site_dirs(fs::path(*home) / ".local"))
             sites.push_back(s);
     for (const char* prefix : {"/usr/local", "/usr"})

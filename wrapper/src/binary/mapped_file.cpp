@@ -1,5 +1,7 @@
 #include "binary/mapped_file.h"
 
+#include "core/env.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
@@ -199,7 +201,7 @@ namespace {
 // Where a spilled member goes, in order of preference.
 std::vector<std::string> spill_directories() {
     std::vector<std::string> dirs;
-    if (const char* t = std::getenv("TMPDIR"); t != nullptr && *t != '\0') dirs.emplace_back(t);
+    if (auto t = getenv_nonempty("TMPDIR")) dirs.push_back(std::move(*t));
     dirs.emplace_back("/var/tmp");
     dirs.emplace_back("/tmp");
     return dirs;

@@ -15,6 +15,7 @@
 
 #include "binary/bytes.h"
 #include "binary/reader.h"
+#include "core/env.h"
 #include "core/paths.h"
 
 #include <array>
@@ -77,8 +78,7 @@ std::optional<std::pair<FileStamp, bool>> file_stamp(const std::string& path);
 // `toolkit/` under the cache root (NVCC_FORGE_CACHE_DIR, else the XDG/HOME default); empty
 // when there is none.
 inline std::filesystem::path default_result_cache_dir() {
-    const char* configured = std::getenv("NVCC_FORGE_CACHE_DIR");
-    const std::filesystem::path root = cache_root(configured != nullptr ? configured : "");
+    const std::filesystem::path root = cache_root(getenv_str("NVCC_FORGE_CACHE_DIR"));
     return root.empty() ? root : root / "toolkit";
 }
 

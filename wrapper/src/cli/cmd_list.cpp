@@ -10,6 +10,7 @@
 #include "binary/result_cache.h"
 #include "cli/command.h"
 #include "cli/policy_options.h"
+#include "core/env.h"
 #include "core/text.h"
 
 #include <algorithm>
@@ -131,9 +132,9 @@ std::optional<int> parse_list_options(int argc, char** argv, ListOptions& o) {
 
 // NVCC_FORGE_LIST_THREADS into `opts`: an exit code when it is not a number in range.
 std::optional<int> read_list_threads(binary::ReadOptions& opts) {
-    const char* v = std::getenv("NVCC_FORGE_LIST_THREADS");
-    if (v == nullptr) return std::nullopt;
-    const std::string_view s(v);
+    const auto v = getenv_opt("NVCC_FORGE_LIST_THREADS");
+    if (!v) return std::nullopt;
+    const std::string_view s(*v);
     unsigned n = 0;
     auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
     if (ec != std::errc() || end != s.data() + s.size() || n == 0 || n > opts.max_threads)

@@ -62,8 +62,8 @@ std::vector<std::string> build_environment(const fs::path& root,
 std::vector<plan::KnobSetting> knob_settings(const policy::Resolution& r) {
     std::vector<plan::KnobSetting> out;
     for (const auto& k : policy::export_knobs(r.arch_knobs, r.list).values) {
-        const char* caller = std::getenv(k.variable.c_str());
-        out.push_back({k.variable, caller != nullptr ? caller : k.value, caller != nullptr});
+        const auto caller = getenv_opt(k.variable.c_str());
+        out.push_back({k.variable, caller.value_or(k.value), caller.has_value()});
     }
     return out;
 }
@@ -193,7 +193,7 @@ Result<frontend::PlanConfig> prepare_run(const PlanOptions& o, const policy::Res
     auto packages_dir = packages_dir_from_options(o.vm);
     if (!packages_dir) return std::move(packages_dir).error();
     std::error_code ec;
-    if (o.vm.count("packages-dir") || std::getenv("NVCC_FORGE_PACKAGES_DIR") != nullptr)
+    if (o.vm.count("packages-dir") || getenv_opt("NVCC_FORGE_PACKAGES_DIR"))
         config.packages_dir = fs::absolute(*packages_dir, ec).string();
     config.log = (state / "calls.jsonl").string();
     config.state_dir = state;

@@ -1,5 +1,6 @@
 #include "cli/policy_options.h"
 
+#include "core/env.h"
 #include "core/paths.h"
 #include "policy/package.h"
 #include "policy/versions.h"
@@ -53,9 +54,8 @@ Result<std::filesystem::path> packages_dir_from_options(const po::variables_map&
     if (vm.count("packages-dir")) {
         dir = vm["packages-dir"].as<std::string>();
         origin = "--packages-dir";
-    } else if (const char* env = std::getenv("NVCC_FORGE_PACKAGES_DIR");
-               env != nullptr && *env != '\0') {
-        dir = env;
+    } else if (auto env = getenv_nonempty("NVCC_FORGE_PACKAGES_DIR")) {
+        dir = *env;
         origin = "NVCC_FORGE_PACKAGES_DIR";
     } else {
         return default_packages_dir();

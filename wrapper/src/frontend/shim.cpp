@@ -1,7 +1,7 @@
 #include "frontend/shim.h"
 
+#include "core/sha256.h"
 #include "frontend/settings.h"
-#include "policy/sha256.h"
 #include "toolkit/locate.h"
 
 #include <fcntl.h>
@@ -30,7 +30,7 @@ Status symlink_to(const fs::path& target, const fs::path& link) {
 // A point in 2000-2030 drawn from the identity: a real time (tools that compare it with "now"
 // see nothing odd), different for every identity.
 timespec identity_mtime(const std::string& identity) {
-    const std::string hex = policy::sha256_hex(identity).substr(0, 15);
+    const std::string hex = sha256_hex(identity).substr(0, 15);
     const unsigned long long h = std::stoull(hex, nullptr, 16);
     constexpr long long kY2000 = 946684800, kSpan = 30LL * 365 * 24 * 3600;
     timespec ts{};

@@ -3,8 +3,8 @@
 #include "core/json.h"
 #include "core/plan_marker.h"
 #include "core/process.h"
+#include "core/sha256.h"
 #include "nvcc/options.h"
-#include "policy/sha256.h"
 
 #include <cerrno>
 #include <cstring>
@@ -339,12 +339,12 @@ std::string toolkit_identity(const fs::path& nvcc) {
 std::string stub_cache_key(const std::string& toolkit, const std::vector<std::string>& flags,
                            const std::string& prepend, const std::string& append,
                            const std::string& unique) {
-    std::string key = "stub-v3\n" + toolkit + "\n" + policy::sha256_hex(stub_source()) + "\n" +
-                      policy::sha256_hex(stub_header());
+    std::string key =
+        "stub-v3\n" + toolkit + "\n" + sha256_hex(stub_source()) + "\n" + sha256_hex(stub_header());
     for (const auto& f : flags)
         key += "\n" + f;
     key += "\nprepend=" + prepend + "\nappend=" + append + "\nunique=" + unique;
-    return policy::sha256_hex(key);
+    return sha256_hex(key);
 }
 
 namespace {
@@ -447,7 +447,7 @@ Result<std::string> StubFile::read_all() const {
 
 std::string stub_sum(const std::string& key, const std::string& bytes) {
     return fmt::format("nvcc-forge plan stub\nkey {}\nsize {}\nsha256 {}\n", key, bytes.size(),
-                       policy::sha256_hex(bytes));
+                       sha256_hex(bytes));
 }
 
 KeptStub read_kept_stub(const fs::path& dir, const std::string& key) {
@@ -471,7 +471,7 @@ KeptStub read_kept_stub(const fs::path& dir, const std::string& key) {
     // The file the sum was written for, unchanged: no hash. Anything else is hashed.
     auto content_matches = [&] {
         auto bytes = stub->read_all();
-        return bytes && field("sha256") == policy::sha256_hex(*bytes);
+        return bytes && field("sha256") == sha256_hex(*bytes);
     };
     const bool sound = field("key") == key && field("size") == std::to_string(stub->size()) &&
                        (field("file") == stub->identity() || content_matches());

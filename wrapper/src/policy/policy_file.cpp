@@ -1,7 +1,7 @@
 #include "policy/policy_file.h"
 
 #include "core/file.h"
-#include "policy/sha256.h"
+#include "core/sha256.h"
 #include "policy/versions.h"
 #include "policy/yaml_util.h"
 

@@ -1,7 +1,7 @@
 #include "policy/resolve.h"
 
 #include "core/paths.h"
-#include "policy/sha256.h"
+#include "core/sha256.h"
 #include "policy/versions.h"
 
 #include <algorithm>
@@ -97,10 +97,8 @@ void normalize_ptx(const PackageOverride* package, const std::vector<arch::Gpu>&
             res.ptx_not_added = fmt::format("packages/{}/arch_override.yml:forward_ptx: {}",
                                             package->name, package->forward_ptx->reason);
     } else {
-        if (int sm = list.ensure_ptx_on_highest_base(); sm >= 0) {
-            res.ptx_added_sm = sm;
-            res.ptx_added.push_back({sm, "highest plain arch", ""});
-        }
+        if (int sm = list.ensure_ptx_on_highest_base(); sm >= 0)
+            res.ptx_added.push_back({sm, "highest plain arch"});
         for (const auto& gap : arch::major_gaps(list.targets(), cell_gpus)) {
             if (gap.ptx_placed || gap.suggested_sm == 0) continue;
             if (!emittable.count({arch::Kind::Ptx, gap.suggested_sm, arch::Suffix::None})) continue;
@@ -111,7 +109,7 @@ void normalize_ptx(const PackageOverride* package, const std::vector<arch::Gpu>&
             if (added)
                 res.ptx_added.push_back(
                     {gap.suggested_sm,
-                     fmt::format("highest plain arch below the major {} gap", gap.major), "jit"});
+                     fmt::format("highest plain arch below the major {} gap", gap.major)});
         }
     }
     for (const auto& gap : arch::major_gaps(list.targets(), cell_gpus)) {
@@ -355,18 +353,15 @@ void narrow(const PolicyRow& row, const std::string& row_name,
             const std::set<arch::Target>& emittable, const std::vector<arch::Gpu>& gpus,
             const std::vector<arch::ArchEntry>& kept, Resolution& res) {
     const TorchBuild* torch_build = res.torch_ceiling ? &res.torch_ceiling->build : nullptr;
-    arch::ArchList survivors;
     for (const auto& e : row.list.entries()) {
         auto ts = e.targets();
         bool emits = std::all_of(ts.begin(), ts.end(),
                                  [&](const arch::Target& t) { return emittable.count(t); });
         if (!emits || (torch_build != nullptr && !torch_runs(*torch_build, e.sm, gpus))) continue;
-        survivors.add(e);
         bool kept_sm = std::any_of(kept.begin(), kept.end(),
                                    [&](const arch::ArchEntry& k) { return k.sm == e.sm; });
         if (!kept_sm) res.narrowed.push_back({e.token(), row_name, res.reason});
     }
-    if (!res.narrowed.empty()) res.row_list = std::move(survivors);
 }
 
 } // namespace

@@ -39,8 +39,7 @@ struct NarrowedToken {
 // A +PTX the normalisation added, and why (docs/arch-rules.md, "PTX once per major").
 struct PtxAdded {
     int sm = 0;
-    std::string why;      // "highest plain arch" / "highest plain arch below the major 9 gap"
-    std::string gap_tier; // for a gap: the tier the major's GPUs land in ("jit"), else ""
+    std::string why; // "highest plain arch" / "highest plain arch below the major 9 gap"
 };
 
 // The paired torch build of a cell (a torch_runnable row): what it ships bounds what can run in
@@ -56,17 +55,15 @@ struct Resolution {
                          // "packages/flash_attn/arch_override.yml:arch_list_by_cuda[12.8]",
                          // "--arch-list"
     std::vector<ClampedToken> clamped;   // every token removed, with its reason
-    std::optional<int> ptx_added_sm;     // where _ensure_ptx_on_highest_base put +PTX
     std::vector<PtxAdded> ptx_added;     // every +PTX added: the highest, then one per major gap
     std::vector<NarrowedToken> narrowed; // policy-row tokens the override drops
-    arch::ArchList row_list;   // with narrowing: the policy row after the same clamps (the promise)
-    std::string cuda;          // "12.8" ("" when --arch-list was given)
-    std::string torch;         // "2.9" or ""
-    std::string platform;      // linux_x86_64 | linux_aarch64 | win_amd64
-    std::string package;       // "" if none
-    std::string policy_file;   // path of arch_policy.yml used ("" for --arch-list)
-    std::string policy_sha256; // of that file
-    std::optional<long> build_epoch; // from arch_policy.yml
+    std::string cuda;                    // "12.8" ("" when --arch-list was given)
+    std::string torch;                   // "2.9" or ""
+    std::string platform;                // linux_x86_64 | linux_aarch64 | win_amd64
+    std::string package;                 // "" if none
+    std::string policy_file;             // path of arch_policy.yml used ("" for --arch-list)
+    std::string policy_sha256;           // of that file
+    std::optional<long> build_epoch;     // from arch_policy.yml
     // package verify settings (packages/<pkg>/arch_override.yml `verify:`)
     std::vector<arch::Target> allow_missing; // waivers (with evidence comments in the file)
     bool allow_pure_python = false;

@@ -2,6 +2,7 @@
 #include "provenance/stamp.h"
 
 #include "binary/wheel_record.h"
+#include "core/env.h"
 #include "core/json.h"
 
 #include <cerrno>
@@ -18,9 +19,7 @@ namespace forge::provenance {
 
 EnvLookup process_env() {
     return [](std::string_view name) -> std::optional<std::string> {
-        const char* v = std::getenv(std::string(name).c_str());
-        if (!v) return std::nullopt;
-        return std::string(v);
+        return getenv_opt(std::string(name).c_str());
     };
 }
 

@@ -1,5 +1,6 @@
 #include "toolkit/discover.h"
 
+#include "core/env.h"
 #include "core/json.h"
 #include "core/paths.h"
 #include "core/process.h"
@@ -90,11 +91,6 @@ std::vector<std::string> split_list(std::string_view s, char sep) {
     return out;
 }
 
-std::string env_or_empty(const char* name) {
-    const char* v = std::getenv(name);
-    return v ? std::string(v) : std::string();
-}
-
 bool is_executable_file(const fs::path& p) {
     std::error_code ec;
     auto st = fs::status(p, ec);
@@ -145,10 +141,10 @@ std::optional<fs::path> nvcc_home(const std::string& nvcc) {
 
 DiscoveryInputs DiscoveryInputs::from_process(bool ask_python) {
     DiscoveryInputs in;
-    in.path_env = env_or_empty("PATH");
-    in.cuda_home = env_or_empty("CUDA_HOME");
-    in.cuda_path = env_or_empty("CUDA_PATH");
-    in.candidates_env = env_or_empty("NVCC_FORGE_NVCC_CANDIDATES");
+    in.path_env = getenv_str("PATH");
+    in.cuda_home = getenv_str("CUDA_HOME");
+    in.cuda_path = getenv_str("CUDA_PATH");
+    in.candidates_env = getenv_str("NVCC_FORGE_NVCC_CANDIDATES");
     std::error_code ec;
     in.self_exe = fs::canonical(wrapper_exe(), ec).string();
 
@@ -160,10 +156,10 @@ DiscoveryInputs DiscoveryInputs::from_process(bool ask_python) {
         if (!ec) add_python_lib_dirs(real.parent_path().parent_path(), sites);
     }
     for (const char* var : {"VIRTUAL_ENV", "CONDA_PREFIX"})
-        if (auto v = env_or_empty(var); !v.empty()) add_python_lib_dirs(v, sites);
-    for (const auto& p : split_list(env_or_empty("PYTHONPATH"), ':'))
+        if (auto v = getenv_str(var); !v.empty()) add_python_lib_dirs(v, sites);
+    for (const auto& p : split_list(getenv_str("PYTHONPATH"), ':'))
         sites.push_back(p);
-    if (auto home = env_or_empty("HOME"); !home.empty())
+    if (auto home = getenv_str("HOME"); !home.empty())
         add_python_lib_dirs(fs::path(home) / ".local", sites);
     add_python_lib_dirs("/usr/local", sites);
     add_python_lib_dirs("/usr", sites);

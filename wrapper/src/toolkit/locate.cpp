@@ -1,5 +1,6 @@
 #include "toolkit/locate.h"
 
+#include "core/env.h"
 #include "core/paths.h"
 
 #include <array>
@@ -293,14 +294,10 @@ DepthReading read_depth_marker(const std::string& value) {
 }
 
 Result<fs::path> find_real_nvcc(bool cuda_option_helps) {
-    auto env = [](const char* name) {
-        const char* v = std::getenv(name);
-        return v != nullptr ? std::string(v) : std::string();
-    };
     LocateInput in;
-    in.real_nvcc_env = env("NVCC_FORGE_REAL_NVCC");
-    in.path_env = env("PATH");
-    in.cuda_home_env = env("CUDA_HOME");
+    in.real_nvcc_env = getenv_str("NVCC_FORGE_REAL_NVCC");
+    in.path_env = getenv_str("PATH");
+    in.cuda_home_env = getenv_str("CUDA_HOME");
     in.self = resolved(wrapper_exe());
     auto located = locate_real_nvcc(in);
     if (located) return located->found;
@@ -319,8 +316,8 @@ Result<fs::path> find_real_nvcc(bool cuda_option_helps) {
 }
 
 fs::path default_cuda_root() {
-    const char* home = std::getenv("CUDA_HOME");
-    return home != nullptr && *home != '\0' ? fs::path(home) : fs::path(kDefaultCudaRoot);
+    const auto home = getenv_nonempty("CUDA_HOME");
+    return home ? fs::path(*home) : fs::path(kDefaultCudaRoot);
 }
 
 std::optional<fs::path> find_command(const std::string& name, const std::string& path_env) {
