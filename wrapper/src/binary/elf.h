@@ -53,11 +53,17 @@ inline constexpr std::uint16_t kEmCuda = 190; // e_machine EM_CUDA: a cubin
 inline constexpr std::uint32_t kShtNull = 0;
 inline constexpr std::uint32_t kShtNote = 7;
 inline constexpr std::uint32_t kShtNobits = 8;
+// The first type the gABI leaves to others (SHT_LOOS): OS-, processor- and user-specific types
+// up to 0xffffffff, whose meaning (file contents or none) the gABI does not define.
+inline constexpr std::uint32_t kShtLoos = 0x60000000;
 inline constexpr std::uint64_t kShfAlloc = 0x2; // sh_flags SHF_ALLOC: in memory at run time
 
 // More sections than any linker or ptxas writes (a -ffunction-sections object with a hundred
 // thousand functions stays well below); the decoded table stays under ~100 MB.
 inline constexpr std::uint64_t kMaxSections = 1u << 20;
+
+// e_phnum PN_XNUM: the program header count is in section 0's sh_info.
+inline constexpr std::uint16_t kPnXnum = 0xffff;
 
 // One Elf64_Shdr, decoded.
 struct ElfSection {
@@ -73,6 +79,13 @@ struct ElfSection {
     std::uint64_t entsize = 0;
 };
 
+// Whether the format promises that the section's bytes are in the file (docs/fatbin-format.md,
+// "What the ELF readers rely on"): not for SHT_NULL, SHT_NOBITS or an empty section, and not for
+// a type the gABI leaves to the OS, the processor or the user (a cubin's `.nv.shared.<kernel>`
+// in a relocatable cubin is SHT_LOPROC + 0xa: a size, no bytes). Those are bounds-checked only
+// where a reader reads them (section_bytes).
+bool occupies_file_bytes(const ElfSection& s);
+
 // The Elf64_Ehdr fields the readers use, decoded, and the section table.
 struct Elf {
     Bytes bytes;
@@ -86,9 +99,11 @@ struct Elf {
 
     [[nodiscard]] bool is_cubin() const { return machine == kEmCuda; }
     [[nodiscard]] const ElfSection* find(std::string_view name) const;
-    // The bytes of a section (empty for SHT_NOBITS), or an error naming the section's offset.
+    // The bytes of a section (empty for SHT_NOBITS and an empty section, wherever its sh_offset
+    // points), or an error naming the section's offset.
     [[nodiscard]] Result<Bytes> section_bytes(const ElfSection& s, const Where& where) const;
-    // Every section with file contents lies inside the file (the first error, if not).
+    // Every section the format promises file bytes for (occupies_file_bytes) lies inside the
+    // file (the first error, if not).
     [[nodiscard]] Status check_sections(const Where& where) const;
 };
 
