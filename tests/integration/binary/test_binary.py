@@ -2,11 +2,15 @@
 """nvcc-forge list end to end: the CLI on nvcc-built fixtures (tests/fixtures/binary), JSON keys and
 values, the text table, --toolkit, exit codes, and the cuobjdump backends. Skipped (exit 77) when
 nvcc is absent for the fixtures, or cuobjdump for its cases."""
+import base64
+import hashlib
 import json
 import os
 import struct
 import sys
+import zipfile
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
 import forge_test as ft  # noqa: E402
@@ -617,6 +621,166 @@ def case_embedded_verify(t):
     bad = t.forge("verify", "--arch-list", arch_list, "--package", "cusparse", "--packages-dir", pkgs, so)
     soft.check(bad.rc == 2 and "embedded_fatbins" in bad.err, f"{bad.rc} {bad.err}")
     soft.done()
+
+
+# ---- the conformance matrix (issue 34; tests/fixtures/binary/conformance/cells.json) ----------
+
+
+def conformance_products(t):
+    """The matrix's products, built once per build tree by conformance/build.py (2 jobs, stamped,
+    locked): (cells, [(cell, path, arch list, true verdict)]). Skips without nvcc."""
+    out = os.path.join(t.build, "tests", "conformance-products")
+    r = t.run([sys.executable, t.fixtures("binary", "conformance", "build.py"), out, "--jobs", "2"],
+              env=t.env(NVCC=t.nvcc()), timeout=900)
+    if r.rc == ft.SKIP:
+        ft.skip("nvcc not available")
+    check(r.rc == 0, f"conformance build failed: {r.err[-3000:]}")
+    cells = ft.load_json(t.fixtures("binary", "conformance", "cells.json"))["cells"]
+    products = []
+    for c in cells:
+        for rel, want in c["products"].items():
+            want = want if isinstance(want, dict) else {"arch_list": want, "verdict": "pass"}
+            products.append((c["name"], os.path.join(out, c["name"], rel), want["arch_list"],
+                             want["verdict"]))
+    return cells, products
+
+
+def cuobjdump_kernels(cuobjdump, path):
+    """Kernels cuobjdump sees in every cubin of every fatbin (-elf -all): `.text.<name>` PROGBITS
+    sections of its section tables."""
+    r = ft.run([cuobjdump, "-elf", "-all", path])
+    check(r.rc == 0, f"cuobjdump -elf -all {path}: {r.err}")
+    n = 0
+    for line in r.out.splitlines():
+        f = line.split()
+        if len(f) > 2 and "PROGBITS" in f and f[-1].startswith(".text."):
+            n += 1
+    return n
+
+
+def conformance_cell(t, release, cuobjdump, cell, path, arch_list, verdict):
+    """Every mismatch of one product: the entries against cuobjdump (registered and -all), the
+    kernels counted, the toolkit read, the gate's verdict and coverage FILE's targets."""
+    bad = []
+    name = f"{cell}/{os.path.basename(path)}"
+    for extra in ((), ("--all",)):
+        r = t.forge("list", "--backend", "both", "--format", "json", *extra, path)
+        if r.rc != 0:
+            bad.append(f"{name}: list --backend both {' '.join(extra)} exited {r.rc}: {r.err}")
+    r = t.forge("list", "--toolkit", "--format", "json", path)
+    if r.rc != 0:
+        return bad + [f"{name}: list --toolkit exited {r.rc}: {r.err}"], 0
+    rows = json.loads(r.out)
+    sass = [x for x in rows if x["kind"] == "sass"]
+    for x in sass:
+        if x["toolkit"] != release:
+            bad.append(f"{name}: {x['section']} {x['arch']} toolkit {x['toolkit']}, not {release}")
+    kernels = sum(x["kernels"] or 0 for x in sass if x["found"] == "registered")
+    want_kernels = cuobjdump_kernels(cuobjdump, path)
+    if kernels != want_kernels:
+        bad.append(f"{name}: {kernels} kernels, cuobjdump -elf -all sees {want_kernels}")
+    r = t.forge("verify", path, "--arch-list", arch_list)
+    if r.rc != (0 if verdict == "pass" else 1):
+        bad.append(f"{name}: verify --arch-list {arch_list} exited {r.rc}, the true verdict is "
+                   f"{verdict}: {r.out[-600:]} {r.err}")
+    r = t.forge("coverage", path, "--format", "json")
+    if r.rc != 0:
+        bad.append(f"{name}: coverage exited {r.rc}: {r.err}")
+    else:
+        ext = json.loads(r.out)["extensions"]
+        seen = {a for e in ext for a in e["carries"] + e["kernel_less"]}
+        listed = {x["arch"] for x in rows if x["kind"] != "lto"}
+        if seen != listed:
+            bad.append(f"{name}: coverage reads {sorted(seen)}, list {sorted(listed)}")
+    return bad, len(rows)
+
+
+@ft.case("binary.conformance.matrix")
+def case_conformance_matrix(t):
+    """Every product of every cell (nvcc 13.0 features real builds use) read as cuobjdump reads
+    it: the same entries (registered and -all), kernels counted as its section tables do, the
+    toolkit, the gate's true verdict and coverage FILE's targets. Prints the counts."""
+    cuobjdump = ft.cuobjdump()
+    if not cuobjdump:
+        ft.skip("cuobjdump not available")
+    cells, products = conformance_products(t)
+    release = ft.nvcc_release(t.nvcc())
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(lambda p: conformance_cell(t, release, cuobjdump, *p), products))
+    bad = [m for b, _ in results for m in b]
+    entries = sum(n for _, n in results)
+    print(f"conformance: {len(cells)} cells, {len(products)} products, {entries} entries, "
+          f"{len(bad)} mismatch(es)")
+    check(not bad, "\n".join(bad))
+
+
+def corrupt_first_fatbin(src, dst):
+    """A copy of `src` whose first fatbin header claims a size past the end; returns the offset of
+    that field (u64 fat_size, 8 bytes into the header)."""
+    with open(src, "rb") as f:
+        b = bytearray(f.read())
+    at = b.find(struct.pack("<I", 0xBA55ED50))
+    check(at >= 0, f"no fatbin in {src}")
+    b[at + 8:at + 16] = struct.pack("<Q", 1 << 40)
+    with open(dst, "wb") as f:
+        f.write(b)
+    return at + 8
+
+
+def wheel_with(path, name, so):
+    """A wheel (RECORD and all) holding `so` as NAME/_C.cpython-312-x86_64-linux-gnu.so."""
+    with open(so, "rb") as f:
+        files = {f"{name}/_C.cpython-312-x86_64-linux-gnu.so": f.read(), f"{name}/__init__.py": b"",
+                 f"{name}-1.0.dist-info/METADATA": f"Name: {name}\nVersion: 1.0\n".encode()}
+    digest = lambda b: "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(b).digest()).rstrip(b"=").decode()  # noqa: E731
+    record = "".join(f"{k},{digest(v)},{len(v)}\n" for k, v in files.items())
+    whl = os.path.join(path, f"{name}-1.0-cp312-cp312-linux_x86_64.whl")
+    with zipfile.ZipFile(whl, "w", zipfile.ZIP_DEFLATED) as z:
+        for k, v in files.items():
+            z.writestr(k, v)
+        z.writestr(f"{name}-1.0.dist-info/RECORD", record + f"{name}-1.0.dist-info/RECORD,,\n")
+    return whl
+
+
+# What a command must never conclude about a file it could not read.
+FALSE_CONCLUSIONS = ("no extension module", "nothing carries GPU code", "pure-Python", "pure Python",
+                     "host-only", "0 extensions", "no device code")
+
+
+@ft.case("binary.conformance.unreadable_is_never_no_device_code")
+def case_unreadable_never_no_device_code(t):
+    """A file one of whose fatbins cannot be read (the matrix's rdc.so, its first fatbin header
+    made to lie): verify, coverage FILE, audit, stamp and plan --gate each say so, naming the
+    file and the offset, exit non-zero and conclude nothing about its device code."""
+    _, products = conformance_products(t)
+    so = next(p for c, p, _, _ in products if c == "rdc_dlink_static_shared" and p.endswith("rdc.so"))
+    bad = t.path("bad.so")
+    at = corrupt_first_fatbin(so, bad)
+    whl_dir = t.path("wheels")
+    os.makedirs(whl_dir)
+    whl = wheel_with(whl_dir, "badpkg", bad)
+    where = f"0x{at:x}"
+    runs = {
+        "verify": (t.forge("verify", bad, "--arch-list", "9.0"), 2),
+        "verify --allow-pure-python": (t.forge("verify", bad, "--arch-list", "9.0",
+                                               "--allow-pure-python"), 2),
+        "verify wheel": (t.forge("verify", whl, "--arch-list", "9.0"), 2),
+        "coverage FILE": (t.forge("coverage", bad), 2),
+        "audit": (t.forge("audit", bad, "--arch-list", "9.0", "--jobs", "1"), 2),
+        "audit wheel": (t.forge("audit", whl_dir, "--arch-list", "9.0", "--jobs", "1"), 2),
+        "stamp": (t.forge("stamp", whl, "--arch-list", "9.0", "--ledger", t.path("ledger.jsonl")), 2),
+        "plan --gate": (t.forge("plan", "--arch-list", "9.0", "--gate", "out.so", "--", "cp", bad,
+                                "out.so"), 2),
+    }
+    with ft.Soft() as soft:
+        for what, (r, rc) in runs.items():
+            text = r.out + r.err
+            soft.check(r.rc == rc, f"{what}: exit {r.rc}, expected {rc}: {text}")
+            soft.check(where in text, f"{what}: the offset {where} is not named: {text}")
+            for phrase in FALSE_CONCLUSIONS:
+                soft.check(phrase not in text, f"{what} says '{phrase}' of a file it could not "
+                           f"read: {text}")
+        soft.check(not os.path.exists(t.path("ledger.jsonl")), "stamp wrote a record")
 
 
 if __name__ == "__main__":
