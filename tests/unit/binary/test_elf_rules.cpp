@@ -117,5 +117,30 @@ TEST(BinaryElfRules, ExtendedNumberingOfSectionsNamesAndProgramHeaders) {
     EXPECT_EQ(r.error().offset, 32u); // e_phoff
 }
 
+TEST(BinaryElfRules, FatbinsArePaddedToTheSectionsAlignment) {
+    // NVIDIA's aarch64 libraries (libnvjpeg.so.13): .nv_fatbin has sh_addralign 256, and the
+    // linker pads each input fatbin to it with zeros (40 bytes where the reader allowed 8).
+    auto one = fatbin_bytes({{}});
+    const std::size_t pad = (256 - one.size() % 256) % 256;
+    ASSERT_GT(pad, 8u); // more than the 8 bytes the reader allowed before
+    auto both = one;
+    both.insert(both.end(), pad, 0);
+    both.insert(both.end(), one.begin(), one.end());
+    Buf b{elf_with({{".nv_fatbin", 1, both}})};
+    b.put64(header_of(b.b, 1) + 48, 256); // sh_addralign
+    auto r = read_memory(b.b);
+    ASSERT_TRUE(r.ok()) << r.error().to_string();
+    EXPECT_EQ(r->size(), 2u);
+    // With an alignment of 8 the same zeros are not padding: an error at their offset.
+    b.put64(header_of(b.b, 1) + 48, 8);
+    r = read_memory(b.b);
+    ASSERT_FALSE(r.ok());
+    EXPECT_TRUE(mentions(r.error(), "expected a fatbin header")) << r.error().to_string();
+    // A boundary past the section (a huge sh_addralign, capped at the section): the zeros do not
+    // reach it, so they are not padding either.
+    b.put64(header_of(b.b, 1) + 48, 1ull << 63);
+    EXPECT_FALSE(read_memory(b.b).ok());
+}
+
 } // namespace
 } // namespace forge::binary::test

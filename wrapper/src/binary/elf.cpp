@@ -136,6 +136,7 @@ Result<Elf> parse_elf(const Bytes& b, const Where& where) {
         s.size = b.u64(h + kShSize);
         s.link = b.u32(h + kShLink);
         s.info = b.u32(h + kShInfo);
+        s.addralign = b.u64(h + kShAddralign);
         s.entsize = b.u64(h + kShEntsize);
         elf.sections.push_back(s);
     }

@@ -36,16 +36,17 @@ inline constexpr std::uint64_t kEhdrSize = 64;    // sizeof(Elf64_Ehdr)
 // Elf64_Phdr: only its size is checked (a cubin ends with its program headers).
 inline constexpr std::uint64_t kPhdrSize = 56; // sizeof(Elf64_Phdr)
 // Elf64_Shdr.
-inline constexpr std::uint64_t kShName = 0;     // u32 sh_name (offset in the name table)
-inline constexpr std::uint64_t kShType = 4;     // u32 sh_type
-inline constexpr std::uint64_t kShFlags = 8;    // u64 sh_flags
-inline constexpr std::uint64_t kShAddr = 16;    // u64 sh_addr
-inline constexpr std::uint64_t kShOffset = 24;  // u64 sh_offset
-inline constexpr std::uint64_t kShSize = 32;    // u64 sh_size (section 0: e_shnum overflow)
-inline constexpr std::uint64_t kShLink = 40;    // u32 sh_link (section 0: e_shstrndx overflow)
-inline constexpr std::uint64_t kShInfo = 44;    // u32 sh_info
-inline constexpr std::uint64_t kShEntsize = 56; // u64 sh_entsize
-inline constexpr std::uint64_t kShdrSize = 64;  // sizeof(Elf64_Shdr)
+inline constexpr std::uint64_t kShName = 0;       // u32 sh_name (offset in the name table)
+inline constexpr std::uint64_t kShType = 4;       // u32 sh_type
+inline constexpr std::uint64_t kShFlags = 8;      // u64 sh_flags
+inline constexpr std::uint64_t kShAddr = 16;      // u64 sh_addr
+inline constexpr std::uint64_t kShOffset = 24;    // u64 sh_offset
+inline constexpr std::uint64_t kShSize = 32;      // u64 sh_size (section 0: e_shnum overflow)
+inline constexpr std::uint64_t kShLink = 40;      // u32 sh_link (section 0: e_shstrndx overflow)
+inline constexpr std::uint64_t kShInfo = 44;      // u32 sh_info
+inline constexpr std::uint64_t kShAddralign = 48; // u64 sh_addralign
+inline constexpr std::uint64_t kShEntsize = 56;   // u64 sh_entsize
+inline constexpr std::uint64_t kShdrSize = 64;    // sizeof(Elf64_Shdr)
 } // namespace elf64
 
 inline constexpr std::uint16_t kEtRel = 1;    // e_type ET_REL: a relocatable object
@@ -76,6 +77,7 @@ struct ElfSection {
     std::uint64_t size = 0;
     std::uint32_t link = 0;
     std::uint32_t info = 0;
+    std::uint64_t addralign = 0;
     std::uint64_t entsize = 0;
 };
 
