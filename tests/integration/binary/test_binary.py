@@ -783,5 +783,88 @@ def case_unreadable_never_no_device_code(t):
         soft.check(not os.path.exists(t.path("ledger.jsonl")), "stamp wrote a record")
 
 
+def truth_libraries(t):
+    """The real libraries of the matrix: fetch_library_truth.sh's (nvJPEG and cuRAND, CUDA 12 and
+    13, x86_64, aarch64 and Windows) and fetch_embedded_truth.sh's (cuFFT and cuSPARSE, CUDA 12,
+    Linux and Windows), fetched once into NVCC_FORGE_TOOLS_DIR. Skips when they cannot be."""
+    libs = []
+    for script, sub in (("fetch_library_truth.sh", "library-truth"),
+                        ("fetch_embedded_truth.sh", "embedded-truth")):
+        d = os.path.join(t.tools_dir, sub)
+        r = t.run(["bash", t.src("tests", "integration", "binary", script), d], timeout=1200)
+        if r.rc != 0:
+            ft.skip(f"{script} cannot fetch the wheels: {r.err[-500:]}")
+        for root, _, files in os.walk(os.path.join(d, "lib")):
+            libs += [os.path.join(root, f) for f in sorted(files) if not f.startswith(".")]
+    return sorted(libs)
+
+
+def library_cell(t, path):
+    """One real library: list (and --all) the same as cuobjdump for an ELF file (cuobjdump on
+    Linux reads no PE: a DLL's entries are held to its Linux x86_64 twin's), list --toolkit reads
+    every cubin's toolkit, coverage FILE reads the targets list reads."""
+    bad = []
+    name = os.path.relpath(path, t.tools_dir)
+    is_pe = path.endswith(".dll")
+    for extra in ((), ("--all",)) if not is_pe else ():
+        r = t.forge("list", "--backend", "both", "--format", "json", *extra, path)
+        if r.rc != 0:
+            bad.append(f"{name}: list --backend both {' '.join(extra)} exited {r.rc}: {r.err[-600:]}")
+    r = t.forge("list", "--toolkit", "--format", "json", path)
+    if r.rc != 0:
+        return bad + [f"{name}: list --toolkit exited {r.rc}: {r.err[-600:]}"], []
+    rows = json.loads(r.out)
+    if not rows:
+        bad.append(f"{name}: no entries")
+    # A kernel-less stub may carry no note saying which toolkit built it (CUDA 12's nvlink).
+    untold = [x["arch"] for x in rows if x["kind"] == "sass" and not x["stub"] and not x["toolkit"]]
+    if untold:
+        bad.append(f"{name}: {len(untold)} cubin(s) with kernels without a toolkit: "
+                   f"{sorted(set(untold))}")
+    r = t.forge("coverage", path, "--format", "json")
+    if r.rc != 0:
+        bad.append(f"{name}: coverage exited {r.rc}: {r.err[-600:]}")
+    else:
+        seen = {a for e in json.loads(r.out)["extensions"] for a in e["carries"] + e["kernel_less"]}
+        # Fatbins outside the registered sections are reported apart, not rated.
+        listed = {x["arch"] for x in rows if x["kind"] != "lto" and x["found"] == "registered"}
+        if seen != listed:
+            bad.append(f"{name}: coverage reads {sorted(seen)}, list {sorted(listed)}")
+    return bad, rows
+
+
+@ft.case("binary.conformance.libraries")
+def case_conformance_libraries(t):
+    """NVIDIA's library wheels read as cuobjdump reads them (docs/fatbin-format.md, "The
+    conformance matrix": which wheels and why). Prints the count of libraries and entries."""
+    cuobjdump = ft.cuobjdump()
+    if not cuobjdump:
+        ft.skip("cuobjdump not available")
+    libs = truth_libraries(t)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = dict(zip(libs, pool.map(lambda p: library_cell(t, p), libs)))
+    bad = [m for b, _ in results.values() for m in b]
+    # A DLL's entries against its Linux x86_64 twin (same wheel release, read by cuobjdump above).
+    for path, (_, rows) in results.items():
+        if not path.endswith(".dll"):
+            continue
+        folder = os.path.dirname(path)
+        twin_dir = folder.replace("win_amd64", "manylinux2014_x86_64" if "nvjpeg" in folder
+                                  else "manylinux_2_27_x86_64")
+        twins = [p for p in results if os.path.dirname(p) == twin_dir]
+        if "embedded-truth" in path:
+            stem = os.path.basename(path).split("64_")[0]
+            twins = [p for p in results if os.path.basename(p).startswith(f"lib{stem}.so")]
+        if len(twins) != 1:
+            bad.append(f"{path}: no Linux twin among {sorted(results)}")
+            continue
+        key = lambda rs: sorted((x["kind"], x["arch"], x["found"]) for x in rs)  # noqa: E731
+        if key(rows) != key(results[twins[0]][1]):
+            bad.append(f"{path}: entries differ from its Linux twin {twins[0]}")
+    entries = sum(len(rows) for _, rows in results.values())
+    print(f"conformance: {len(libs)} libraries, {entries} entries, {len(bad)} mismatch(es)")
+    check(not bad, "\n".join(bad))
+
+
 if __name__ == "__main__":
     sys.exit(ft.main())
