@@ -626,12 +626,24 @@ def case_embedded_verify(t):
 # ---- the conformance matrix (issue 34; tests/fixtures/binary/conformance/cells.json) ----------
 
 
-def conformance_products(t):
-    """The matrix's products, built once per build tree by conformance/build.py (2 jobs, stamped,
-    locked): (cells, [(cell, path, arch list, true verdict)]). Skips without nvcc."""
-    out = os.path.join(t.build, "tests", "conformance-products")
+def matrix_toolkits(t):
+    """The nvccs the matrix compiles with: the real one (skips without it), and the suite's
+    second CUDA 13.x (tests/integration/toolkits/install_cu13x.sh) when it is installed."""
+    nvccs = [t.nvcc()]
+    second = os.path.join(t.tools_dir, "cu131", "nvidia", "cu13", "bin", "nvcc")
+    if os.access(second, os.X_OK):
+        nvccs.append(second)
+    return nvccs
+
+
+def conformance_products(t, nvcc=None):
+    """The matrix's products by `nvcc` (the real one by default), built once per build tree and
+    toolkit by conformance/build.py (2 jobs, stamped, locked): (cells, [(cell, path, arch list,
+    true verdict)]). Skips without nvcc."""
+    nvcc = nvcc or t.nvcc()
+    out = os.path.join(t.build, "tests", f"conformance-products-{ft.nvcc_release(nvcc)}")
     r = t.run([sys.executable, t.fixtures("binary", "conformance", "build.py"), out, "--jobs", "2"],
-              env=t.env(NVCC=t.nvcc()), timeout=900)
+              env=t.env(NVCC=nvcc), timeout=900)
     if r.rc == ft.SKIP:
         ft.skip("nvcc not available")
     check(r.rc == 0, f"conformance build failed: {r.err[-3000:]}")
@@ -703,14 +715,18 @@ def case_conformance_matrix(t):
     cuobjdump = ft.cuobjdump()
     if not cuobjdump:
         ft.skip("cuobjdump not available")
-    cells, products = conformance_products(t)
-    release = ft.nvcc_release(t.nvcc())
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        results = list(pool.map(lambda p: conformance_cell(t, release, cuobjdump, *p), products))
-    bad = [m for b, _ in results for m in b]
-    entries = sum(n for _, n in results)
-    print(f"conformance: {len(cells)} cells, {len(products)} products, {entries} entries, "
-          f"{len(bad)} mismatch(es)")
+    bad, entries, products, releases = [], 0, 0, []
+    for nvcc in matrix_toolkits(t):
+        cells, made = conformance_products(t, nvcc)
+        release = ft.nvcc_release(nvcc)
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            results = list(pool.map(lambda p: conformance_cell(t, release, cuobjdump, *p), made))
+        bad += [f"CUDA {release}: {m}" for b, _ in results for m in b]
+        entries += sum(n for _, n in results)
+        products += len(made)
+        releases.append(release)
+    print(f"conformance: {len(cells)} cells x {len(releases)} toolkits ({' '.join(releases)}), "
+          f"{products} products, {entries} entries, {len(bad)} mismatch(es)")
     check(not bad, "\n".join(bad))
 
 
