@@ -670,15 +670,33 @@ def cuobjdump_kernels(cuobjdump, path):
     return n
 
 
-def conformance_cell(t, release, cuobjdump, cell, path, arch_list, verdict):
-    """Every mismatch of one product: the entries against cuobjdump (registered and -all), the
-    kernels counted, the toolkit read, the gate's verdict and coverage FILE's targets."""
+def cuobjdump_mismatches(t, name, path):
+    """`list --backend both` with cuobjdump's default view and with -all: each exit that is not 0
+    (a difference from cuobjdump, or a file not read)."""
     bad = []
-    name = f"{cell}/{os.path.basename(path)}"
     for extra in ((), ("--all",)):
         r = t.forge("list", "--backend", "both", "--format", "json", *extra, path)
         if r.rc != 0:
-            bad.append(f"{name}: list --backend both {' '.join(extra)} exited {r.rc}: {r.err}")
+            bad.append(f"{name}: list --backend both {' '.join(extra)} exited {r.rc}: {r.err[-600:]}")
+    return bad
+
+
+def coverage_mismatches(t, name, path, rows):
+    """coverage FILE reads the targets `list` reads (`rows`): the registered fatbins' (those
+    outside the registered sections are reported apart, not rated), LTO-IR aside."""
+    r = t.forge("coverage", path, "--format", "json")
+    if r.rc != 0:
+        return [f"{name}: coverage exited {r.rc}: {r.err[-600:]}"]
+    seen = {a for e in json.loads(r.out)["extensions"] for a in e["carries"] + e["kernel_less"]}
+    listed = {x["arch"] for x in rows if x["kind"] != "lto" and x["found"] == "registered"}
+    return [] if seen == listed else [f"{name}: coverage reads {sorted(seen)}, list {sorted(listed)}"]
+
+
+def conformance_cell(t, release, cuobjdump, cell, path, arch_list, verdict):
+    """Every mismatch of one product: the entries against cuobjdump (registered and -all), the
+    kernels counted, the toolkit read, the gate's verdict and coverage FILE's targets."""
+    name = f"{cell}/{os.path.basename(path)}"
+    bad = cuobjdump_mismatches(t, name, path)
     r = t.forge("list", "--toolkit", "--format", "json", path)
     if r.rc != 0:
         return bad + [f"{name}: list --toolkit exited {r.rc}: {r.err}"], 0
@@ -695,16 +713,7 @@ def conformance_cell(t, release, cuobjdump, cell, path, arch_list, verdict):
     if r.rc != (0 if verdict == "pass" else 1):
         bad.append(f"{name}: verify --arch-list {arch_list} exited {r.rc}, the true verdict is "
                    f"{verdict}: {r.out[-600:]} {r.err}")
-    r = t.forge("coverage", path, "--format", "json")
-    if r.rc != 0:
-        bad.append(f"{name}: coverage exited {r.rc}: {r.err}")
-    else:
-        ext = json.loads(r.out)["extensions"]
-        seen = {a for e in ext for a in e["carries"] + e["kernel_less"]}
-        listed = {x["arch"] for x in rows if x["kind"] != "lto"}
-        if seen != listed:
-            bad.append(f"{name}: coverage reads {sorted(seen)}, list {sorted(listed)}")
-    return bad, len(rows)
+    return bad + coverage_mismatches(t, name, path, rows), len(rows)
 
 
 @ft.case("binary.conformance.matrix")
@@ -819,13 +828,8 @@ def library_cell(t, path):
     """One real library: list (and --all) the same as cuobjdump for an ELF file (cuobjdump on
     Linux reads no PE: a DLL's entries are held to its Linux x86_64 twin's), list --toolkit reads
     every cubin's toolkit, coverage FILE reads the targets list reads."""
-    bad = []
     name = os.path.relpath(path, t.tools_dir)
-    is_pe = path.endswith(".dll")
-    for extra in ((), ("--all",)) if not is_pe else ():
-        r = t.forge("list", "--backend", "both", "--format", "json", *extra, path)
-        if r.rc != 0:
-            bad.append(f"{name}: list --backend both {' '.join(extra)} exited {r.rc}: {r.err[-600:]}")
+    bad = [] if path.endswith(".dll") else cuobjdump_mismatches(t, name, path)
     r = t.forge("list", "--toolkit", "--format", "json", path)
     if r.rc != 0:
         return bad + [f"{name}: list --toolkit exited {r.rc}: {r.err[-600:]}"], []
@@ -837,16 +841,7 @@ def library_cell(t, path):
     if untold:
         bad.append(f"{name}: {len(untold)} cubin(s) with kernels without a toolkit: "
                    f"{sorted(set(untold))}")
-    r = t.forge("coverage", path, "--format", "json")
-    if r.rc != 0:
-        bad.append(f"{name}: coverage exited {r.rc}: {r.err[-600:]}")
-    else:
-        seen = {a for e in json.loads(r.out)["extensions"] for a in e["carries"] + e["kernel_less"]}
-        # Fatbins outside the registered sections are reported apart, not rated.
-        listed = {x["arch"] for x in rows if x["kind"] != "lto" and x["found"] == "registered"}
-        if seen != listed:
-            bad.append(f"{name}: coverage reads {sorted(seen)}, list {sorted(listed)}")
-    return bad, rows
+    return bad + coverage_mismatches(t, name, path, rows), rows
 
 
 @ft.case("binary.conformance.libraries")
