@@ -21,30 +21,11 @@ wanted=(
 )
 stamp="$(printf '%s\n' "${wanted[@]}" | sha256sum | cut -d' ' -f1)"
 [ -f "$dir/lib/.complete" ] && [ "$(cat "$dir/lib/.complete")" = "$stamp" ] && exit 0
-rm -rf "$dir/lib" "$dir/wheels"
+rm -rf "$dir/lib"
+wheels=()
 for row in "${wanted[@]}"; do
   read -r spec platforms <<<"$row"
-  for platform in $platforms; do
-    python3 -m pip download -q --disable-pip-version-check --no-cache-dir --no-deps \
-      --only-binary=:all: --platform "$platform" -d "$dir/wheels/$platform" "$spec" || exit 1
-  done
+  for platform in $platforms; do wheels+=("$spec@$platform"); done
 done
-# The shared libraries of each wheel, streamed out (zipfile reads the member, not the archive),
-# into lib/<cuda tag>-<platform>/.
-python3 - "$dir" <<'PY' || exit 1
-import glob, os, shutil, sys, zipfile
-d = sys.argv[1]
-for whl in glob.glob(os.path.join(d, "wheels", "*", "*.whl")):
-    name, version = os.path.basename(whl).split("-")[:2]
-    plat = os.path.basename(os.path.dirname(whl))
-    out = os.path.join(d, "lib", f"{name}-{version}-{plat}")
-    os.makedirs(out, exist_ok=True)
-    with zipfile.ZipFile(whl) as z:
-        for info in z.infolist():
-            base = os.path.basename(info.filename)
-            if ".so" in base or base.endswith(".dll"):
-                with z.open(info) as src, open(os.path.join(out, base), "wb") as dst:
-                    shutil.copyfileobj(src, dst, 1 << 20)
-PY
-rm -rf "$dir/wheels"
+python3 "$(dirname "${BASH_SOURCE[0]}")/wheel_libs.py" "$dir/lib" --by-wheel "${wheels[@]}" || exit 1
 echo "$stamp" > "$dir/lib/.complete"
