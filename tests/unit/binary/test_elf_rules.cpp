@@ -72,6 +72,13 @@ TEST(BinaryElfRules, AnEmptySectionNeedsNoBytesWhereverItPoints) {
     auto r = read_memory(b.b);
     ASSERT_TRUE(r.ok()) << r.error().to_string();
     EXPECT_EQ(r->size(), 1u);
+    // In a cubin too, where every section with bytes is checked: an empty one has none.
+    Buf c{cubin_with_window(1)};
+    c.put64(header_of(c.b, 2) + 24, 1ull << 50);
+    c.put64(header_of(c.b, 2) + 32, 0);
+    auto info = inspect_cubin(Bytes{c.b.data(), c.b.size()}, Where{"k.cubin", std::nullopt});
+    ASSERT_TRUE(info.ok()) << info.error().to_string();
+    EXPECT_EQ(info->kernels, 1);
     // An empty fatbin section is still an error (it is named as holding a fatbin).
     Buf e{elf};
     e.put64(header_of(e.b, 1) + 32, 0);
