@@ -106,7 +106,7 @@ bash "$root/tests/integration/binary/fetch_pe_truth.sh" "$tools_dir/pe-truth" \
 bash "$root/tests/integration/binary/fetch_embedded_truth.sh" "$tools_dir/embedded-truth" \
   || echo "install-deps: cannot fetch the cuFFT/cuSPARSE wheels; binary.embedded.* will skip" >&2
 # nvJPEG and cuRAND wheels of CUDA 12 and 13 for Linux x86_64, aarch64 and Windows (about
-# 330 MB of wheels, once; only their libraries are kept, 520 MB): binary.conformance.libraries
+# 330 MB of wheels, once; only their libraries are kept, 525 MB): binary.conformance.libraries
 # holds the reader against cuobjdump on each.
 bash "$root/tests/integration/binary/fetch_library_truth.sh" "$tools_dir/library-truth" \
   || echo "install-deps: cannot fetch the library wheels; binary.conformance.libraries will skip" >&2

@@ -12,9 +12,9 @@ dir="${1:?usage: fetch_library_truth.sh DIR}"
 mkdir -p "$dir"
 exec 9>"$dir/.lock"
 flock 9
-# spec, then the pip platforms it is fetched for (about 330 MB of wheels, 440 MB kept).
+# spec, then the pip platforms it is fetched for (about 330 MB of wheels, 525 MB kept).
 wanted=(
-  "nvidia-nvjpeg==13.3.2.43 manylinux2014_x86_64 manylinux2014_aarch64 win_amd64"
+  "nvidia-nvjpeg==13.3.2.43 manylinux2014_x86_64 manylinux2014_aarch64 win_amd64 win_arm64"
   "nvidia-nvjpeg-cu12==12.4.0.76 manylinux2014_x86_64 manylinux2014_aarch64 win_amd64"
   "nvidia-curand==10.4.5.25 manylinux_2_27_x86_64 manylinux_2_27_aarch64 win_amd64"
   "nvidia-curand-cu12==10.3.10.19 manylinux_2_27_aarch64"

@@ -855,13 +855,14 @@ def case_conformance_libraries(t):
     with ThreadPoolExecutor(max_workers=2) as pool:
         results = dict(zip(libs, pool.map(lambda p: library_cell(t, p), libs)))
     bad = [m for b, _ in results.values() for m in b]
-    # A DLL's entries against its Linux x86_64 twin (same wheel release, read by cuobjdump above).
+    # A DLL's entries (x86-64 or ARM64) against its Linux x86_64 twin (same wheel release, read by
+    # cuobjdump above).
     for path, (_, rows) in results.items():
         if not path.endswith(".dll"):
             continue
         folder = os.path.dirname(path)
-        twin_dir = folder.replace("win_amd64", "manylinux2014_x86_64" if "nvjpeg" in folder
-                                  else "manylinux_2_27_x86_64")
+        linux = "manylinux2014_x86_64" if "nvjpeg" in folder else "manylinux_2_27_x86_64"
+        twin_dir = folder.replace("win_amd64", linux).replace("win_arm64", linux)
         twins = [p for p in results if os.path.dirname(p) == twin_dir]
         if "embedded-truth" in path:
             stem = os.path.basename(path).split("64_")[0]
