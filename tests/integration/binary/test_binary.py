@@ -2,11 +2,15 @@
 """nvcc-forge list end to end: the CLI on nvcc-built fixtures (tests/fixtures/binary), JSON keys and
 values, the text table, --toolkit, exit codes, and the cuobjdump backends. Skipped (exit 77) when
 nvcc is absent for the fixtures, or cuobjdump for its cases."""
+import base64
+import hashlib
 import json
 import os
 import struct
 import sys
+import zipfile
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
 import forge_test as ft  # noqa: E402
@@ -617,6 +621,261 @@ def case_embedded_verify(t):
     bad = t.forge("verify", "--arch-list", arch_list, "--package", "cusparse", "--packages-dir", pkgs, so)
     soft.check(bad.rc == 2 and "embedded_fatbins" in bad.err, f"{bad.rc} {bad.err}")
     soft.done()
+
+
+# ---- the conformance matrix (issue 34; tests/fixtures/binary/conformance/cells.json) ----------
+
+
+def matrix_toolkits(t):
+    """The nvccs the matrix compiles with: the real one (skips without it), and the suite's
+    second CUDA 13.x (tests/integration/toolkits/install_cu13x.sh) when it is installed."""
+    nvccs = [t.nvcc()]
+    second = os.path.join(t.tools_dir, "cu131", "nvidia", "cu13", "bin", "nvcc")
+    if os.access(second, os.X_OK):
+        nvccs.append(second)
+    return nvccs
+
+
+def conformance_products(t, nvcc=None):
+    """The matrix's products by `nvcc` (the real one by default), built once per build tree and
+    toolkit by conformance/build.py (2 jobs, stamped, locked): (cells, [(cell, path, arch list,
+    true verdict)]). Skips without nvcc."""
+    nvcc = nvcc or t.nvcc()
+    out = os.path.join(t.build, "tests", f"conformance-products-{ft.nvcc_release(nvcc)}")
+    r = t.run([sys.executable, t.fixtures("binary", "conformance", "build.py"), out, "--jobs", "2"],
+              env=t.env(NVCC=nvcc), timeout=900)
+    if r.rc == ft.SKIP:
+        ft.skip("nvcc not available")
+    check(r.rc == 0, f"conformance build failed: {r.err[-3000:]}")
+    cells = ft.load_json(t.fixtures("binary", "conformance", "cells.json"))["cells"]
+    products = []
+    for c in cells:
+        for rel, want in c["products"].items():
+            want = want if isinstance(want, dict) else {"arch_list": want, "verdict": "pass"}
+            products.append((c["name"], os.path.join(out, c["name"], rel), want["arch_list"],
+                             want["verdict"]))
+    return cells, products
+
+
+def cuobjdump_kernels(cuobjdump, path):
+    """Kernels cuobjdump sees in every cubin of every fatbin (-elf -all): `.text.<name>` PROGBITS
+    sections of its section tables."""
+    r = ft.run([cuobjdump, "-elf", "-all", path])
+    check(r.rc == 0, f"cuobjdump -elf -all {path}: {r.err}")
+    n = 0
+    for line in r.out.splitlines():
+        f = line.split()
+        if len(f) > 2 and "PROGBITS" in f and f[-1].startswith(".text."):
+            n += 1
+    return n
+
+
+def cuobjdump_mismatches(t, name, path):
+    """`list --backend both` with cuobjdump's default view and with -all: each exit that is not 0
+    (a difference from cuobjdump, or a file not read)."""
+    bad = []
+    for extra in ((), ("--all",)):
+        r = t.forge("list", "--backend", "both", "--format", "json", *extra, path)
+        if r.rc != 0:
+            bad.append(f"{name}: list --backend both {' '.join(extra)} exited {r.rc}: {r.err[-600:]}")
+    return bad
+
+
+def coverage_mismatches(t, name, path, rows):
+    """coverage FILE reads the targets `list` reads (`rows`): the registered fatbins' (those
+    outside the registered sections are reported apart, not rated), LTO-IR aside."""
+    r = t.forge("coverage", path, "--format", "json")
+    if r.rc != 0:
+        return [f"{name}: coverage exited {r.rc}: {r.err[-600:]}"]
+    seen = {a for e in json.loads(r.out)["extensions"] for a in e["carries"] + e["kernel_less"]}
+    listed = {x["arch"] for x in rows if x["kind"] != "lto" and x["found"] == "registered"}
+    return [] if seen == listed else [f"{name}: coverage reads {sorted(seen)}, list {sorted(listed)}"]
+
+
+def conformance_cell(t, release, cuobjdump, cell, path, arch_list, verdict):
+    """Every mismatch of one product: the entries against cuobjdump (registered and -all), the
+    kernels counted, the toolkit read, the gate's verdict and coverage FILE's targets."""
+    name = f"{cell}/{os.path.basename(path)}"
+    bad = cuobjdump_mismatches(t, name, path)
+    r = t.forge("list", "--toolkit", "--format", "json", path)
+    if r.rc != 0:
+        return bad + [f"{name}: list --toolkit exited {r.rc}: {r.err}"], 0
+    rows = json.loads(r.out)
+    sass = [x for x in rows if x["kind"] == "sass"]
+    for x in sass:
+        if x["toolkit"] != release:
+            bad.append(f"{name}: {x['section']} {x['arch']} toolkit {x['toolkit']}, not {release}")
+    kernels = sum(x["kernels"] or 0 for x in sass if x["found"] == "registered")
+    want_kernels = cuobjdump_kernels(cuobjdump, path)
+    if kernels != want_kernels:
+        bad.append(f"{name}: {kernels} kernels, cuobjdump -elf -all sees {want_kernels}")
+    r = t.forge("verify", path, "--arch-list", arch_list)
+    if r.rc != (0 if verdict == "pass" else 1):
+        bad.append(f"{name}: verify --arch-list {arch_list} exited {r.rc}, the true verdict is "
+                   f"{verdict}: {r.out[-600:]} {r.err}")
+    return bad + coverage_mismatches(t, name, path, rows), len(rows)
+
+
+@ft.case("binary.conformance.matrix")
+def case_conformance_matrix(t):
+    """Every product of every cell (nvcc 13.0 features real builds use) read as cuobjdump reads
+    it: the same entries (registered and -all), kernels counted as its section tables do, the
+    toolkit, the gate's true verdict and coverage FILE's targets. Prints the counts."""
+    cuobjdump = ft.cuobjdump()
+    if not cuobjdump:
+        ft.skip("cuobjdump not available")
+    bad, entries, products, releases = [], 0, 0, []
+    for nvcc in matrix_toolkits(t):
+        cells, made = conformance_products(t, nvcc)
+        release = ft.nvcc_release(nvcc)
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            results = list(pool.map(lambda p: conformance_cell(t, release, cuobjdump, *p), made))
+        bad += [f"CUDA {release}: {m}" for b, _ in results for m in b]
+        entries += sum(n for _, n in results)
+        products += len(made)
+        releases.append(release)
+    print(f"conformance: {len(cells)} cells x {len(releases)} toolkits ({' '.join(releases)}), "
+          f"{products} products, {entries} entries, {len(bad)} mismatch(es)")
+    check(not bad, "\n".join(bad))
+
+
+def corrupt_first_fatbin(src, dst):
+    """A copy of `src` whose first fatbin header claims a size past the end; returns the offset of
+    that field (u64 fat_size, 8 bytes into the header)."""
+    with open(src, "rb") as f:
+        b = bytearray(f.read())
+    at = b.find(struct.pack("<I", 0xBA55ED50))
+    check(at >= 0, f"no fatbin in {src}")
+    b[at + 8:at + 16] = struct.pack("<Q", 1 << 40)
+    with open(dst, "wb") as f:
+        f.write(b)
+    return at + 8
+
+
+def wheel_with(path, name, so):
+    """A wheel (RECORD and all) holding `so` as NAME/_C.cpython-312-x86_64-linux-gnu.so."""
+    with open(so, "rb") as f:
+        files = {f"{name}/_C.cpython-312-x86_64-linux-gnu.so": f.read(), f"{name}/__init__.py": b"",
+                 f"{name}-1.0.dist-info/METADATA": f"Name: {name}\nVersion: 1.0\n".encode()}
+    digest = lambda b: "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(b).digest()).rstrip(b"=").decode()  # noqa: E731
+    record = "".join(f"{k},{digest(v)},{len(v)}\n" for k, v in files.items())
+    whl = os.path.join(path, f"{name}-1.0-cp312-cp312-linux_x86_64.whl")
+    with zipfile.ZipFile(whl, "w", zipfile.ZIP_DEFLATED) as z:
+        for k, v in files.items():
+            z.writestr(k, v)
+        z.writestr(f"{name}-1.0.dist-info/RECORD", record + f"{name}-1.0.dist-info/RECORD,,\n")
+    return whl
+
+
+# What a command must never conclude about a file it could not read.
+FALSE_CONCLUSIONS = ("no extension module", "nothing carries GPU code", "pure-Python", "pure Python",
+                     "host-only", "0 extensions", "no device code")
+
+
+@ft.case("binary.conformance.unreadable_is_never_no_device_code")
+def case_unreadable_never_no_device_code(t):
+    """A file one of whose fatbins cannot be read (the matrix's rdc.so, its first fatbin header
+    made to lie): verify, coverage FILE, audit, stamp and plan --gate each say so, naming the
+    file and the offset, exit non-zero and conclude nothing about its device code."""
+    _, products = conformance_products(t)
+    so = next(p for c, p, _, _ in products if c == "rdc_dlink_static_shared" and p.endswith("rdc.so"))
+    bad = t.path("bad.so")
+    at = corrupt_first_fatbin(so, bad)
+    whl_dir = t.path("wheels")
+    os.makedirs(whl_dir)
+    whl = wheel_with(whl_dir, "badpkg", bad)
+    where = f"0x{at:x}"
+    runs = {
+        "verify": (t.forge("verify", bad, "--arch-list", "9.0"), 2),
+        "verify --allow-pure-python": (t.forge("verify", bad, "--arch-list", "9.0",
+                                               "--allow-pure-python"), 2),
+        "verify wheel": (t.forge("verify", whl, "--arch-list", "9.0"), 2),
+        "coverage FILE": (t.forge("coverage", bad), 2),
+        "audit": (t.forge("audit", bad, "--arch-list", "9.0", "--jobs", "1"), 2),
+        "audit wheel": (t.forge("audit", whl_dir, "--arch-list", "9.0", "--jobs", "1"), 2),
+        "stamp": (t.forge("stamp", whl, "--arch-list", "9.0", "--ledger", t.path("ledger.jsonl")), 2),
+        "plan --gate": (t.forge("plan", "--arch-list", "9.0", "--gate", "out.so", "--", "cp", bad,
+                                "out.so"), 2),
+    }
+    with ft.Soft() as soft:
+        for what, (r, rc) in runs.items():
+            text = r.out + r.err
+            soft.check(r.rc == rc, f"{what}: exit {r.rc}, expected {rc}: {text}")
+            soft.check(where in text, f"{what}: the offset {where} is not named: {text}")
+            for phrase in FALSE_CONCLUSIONS:
+                soft.check(phrase not in text, f"{what} says '{phrase}' of a file it could not "
+                           f"read: {text}")
+        soft.check(not os.path.exists(t.path("ledger.jsonl")), "stamp wrote a record")
+
+
+def truth_libraries(t):
+    """The real libraries of the matrix: fetch_library_truth.sh's (nvJPEG and cuRAND, CUDA 12 and
+    13, x86_64, aarch64 and Windows) and fetch_embedded_truth.sh's (cuFFT and cuSPARSE, CUDA 12,
+    Linux and Windows), fetched once into NVCC_FORGE_TOOLS_DIR. Skips when they cannot be."""
+    libs = []
+    for script, sub in (("fetch_library_truth.sh", "library-truth"),
+                        ("fetch_embedded_truth.sh", "embedded-truth")):
+        d = os.path.join(t.tools_dir, sub)
+        r = t.run(["bash", t.src("tests", "integration", "binary", script), d], timeout=1200)
+        if r.rc != 0:
+            ft.skip(f"{script} cannot fetch the wheels: {r.err[-500:]}")
+        for root, _, files in os.walk(os.path.join(d, "lib")):
+            libs += [os.path.join(root, f) for f in sorted(files) if not f.startswith(".")]
+    return sorted(libs)
+
+
+def library_cell(t, path):
+    """One real library: list (and --all) the same as cuobjdump for an ELF file (cuobjdump on
+    Linux reads no PE: a DLL's entries are held to its Linux x86_64 twin's), list --toolkit reads
+    every cubin's toolkit, coverage FILE reads the targets list reads."""
+    name = os.path.relpath(path, t.tools_dir)
+    bad = [] if path.endswith(".dll") else cuobjdump_mismatches(t, name, path)
+    r = t.forge("list", "--toolkit", "--format", "json", path)
+    if r.rc != 0:
+        return bad + [f"{name}: list --toolkit exited {r.rc}: {r.err[-600:]}"], []
+    rows = json.loads(r.out)
+    if not rows:
+        bad.append(f"{name}: no entries")
+    # A kernel-less stub may carry no note saying which toolkit built it (CUDA 12's nvlink).
+    untold = [x["arch"] for x in rows if x["kind"] == "sass" and not x["stub"] and not x["toolkit"]]
+    if untold:
+        bad.append(f"{name}: {len(untold)} cubin(s) with kernels without a toolkit: "
+                   f"{sorted(set(untold))}")
+    return bad + coverage_mismatches(t, name, path, rows), rows
+
+
+@ft.case("binary.conformance.libraries")
+def case_conformance_libraries(t):
+    """NVIDIA's library wheels read as cuobjdump reads them (docs/fatbin-format.md, "The
+    conformance matrix": which wheels and why). Prints the count of libraries and entries."""
+    cuobjdump = ft.cuobjdump()
+    if not cuobjdump:
+        ft.skip("cuobjdump not available")
+    libs = truth_libraries(t)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = dict(zip(libs, pool.map(lambda p: library_cell(t, p), libs)))
+    bad = [m for b, _ in results.values() for m in b]
+    # A DLL's entries (x86-64 or ARM64) against its Linux x86_64 twin (same wheel release, read by
+    # cuobjdump above).
+    for path, (_, rows) in results.items():
+        if not path.endswith(".dll"):
+            continue
+        folder = os.path.dirname(path)
+        linux = "manylinux2014_x86_64" if "nvjpeg" in folder else "manylinux_2_27_x86_64"
+        twin_dir = folder.replace("win_amd64", linux).replace("win_arm64", linux)
+        twins = [p for p in results if os.path.dirname(p) == twin_dir]
+        if "embedded-truth" in path:
+            stem = os.path.basename(path).split("64_")[0]
+            twins = [p for p in results if os.path.basename(p).startswith(f"lib{stem}.so")]
+        if len(twins) != 1:
+            bad.append(f"{path}: no Linux twin among {sorted(results)}")
+            continue
+        key = lambda rs: sorted((x["kind"], x["arch"], x["found"]) for x in rs)  # noqa: E731
+        if key(rows) != key(results[twins[0]][1]):
+            bad.append(f"{path}: entries differ from its Linux twin {twins[0]}")
+    entries = sum(len(rows) for _, rows in results.values())
+    print(f"conformance: {len(libs)} libraries, {entries} entries, {len(bad)} mismatch(es)")
+    check(not bad, "\n".join(bad))
 
 
 if __name__ == "__main__":

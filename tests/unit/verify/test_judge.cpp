@@ -129,6 +129,32 @@ TEST(Judge, ReasonsJoinInOrder) {
         << j.verdict.reason;
 }
 
+// Issue 34: when nothing read is judged, the verdict concludes nothing from the inputs that were
+// not read: not "no extension module at all", not "pure-Python" (even when allowed), and it
+// names the first one (file, member, byte offset).
+TEST(Judge, NothingIsConcludedFromInputsNotRead) {
+    JudgeRun r;
+    Error bad{"fatbin size past the end", "rdc.so"};
+    bad.offset = 0x8e9d0;
+    r.files.push_back("rdc.so");
+    r.inputs.emplace("rdc.so", bad);
+    binary::Extension host;
+    host.file = "libhost.so";
+    r.add("libhost.so", {host});
+    for (bool allow : {false, true}) {
+        for (bool fails : {false, true}) {
+            JudgeSetup s = judge_setup("8.0");
+            s.opts.allow_pure_python = allow;
+            s.unreadable_fails = fails;
+            const Judgement j = r.run(s);
+            EXPECT_FALSE(j.verdict.pass) << allow << fails;
+            EXPECT_EQ(j.verdict.reason,
+                      "1 input(s) not judged (first: rdc.so at byte 0x8e9d0): nothing is "
+                      "concluded about the device code they hold");
+        }
+    }
+}
+
 // An input that could not be read: told and listed; the verdict is over what was read unless
 // the run says unreadable inputs fail it (plan's gate). An expected module it may hold is
 // "unreadable", not "missing".

@@ -110,6 +110,16 @@ TEST(VerifyReport, TextTableNamesEveryExtensionCheckAndWaiver) {
               "verdict: pass (1 extension)\n");
     EXPECT_EQ(
         run_text({}, "x").rfind("verdict: FAIL (0 extensions): no extension module at all", 0), 0u);
+    // Inputs not read are counted as such, never as "0 extensions" (issue 34).
+    RunContext unread = run_of({});
+    unread.verdict = {false, "why"};
+    unread.unreadable = {{"bad.so", "bad.so: at byte 0x10: corrupt"}};
+    EXPECT_EQ(verdict_line({}, unread), "verdict: FAIL (1 input(s) not read): why\n");
+    unread.unreadable.clear();
+    EXPECT_EQ(verdict_line({}, unread), "verdict: FAIL (0 extensions): why\n");
+    unread.unreadable = {{"bad.so", "x"}};
+    EXPECT_EQ(verdict_line({passing()}, unread),
+              "verdict: FAIL (1 extension, 1 input(s) not read): why\n");
     // Nothing found, nothing expected: shown as "-".
     const std::string empty = run_text({report({}, "8.0")}, "x");
     EXPECT_NE(empty.find("  found     -\n"), std::string::npos) << empty;
@@ -181,7 +191,8 @@ TEST(VerifyJunit, ACasePerCheckAndAVerdictCase) {
     EXPECT_EQ(cases.back().classname, "verify");
     EXPECT_EQ(cases.back().name, "verdict");
     EXPECT_EQ(cases.back().status, Status::Failure);
-    EXPECT_EQ(cases.back().message, "verdict: FAIL (2 extensions): 1 of 2 extension(s) fail");
+    EXPECT_EQ(cases.back().message,
+              "verdict: FAIL (2 extensions, 1 input(s) not read): 1 of 2 extension(s) fail");
     // Nothing verified: the verdict case fails (an empty report is not a green one).
     const auto none = to_test_cases({}, run_of({}));
     ASSERT_EQ(none.size(), 1u);

@@ -13,9 +13,14 @@ constexpr std::uint8_t kElfClass64 = 2;
 constexpr std::uint8_t kElfData2Lsb = 1;
 } // namespace
 
+bool occupies_file_bytes(const ElfSection& s) {
+    return s.index != 0 && s.type != kShtNull && s.type != kShtNobits && s.size != 0 &&
+           s.type < kShtLoos;
+}
+
 Status Elf::check_sections(const Where& where) const {
     for (const auto& s : sections) {
-        if (s.index == 0 || s.type == kShtNull) continue;
+        if (!occupies_file_bytes(s)) continue;
         auto data = section_bytes(s, where);
         if (!data) return std::move(data).error();
     }
@@ -34,7 +39,7 @@ const ElfSection* Elf::find(std::string_view name) const {
 }
 
 Result<Bytes> Elf::section_bytes(const ElfSection& s, const Where& where) const {
-    if (s.type == kShtNobits) return bytes.sub(0, 0);
+    if (s.type == kShtNobits || s.size == 0) return bytes.sub(0, 0);
     if (!bytes.has(s.offset, s.size))
         return where.error(bytes.abs(shoff + std::uint64_t{s.index} * kShdrSize),
                            fmt::format("section '{}' (offset 0x{:x}, size 0x{:x}) extends past the "
@@ -76,7 +81,11 @@ Result<Elf> parse_elf(const Bytes& b, const Where& where) {
     // The program header table must lie inside the file too: a cubin ends with it, so this is
     // what catches a truncated cubin.
     const std::uint64_t phoff = b.u64(kEPhoff);
-    const std::uint16_t phentsize = b.u16(kEPhentsize), phnum = b.u16(kEPhnum);
+    const std::uint16_t phentsize = b.u16(kEPhentsize);
+    std::uint64_t phnum = b.u16(kEPhnum);
+    // Extended numbering (PN_XNUM): the count is in section 0's sh_info, when there is one.
+    if (phnum == kPnXnum && elf.shoff >= kEhdrSize && b.has(elf.shoff, kShdrSize))
+        phnum = b.u32(elf.shoff + kShInfo);
     if (phnum != 0) {
         auto table = checked_mul(phnum, phentsize);
         if (phentsize < kPhdrSize || !table || !b.has(phoff, *table))
@@ -127,6 +136,7 @@ Result<Elf> parse_elf(const Bytes& b, const Where& where) {
         s.size = b.u64(h + kShSize);
         s.link = b.u32(h + kShLink);
         s.info = b.u32(h + kShInfo);
+        s.addralign = b.u64(h + kShAddralign);
         s.entsize = b.u64(h + kShEntsize);
         elf.sections.push_back(s);
     }
@@ -144,7 +154,9 @@ Result<Elf> parse_elf(const Bytes& b, const Where& where) {
     for (auto& s : elf.sections) {
         const std::uint32_t name_off =
             b.u32(elf.shoff + std::uint64_t{s.index} * kShdrSize + kShName);
-        auto name = strtab.cstr(name_off);
+        // An empty name table is allowed; index 0 in it is the empty name (gABI).
+        auto name = strtab.empty() && name_off == 0 ? std::optional<std::string_view>("")
+                                                    : strtab.cstr(name_off);
         if (!name)
             return where.error(b.abs(elf.shoff + std::uint64_t{s.index} * kShdrSize),
                                fmt::format("section {} name offset 0x{:x} is outside the name "

@@ -231,9 +231,10 @@ Result<std::vector<Fatbin>> parse_fatbins(const Bytes& r, const Where& where, En
             out.push_back(std::move(*fb));
             continue;
         }
-        // The linker aligns each input section to 8: zero padding up to the boundary is fine,
-        // and so is a zero tail; other bytes mean the stream is not what we think it is.
-        const std::uint64_t align = pad_align < 8 ? 8 : pad_align;
+        // The linker aligns each input section (at least to 8): zero padding up to the boundary
+        // is fine, and so is a zero tail; other bytes mean the stream is not what we think it
+        // is. Capped at the region's size, so that the boundary cannot wrap.
+        const std::uint64_t align = std::max<std::uint64_t>(8, std::min(pad_align, r.size()));
         const std::uint64_t up = off / align * align + align; // off < size: cannot wrap
         const std::uint64_t pad_end = std::min<std::uint64_t>(up, r.size());
         if (off % align != 0 && win.at(off, pad_end - off).all_zero(0, pad_end - off)) {

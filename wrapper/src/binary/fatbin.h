@@ -94,7 +94,9 @@ struct EntryBudget {
 };
 
 // Every fatbin in a section (or a whole standalone .fatbin file), end to end; zero padding to
-// the next `pad_align`-byte boundary (8 for ELF linkers, 16 for link.exe's PE sections) and
+// the next `pad_align`-byte boundary (at least 8; an ELF fatbin section's sh_addralign, since a
+// linker aligns each input section to its own alignment: 256 in NVIDIA's aarch64 libraries; 16
+// for link.exe's PE sections; never more than the region) and
 // trailing zero bytes are tolerated, anything else is an error. Each entry parsed takes one from
 // `budget`; the error when it runs out names the entry.
 Result<std::vector<Fatbin>> parse_fatbins(const Bytes& region, const Where& where,

@@ -472,7 +472,8 @@ class Reader {
             if ((*covered)[i]) continue; // its bytes were read through another section
             auto data = elf->section_bytes(s, where);
             if (!data) return std::move(data).error();
-            auto fatbins = parse_fatbins(*data, where, budget_);
+            // Zero padding up to the section's alignment (the linker's, for each input section).
+            auto fatbins = parse_fatbins(*data, where, budget_, s.addralign);
             if (!fatbins) return std::move(fatbins).error();
             if (fatbins->empty())
                 return holds_no_fatbin(

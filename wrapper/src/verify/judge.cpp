@@ -1,6 +1,8 @@
 #include "verify/judge.h"
 
+#include <algorithm>
 #include <fmt/format.h>
+#include <optional>
 
 namespace forge::verify {
 
@@ -25,6 +27,23 @@ ExtensionReport judge_module(const binary::Extension& ext, const JudgeSetup& set
     return report;
 }
 
+// Where an input failed to read: "lib.so at byte 0x8e9d0", "pkg.whl (member pkg/_C.so)".
+std::string where_not_read(const Error& e) {
+    std::string where = e.file;
+    if (!e.key.empty()) where += fmt::format(" (member {})", e.key);
+    if (e.offset) where += fmt::format(" at byte 0x{:x}", *e.offset);
+    return where;
+}
+
+// The verdict of a run whose every judged module was skipped: inputs were not read, and nothing
+// read carries a module to judge. Nothing is concluded from what was skipped ("no extension
+// module", "pure-Python", "nothing carries GPU code" would be said of files not understood).
+Verdict not_read_verdict(std::size_t count, const Error& first) {
+    return {false, fmt::format("{} input(s) not judged (first: {}): nothing is concluded about "
+                               "the device code they hold",
+                               count, where_not_read(first))};
+}
+
 void add_reason(Verdict& v, const std::string& why) {
     v.pass = false;
     v.reason = v.reason.empty() ? why : v.reason + "; " + why;
@@ -36,10 +55,12 @@ Judgement judge(const std::vector<std::string>& files, const JudgeSetup& setup,
                 const ReadInput& read, const NotJudged& not_judged) {
     Judgement out;
     std::vector<UnreadFile> unread; // the reader's refusals (not plan's), for the expected check
+    std::optional<Error> first_not_judged;
     for (const auto& f : files) {
         Result<std::vector<binary::Extension>> exts = read(f);
         if (!exts) {
             not_judged(exts.error());
+            if (!first_not_judged) first_not_judged = exts.error();
             out.unreadable.emplace_back(f, exts.error().to_string());
             unread.push_back({f, exts.error().key, exts.error().to_string()});
             continue;
@@ -48,6 +69,7 @@ Judgement judge(const std::vector<std::string>& files, const JudgeSetup& setup,
             if (ext.plan_product && !setup.plan_products) {
                 const Error refused = refused_plan_product(ext);
                 not_judged(refused);
+                if (!first_not_judged) first_not_judged = refused;
                 out.unreadable.emplace_back(f, refused.to_string());
                 continue;
             }
@@ -55,12 +77,16 @@ Judgement judge(const std::vector<std::string>& files, const JudgeSetup& setup,
         }
     }
     out.extensions = check_extensions(setup.expected, out.reports, unread);
-    out.verdict = verdict(out.reports, setup.opts);
+    const bool none_judged = std::all_of(out.reports.begin(), out.reports.end(),
+                                         [](const ExtensionReport& r) { return r.host_only; });
+    const bool not_read = first_not_judged.has_value() && none_judged;
+    out.verdict = not_read ? not_read_verdict(out.unreadable.size(), *first_not_judged)
+                           : verdict(out.reports, setup.opts);
     if (!out.extensions.pass())
         add_reason(out.verdict,
                    fmt::format("expected extension(s) absent or without device code: {}",
                                out.extensions.check.detail));
-    if (setup.unreadable_fails && !out.unreadable.empty())
+    if (setup.unreadable_fails && !out.unreadable.empty() && !not_read)
         add_reason(out.verdict,
                    fmt::format("{} input(s) could not be read (see the messages above)",
                                out.unreadable.size()));

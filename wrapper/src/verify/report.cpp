@@ -118,8 +118,15 @@ std::string to_text(const std::vector<ExtensionReport>& reports, const std::stri
 }
 
 std::string verdict_line(const std::vector<ExtensionReport>& reports, const RunContext& run) {
-    return fmt::format("verdict: {} ({} extension{}){}\n", run.verdict.pass ? "pass" : "FAIL",
-                       reports.size(), reports.size() == 1 ? "" : "s",
+    // Inputs not read are counted as such: "0 extensions" would be said of files not understood.
+    std::vector<std::string> counted;
+    if (!reports.empty() || run.unreadable.empty())
+        counted.push_back(
+            fmt::format("{} extension{}", reports.size(), reports.size() == 1 ? "" : "s"));
+    if (!run.unreadable.empty())
+        counted.push_back(fmt::format("{} input(s) not read", run.unreadable.size()));
+    return fmt::format("verdict: {} ({}){}\n", run.verdict.pass ? "pass" : "FAIL",
+                       fmt::join(counted, ", "),
                        run.verdict.reason.empty() ? "" : fmt::format(": {}", run.verdict.reason));
 }
 
