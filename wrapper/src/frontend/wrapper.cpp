@@ -307,8 +307,9 @@ void say_build_notes(const Call& call, bool has_policy, const nvcc::Invocation& 
         say_once_per_build(
             env, "env-not-used",
             fmt::format("nvcc-forge: this build's settings were fixed by {}; the environment's {} "
-                        "{} not used (change the settings there: reconfigure the build, or re-run "
-                        "nvcc-forge env ... --shim DIR)\n",
+                        "{} not used (change the settings there: reconfigure the build, or build "
+                        "with the $CUDA_HOME/bin/nvcc that nvcc-forge env ... --shim ROOT "
+                        "exports for the new policy)\n",
                         env.bound_by, fmt::join(env.env_not_used, ", "),
                         env.env_not_used.size() == 1 ? "is" : "are"));
     if (!call.cache_parent.empty())
@@ -316,8 +317,9 @@ void say_build_notes(const Call& call, bool has_policy, const nvcc::Invocation& 
             env, "unbound-under-cache",
             fmt::format("nvcc-forge: warning: {} runs this nvcc, whose policy comes from the "
                         "environment: the cache does not see it, and can answer a changed policy "
-                        "with objects of the old one. Bind the shim to the policy (eval "
-                        "\"$(nvcc-forge env ... --shim DIR)\") or put nvcc-forge in front of the "
+                        "with objects of the old one. Build with the shim bound to the policy "
+                        "(eval \"$(nvcc-forge env ... --shim ROOT)\", then $CUDA_HOME/bin/nvcc) or "
+                        "put nvcc-forge in front of the "
                         "cache (nvcc-forge {} nvcc ...)\n",
                         call.cache_parent, call.cache_parent));
 }
