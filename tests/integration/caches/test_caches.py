@@ -320,6 +320,37 @@ def launcher_dedup(t):
     ft.check(r.rc == 2 and "NVCC_FORGE_BOGUS" in r.err, r)
 
 
+@ft.case("caches.launcher.env_policy_under_ninja")
+def launcher_env_policy_under_ninja(t):
+    """A launcher whose policy comes from the environment (no settings on its line: no ForgeArch),
+    run by ninja: ninja does not see the variable, so a changed list rebuilds nothing. The first
+    compile of the build says so, once; settings on the launcher's line, or no build driver, say
+    nothing."""
+    if not shutil.which("ninja"):
+        ft.skip("no ninja")
+    fake = os.path.join(t.work, "cuda", "bin", "nvcc")
+    ft.write(fake, ARGS_NVCC.format(real=shlex.quote(t.nvcc())), mode=0o755)
+    for i in range(2):
+        ft.write(os.path.join(t.work, f"k{i}.cu"), KERNEL)
+    env = base_env(t, FAKE_NVCC_CALLS=os.path.join(t.work, "calls"), NVCC_FORGE_ARCH_LIST=A)
+    note = "policy comes from the environment (NVCC_FORGE_ARCH_LIST=8.0 9.0), which ninja does not see"
+
+    def ninja(settings, name):
+        d = os.path.join(t.work, name)
+        ft.write(os.path.join(d, "build.ninja"),
+                 f"rule cu\n  command = {t.forge_exe} {settings} {fake} -c $in -o $out -arch=sm_80\n"
+                 + "".join(f"build k{i}.o: cu {t.work}/k{i}.cu\n" for i in range(2)))
+        return t.run(["ninja", "-C", d, "-j1"], env=env, timeout=120)
+
+    r = ninja("", "from-env")
+    ft.check(r.rc == 0 and r.out.count(note) == 1, f"said once by the build: {r!r}")
+    r = ninja(f"'NVCC_FORGE_ARCH_LIST={A}'", "on-the-line")
+    ft.check(r.rc == 0 and "comes from the environment" not in r.out, f"settings on the line: {r!r}")
+    r = t.forge(fake, "-c", os.path.join(t.work, "k0.cu"), "-o", os.path.join(t.work, "k.o"), "-arch=sm_80",
+                env=env)
+    ft.check(r.rc == 0 and "comes from the environment" not in r.err, f"no build driver: {r!r}")
+
+
 # ---- no silent passthrough --------------------------------------------------------------------
 
 @ft.case("caches.no_policy.says_once")

@@ -322,6 +322,17 @@ void say_build_notes(const Call& call, bool has_policy, const nvcc::Invocation& 
                         "put nvcc-forge in front of the "
                         "cache (nvcc-forge {} nvcc ...)\n",
                         call.cache_parent, call.cache_parent));
+    if (!call.env_policy_driver.empty())
+        say_once_per_build(
+            env, "env-policy-unseen",
+            fmt::format("nvcc-forge: note: this launcher's policy comes from the environment "
+                        "({}), which {} does not see: a changed list rebuilds nothing, and what is "
+                        "rebuilt gets it beside objects of the old one. Put it on the launcher "
+                        "line (CMAKE_CUDA_COMPILER_LAUNCHER=\"nvcc-forge;NVCC_FORGE_ARCH_LIST=...;"
+                        "ccache\") or use ForgeArch (forge_arch_resolve)\n",
+                        env.arch_list.empty() ? "NVCC_FORGE_PACKAGE=" + env.package
+                                              : "NVCC_FORGE_ARCH_LIST=" + env.arch_list,
+                        call.env_policy_driver));
 }
 
 // A call without a policy, before anything is probed: a mode that needs one refuses; nothing to
