@@ -545,6 +545,45 @@ def cmake_shim_compiler(t):
     cmake_sequence(t, "Ninja", defs, env, lambda: ccache_counts(t, env), before_build=rebind)
 
 
+PLAIN_PROJECT = """cmake_minimum_required(VERSION 3.25)
+project(forge_plain LANGUAGES CUDA)
+add_library(kernels OBJECT a.cu b.cu)
+set_target_properties(kernels PROPERTIES CUDA_ARCHITECTURES 80-real)
+"""
+
+
+@ft.case("caches.cmake.shim_compiler_no_forgearch")
+def cmake_shim_compiler_no_forgearch(t):
+    """CMAKE_CUDA_COMPILER=$CUDA_HOME/bin/nvcc of a bound shim, no ForgeArch (nothing of ours in
+    the project). Binding another policy afterwards must not leave the configured tree half on
+    each: a source touched after the binding is compiled by the tree's compiler, with its policy,
+    like the objects before it (a shim rebound in place gave that one TU the new policy and left
+    the other on the old one, and CMake saw nothing)."""
+    src, build = os.path.join(t.work, "src"), os.path.join(t.work, "b")
+    ft.write(os.path.join(src, "CMakeLists.txt"), PLAIN_PROJECT)
+    for name in ("a.cu", "b.cu"):
+        shutil.copy(t.fixtures("caches", "two_tu", name), os.path.join(src, name))
+    shim = make_shim(t)
+    env = base_env(t)
+    want = {p: WANT[p] - {"compute_80"} for p in (A, B)}  # 80-real: no PTX of the project's own
+    home = bind(t, shim, A, env)
+    r = t.run(["cmake", "-S", src, "-B", build, "-G", "Ninja", f"-DCMAKE_CUDA_COMPILER={home}/bin/nvcc"],
+              env=env, timeout=280)
+    ft.check(r.rc == 0, f"configure: {r!r}")
+    r = t.run(["cmake", "--build", build], env=env, timeout=280)
+    ft.check(r.rc == 0, f"build under {A}: {r!r}")
+    objs = {n: os.path.join(build, "CMakeFiles", "kernels.dir", f"{n}.cu.o") for n in ("a", "b")}
+    for n, obj in objs.items():
+        ft.check_eq(targets(t, obj), want[A], f"{n}.o under {A}")
+    other = bind(t, shim, B, env)
+    os.utime(os.path.join(src, "a.cu"))
+    r = t.run(["cmake", "--build", build], env=env, timeout=280)
+    ft.check(r.rc == 0 and "a.cu" in r.out, f"the touched source was not rebuilt: {r!r}")
+    ft.check_eq({n: targets(t, obj) for n, obj in objs.items()}, {"a": want[A], "b": want[A]},
+                f"the tree's objects after binding {B}")
+    ft.check(other != home, f"policy {B} bound in {A}'s shim {home}")
+
+
 # ---- a build farm: sccache-dist on loopback -----------------------------------------------------
 
 @contextlib.contextmanager
