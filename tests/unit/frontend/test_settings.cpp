@@ -150,7 +150,8 @@ TEST(Settings, EachPolicyBindsAShimOfItsOwnThatNoLaterBindingRewrites) {
     EXPECT_NE(*pb, *pa);
     EXPECT_EQ(*read_shim_settings(*pb / "bin" / "nvcc"), b);
     // A's shim is still A's, the same file: not rewritten by B's binding nor by A's again.
-    auto again = bind_policy_shim(*pb, root / "nvcc-forge", a); // a bound shim names its root
+    // A bound shim names its root, spelled with a trailing slash too.
+    auto again = bind_policy_shim(pb->string() + "/", root / "nvcc-forge", a);
     ASSERT_TRUE(again.ok());
     EXPECT_EQ(*again, *pa);
     struct stat after {};

@@ -170,7 +170,8 @@ Status make_shim(const ShimPlan& plan) {
 
 Result<fs::path> bind_policy_shim(const fs::path& root_in, const fs::path& wrapper,
                                   const std::vector<std::string>& settings) {
-    fs::path root = root_in;
+    fs::path root = root_in.lexically_normal();
+    if (!root.has_filename()) root = root.parent_path(); // "DIR/"
     if (root.parent_path().filename() == kBoundShimsDir &&
         is_shim(root.parent_path().parent_path()))
         root = root.parent_path().parent_path();
