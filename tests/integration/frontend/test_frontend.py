@@ -769,20 +769,36 @@ def shim_env(t):
     p = run_in(t, ["sh", "-c", f'eval "$("$0" env --arch-list "8.0 9.0+PTX" --mode observe '
                            f'--shim "$1" --log "$2")" && env', t.forge_exe, shim, log_file(t)])
     expect(p.returncode == 0, p.err)
+    env = dict(line.split("=", 1) for line in p.out.splitlines() if "=" in line)
+    # `env --shim ROOT` binds the policy's own shim under the root, ROOT/.policies/<id>, and
+    # exports it; the root itself stays unbound (a build running it is never rebound).
+    bound = env.get("CUDA_HOME", "")
+    expect(os.path.dirname(bound) == os.path.join(shim, ".policies"), env)
+    expect(os.path.islink(os.path.join(shim, "bin", "nvcc"))
+           and not os.path.exists(os.path.join(shim, "bin", ".nvcc-forge-policy")), "the root was bound")
     # `shim` runs in the tools binary, but bin/nvcc must be the entry (the front end): bound to
     # the policy by `env --shim`, a copy of it with the settings appended (caches.shim.*).
     with open(t.forge_exe, "rb") as f:
         entry = f.read()
-    with open(os.path.join(shim, "bin", "nvcc"), "rb") as f:
-        bound = f.read()
-    expect(bound.startswith(entry) and b"\nNVCC_FORGE_ARCH_LIST=8.0 9.0+PTX\nNVCC_FORGE_MODE=observe\n"
-           in bound[len(entry):], "bin/nvcc is not the entry bound to the policy")
-    expect(open(os.path.join(shim, "bin", ".nvcc-forge-policy")).read()
+    with open(os.path.join(bound, "bin", "nvcc"), "rb") as f:
+        copy = f.read()
+    expect(copy.startswith(entry) and b"\nNVCC_FORGE_ARCH_LIST=8.0 9.0+PTX\nNVCC_FORGE_MODE=observe\n"
+           in copy[len(entry):], "bin/nvcc is not the entry bound to the policy")
+    expect(open(os.path.join(bound, "bin", ".nvcc-forge-policy")).read()
            == "NVCC_FORGE_ARCH_LIST=8.0 9.0+PTX\nNVCC_FORGE_MODE=observe\n", "policy file")
-    env = dict(line.split("=", 1) for line in p.out.splitlines() if "=" in line)
-    expect(env.get("CUDA_HOME") == shim and env.get("TORCH_CUDA_ARCH_LIST") == "8.0 9.0+PTX", env)
+    expect(env.get("CUDA_PATH") == bound and env.get("TORCH_CUDA_ARCH_LIST") == "8.0 9.0+PTX", env)
     expect(env.get("NVCC_FORGE_ARCH_LIST") == "8.0 9.0+PTX" and env.get("NVCC_FORGE_MODE") == "observe", env)
-    expect(env["PATH"].startswith(os.path.join(shim, "bin") + os.pathsep), env["PATH"])
+    expect(env["PATH"].startswith(os.path.join(bound, "bin") + os.pathsep), env["PATH"])
+    # The same policy binds the same shim again, untouched; another policy another one, and
+    # binding the bound shim's path binds under its root.
+    before = os.stat(os.path.join(bound, "bin", "nvcc"))
+    again = run_in(t, [t.forge_exe, "env", "--arch-list", "8.0 9.0+PTX", "--mode", "observe", "--shim", shim])
+    other = run_in(t, [t.forge_exe, "env", "--arch-list", "9.0", "--shim", bound])
+    expect(f"export CUDA_HOME='{bound}'" in again.out, again.out)
+    after = os.stat(os.path.join(bound, "bin", "nvcc"))
+    expect((before.st_ino, before.st_mtime_ns) == (after.st_ino, after.st_mtime_ns), "the bound shim was rewritten")
+    expect(other.returncode == 0 and f"export CUDA_HOME='{shim}/.policies/" in other.out
+           and f"'{bound}'" not in other.out, other.out)
     # A torch-decides build (family A) in that environment goes through the wrapper, no drops.
     e = clean_env(t, **{k: env[k] for k in ("CUDA_HOME", "TORCH_CUDA_ARCH_LIST", "NVCC_FORGE_ARCH_LIST",
                                      "NVCC_FORGE_MODE", "NVCC_FORGE_LOG", "PATH")})
@@ -792,14 +808,14 @@ def shim_env(t):
     expect(r["action"] == "compared" and r["missing"] == [], r)
     expect(targets_of(t, os.path.join(out_dir(t), "ext.o")) == {"sm_80", "sm_90", "compute_90"}, "targets")
     # CMake's toolkit discovery through the shim still sees the real root.
-    p = run_in(t, [os.path.join(shim, "bin", "nvcc"), "-v", "__cmake_determine_cuda"], env=e)
+    p = run_in(t, [os.path.join(bound, "bin", "nvcc"), "-v", "__cmake_determine_cuda"], env=e)
     expect("#$ TOP=" in p.err and "__cmake_determine_cuda" in p.err, p.err)
     # Quoting: a path with a quote and a space survives eval.
     odd = os.path.join(t.work, "it's a shim")
     expect(run_in(t, [t.forge_exe, "shim", "--cuda-home", cuda_home(t), "--out", odd]).returncode == 0, "odd")
     p = run_in(t, ["sh", "-c", 'eval "$("$0" env --arch-list 9.0 --shim "$1")" && printf %s "$CUDA_HOME"',
                t.forge_exe, odd])
-    expect(p.returncode == 0 and p.out == odd, (p.out, p.err))
+    expect(p.returncode == 0 and p.out.startswith(odd + "/.policies/"), (p.out, p.err))
     # Refuses to overwrite a foreign directory, and env refuses a non-shim.
     foreign = os.path.join(t.work, "foreign")
     os.makedirs(foreign)

@@ -128,6 +128,47 @@ TEST(Settings, ABoundShimIsAnotherCompilerPerPolicyAndTheSameForTheSamePolicy) {
     EXPECT_FALSE(fs::exists(shim / "bin" / kShimPolicyFile));
 }
 
+TEST(Settings, EachPolicyBindsAShimOfItsOwnThatNoLaterBindingRewrites) {
+    // Two builds at once under one root (CI cells): a cache took the identity of the nvcc its
+    // call started with, so the file it then runs must still be that nvcc (frontend/shim.h).
+    const fs::path root = forge::test::temp_dir("settings_policy_shims");
+    write_exe(root / "nvcc-forge", "the wrapper's bytes");
+    write_exe(root / "cuda" / "bin" / "nvcc", "#!/bin/sh\n");
+    const fs::path shim = root / "shim";
+    ASSERT_TRUE(make_shim({root / "cuda", shim, root / "nvcc-forge", {}}).ok());
+    const std::vector<std::string> a{"NVCC_FORGE_ARCH_LIST=8.0 9.0", "NVCC_FORGE_MODE=inject"};
+    const std::vector<std::string> b{"NVCC_FORGE_ARCH_LIST=8.0 8.9", "NVCC_FORGE_MODE=inject"};
+    auto pa = bind_policy_shim(shim, root / "nvcc-forge", a);
+    ASSERT_TRUE(pa.ok()) << pa.error().to_string();
+    EXPECT_EQ(pa->parent_path(), shim / kBoundShimsDir);
+    EXPECT_TRUE(is_shim(*pa));
+    EXPECT_EQ(*read_shim_settings(*pa / "bin" / "nvcc"), a);
+    struct stat before {};
+    ASSERT_EQ(::stat((*pa / "bin" / "nvcc").c_str(), &before), 0);
+    auto pb = bind_policy_shim(shim, root / "nvcc-forge", b);
+    ASSERT_TRUE(pb.ok());
+    EXPECT_NE(*pb, *pa);
+    EXPECT_EQ(*read_shim_settings(*pb / "bin" / "nvcc"), b);
+    // A's shim is still A's, the same file: not rewritten by B's binding nor by A's again.
+    // A bound shim names its root, spelled with a trailing slash too.
+    auto again = bind_policy_shim(pb->string() + "/", root / "nvcc-forge", a);
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(*again, *pa);
+    struct stat after {};
+    ASSERT_EQ(::stat((*pa / "bin" / "nvcc").c_str(), &after), 0);
+    EXPECT_EQ(after.st_ino, before.st_ino);
+    EXPECT_EQ(after.st_mtim.tv_nsec, before.st_mtim.tv_nsec);
+    EXPECT_EQ(*read_shim_settings(*pa / "bin" / "nvcc"), a);
+    // The root stays unbound, and no scratch directory is left.
+    EXPECT_TRUE(fs::is_symlink(shim / "bin" / "nvcc"));
+    int entries = 0;
+    for ([[maybe_unused]] const auto& e : fs::directory_iterator(shim / kBoundShimsDir))
+        ++entries;
+    EXPECT_EQ(entries, 2);
+    // Not a shim root: an error, nothing made.
+    EXPECT_FALSE(bind_policy_shim(root / "cuda", root / "nvcc-forge", a).ok());
+}
+
 TEST(Settings, AShimsNvccNamedAsTheRealOneLeadsToItsMarker) {
     // CMAKE_CUDA_COMPILER=<shim>/bin/nvcc handed to the tools as NVCC_FORGE_REAL_NVCC, and a shim
     // met on PATH: the real nvcc its marker names, never the shim's copy of the wrapper.

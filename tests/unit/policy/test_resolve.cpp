@@ -294,6 +294,38 @@ TEST(ResolveErrors, PackageFileErrorsPropagateWithLine) {
     EXPECT_EQ(ok.source, "packages/broken/arch_override.yml:arch_list");
 }
 
+TEST(ResolveInputs, EveryFileReadAndWhereAPackagesFilesWouldAppear) {
+    // ForgeArch's configure dependencies: a change to any of them may change the list.
+    namespace fs = std::filesystem;
+    const auto dir = fs::path(FORGE_TEST_BINARY_DIR) / "resolve-inputs" / "packages";
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    auto has = [](const Resolution& r, const fs::path& p) {
+        const std::string want = fs::absolute(p).lexically_normal().string();
+        return std::find(r.inputs.begin(), r.inputs.end(), want) != r.inputs.end();
+    };
+    // No package directory yet: the packages directory is where one would appear.
+    auto none = must(resolve_with(mini(), "12.8", "", "linux_x86_64", "later", "", dir.string()));
+    EXPECT_TRUE(has(none, mini()));
+    EXPECT_TRUE(has(none, shipped_gpus()));
+    EXPECT_TRUE(has(none, dir));
+    EXPECT_EQ(none.inputs.size(), 3u);
+    // Both of its files, and its own directory (a file added there later) instead.
+    fs::create_directories(dir / "later");
+    std::ofstream(dir / "later" / "arch_override.yml")
+        << "arch_list:\n  list: \"8.0 9.0\"\n  reason: \"x\"\n  source: \"x\"\n";
+    std::ofstream(dir / "later" / "build_matrix.yml")
+        << "combinations:\n  - {cuda: \"12.8\", arch_list: \"8.6\"}\n";
+    auto both = must(resolve_with(mini(), "12.8", "", "linux_x86_64", "later", "", dir.string()));
+    EXPECT_NE(both.source.find("build_matrix.yml"), std::string::npos) << both.source;
+    for (const char* f : {"arch_override.yml", "build_matrix.yml"})
+        EXPECT_TRUE(has(both, dir / "later" / f)) << f;
+    EXPECT_TRUE(has(both, dir / "later"));
+    EXPECT_FALSE(has(both, dir));
+    // No package: the policy and gpus.yml only.
+    EXPECT_EQ(must(resolve_with(mini(), "12.8")).inputs.size(), 2u);
+}
+
 // ---- +PTX placement and the known traps (docs/arch-rules.md) ----
 
 TEST(SeedTraps, PtxNeverLandsOnAnArchSpecificToken) {

@@ -7,7 +7,6 @@
 #include "frontend/config.h"
 #include "frontend/shim.h"
 #include "policy/report.h"
-#include "toolkit/locate.h"
 
 #include <boost/program_options.hpp>
 #include <filesystem>
@@ -51,27 +50,15 @@ std::vector<std::string> shim_settings(const po::variables_map& vm, const policy
     return s;
 }
 
-// Binds the shim at `dir` to the resolved policy (its real CUDA root is the one it was made for).
-Status bind_env_shim(const std::filesystem::path& dir, const std::vector<std::string>& settings) {
-    auto real = toolkit::marker_target(dir / "bin");
-    if (!real || real->empty())
-        return Error{"the shim's marker names no real nvcc", (dir / "bin").string()};
-    frontend::ShimPlan plan;
-    plan.cuda_home = real->parent_path().parent_path();
-    plan.out = dir;
-    plan.wrapper = wrapper_exe();
-    plan.settings = settings;
-    return frontend::make_shim(plan);
-}
-
 int cmd_env(int argc, char** argv) {
     po::options_description desc("nvcc-forge env [resolve options] [--mode M] [--shim DIR]");
     add_resolve_options(desc, true);
     desc.add_options()("help,h", "show this help")("mode", po::value<std::string>(),
                                                    "NVCC_FORGE_MODE: observe | inject | strict")(
         "shim", po::value<std::string>(),
-        "a shim root (nvcc-forge shim): bind it to this policy, export CUDA_HOME and PATH")(
-        "log", po::value<std::string>(), "NVCC_FORGE_LOG: the per-call JSON log");
+        "a shim root (nvcc-forge shim): bind this policy's shim under it (DIR/.policies/ID), "
+        "export CUDA_HOME and PATH")("log", po::value<std::string>(),
+                                     "NVCC_FORGE_LOG: the per-call JSON log");
     po::variables_map vm;
     if (!store_command_line(argc, argv, desc, nullptr, vm, "env")) return kExitInput;
     if (vm.count("help")) {
@@ -115,11 +102,14 @@ int cmd_env(int argc, char** argv) {
                            std::filesystem::absolute(vm["log"].as<std::string>(), ec).string());
     }
     if (vm.count("shim")) {
+        // Not the root itself: the shim of this policy under it, which no other binding rewrites
+        // while a build runs it (frontend/shim.h).
         std::error_code ec;
-        const std::string dir =
-            std::filesystem::absolute(vm["shim"].as<std::string>(), ec).string();
-        if (auto st = bind_env_shim(dir, shim_settings(vm, *res)); !st)
-            return report_error("env", st.error());
+        auto bound =
+            frontend::bind_policy_shim(std::filesystem::absolute(vm["shim"].as<std::string>(), ec),
+                                       wrapper_exe(), shim_settings(vm, *res));
+        if (!bound) return report_error("env", bound.error());
+        const std::string dir = bound->string();
         out += export_line("CUDA_HOME", dir);
         out += export_line("CUDA_PATH", dir);
         // "$PATH" stays unexpanded until eval: the caller's PATH at that moment.

@@ -5,6 +5,7 @@
 #include "core/env.h"
 #include "core/paths.h"
 #include "core/result.h"
+#include "frontend/notice.h"
 #include "frontend/settings.h"
 #include "frontend/wrapper.h"
 #include "toolkit/locate.h"
@@ -108,6 +109,16 @@ std::string unbound_cache_parent(const FrontendEnv& env) {
     const auto parent = toolkit::process_info(static_cast<long>(::getppid()));
     if (!parent || (parent->comm != "ccache" && parent->comm != "sccache")) return {};
     return parent->comm;
+}
+
+// The build driver that runs this launcher (ninja, make) when the policy comes from the
+// environment, which no build system's dependencies include (frontend::Call::env_policy_driver).
+std::string env_policy_driver(const FrontendEnv& env) {
+    if (!env.bound_by.empty() || !env.policy_configured()) return {};
+    const auto driver = frontend::build_driver();
+    if (!driver || (driver->comm != "ninja" && driver->comm != "make" && driver->comm != "gmake"))
+        return {};
+    return driver->comm;
 }
 
 } // namespace
@@ -214,6 +225,7 @@ int run_as_launcher(int argc, char** argv) {
     }
     for (int i = nvcc_at + 1; i < argc; ++i)
         call.args.emplace_back(argv[i]);
+    if (fixed.empty()) call.env_policy_driver = env_policy_driver(call.env);
     return run(call);
 }
 

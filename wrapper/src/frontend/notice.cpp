@@ -51,7 +51,14 @@ void prune_notes(const fs::path& dir) {
 
 } // namespace
 
-std::string build_key() {
+namespace {
+
+struct Driver {
+    long pid = 0;
+    toolkit::ProcessInfo info;
+};
+
+Driver find_driver() {
     long pid = static_cast<long>(::getppid());
     long driver = 0;
     toolkit::ProcessInfo driver_info;
@@ -68,7 +75,20 @@ std::string build_key() {
         if (top) break;
         pid = info->ppid;
     }
-    return driver == 0 ? std::string() : fmt::format("{}-{}", driver, driver_info.start);
+    return {driver, driver_info};
+}
+
+} // namespace
+
+std::optional<toolkit::ProcessInfo> build_driver() {
+    Driver d = find_driver();
+    if (d.pid == 0) return std::nullopt;
+    return d.info;
+}
+
+std::string build_key() {
+    const Driver d = find_driver();
+    return d.pid == 0 ? std::string() : fmt::format("{}-{}", d.pid, d.info.start);
 }
 
 namespace {

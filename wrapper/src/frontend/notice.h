@@ -7,11 +7,16 @@
 #pragma once
 
 #include "frontend/config.h"
+#include "toolkit/locate.h"
 
+#include <optional>
 #include <string>
 #include <string_view>
 
 namespace forge::frontend {
+
+// The build's driver process (its comm names it: "ninja", "make"); nullopt when /proc cannot tell.
+std::optional<toolkit::ProcessInfo> build_driver();
 
 // The build's driver as "<pid>-<start time>"; "" when /proc cannot tell.
 std::string build_key();

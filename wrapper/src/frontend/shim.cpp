@@ -39,26 +39,31 @@ timespec identity_mtime(const std::string& identity) {
     return ts;
 }
 
+// What the bound copy is to a cache: its settings and the nvcc-forge it is a copy of.
+Result<std::string> bound_identity(const fs::path& wrapper,
+                                   const std::vector<std::string>& settings) {
+    struct stat st {};
+    if (::stat(wrapper.c_str(), &st) != 0)
+        return Error{"cannot stat the wrapper", wrapper.string()};
+    return fmt::format("{}|{}|{}.{}", shim_trailer(settings), static_cast<long long>(st.st_size),
+                       static_cast<long long>(st.st_mtim.tv_sec), st.st_mtim.tv_nsec);
+}
+
 Status copy_with_trailer(const fs::path& wrapper, const fs::path& nvcc,
                          const std::vector<std::string>& settings) {
     std::ifstream in(wrapper, std::ios::binary);
     if (!in) return Error{"cannot read the wrapper", wrapper.string()};
-    struct stat st {};
-    if (::stat(wrapper.c_str(), &st) != 0)
-        return Error{"cannot stat the wrapper", wrapper.string()};
-    const std::string trailer = shim_trailer(settings);
+    auto identity = bound_identity(wrapper, settings);
+    if (!identity) return identity.error();
     const fs::path tmp = fmt::format("{}.{}.tmp", nvcc.string(), ::getpid());
     {
         std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        out << in.rdbuf() << trailer;
+        out << in.rdbuf() << shim_trailer(settings);
         if (!out.flush()) return Error{"cannot write", tmp.string()};
     }
     std::error_code ec;
     fs::permissions(tmp, fs::perms(0755), ec);
-    const std::string identity =
-        fmt::format("{}|{}|{}.{}", trailer, static_cast<long long>(st.st_size),
-                    static_cast<long long>(st.st_mtim.tv_sec), st.st_mtim.tv_nsec);
-    const timespec times[2] = {identity_mtime(identity), identity_mtime(identity)};
+    const timespec times[2] = {identity_mtime(*identity), identity_mtime(*identity)};
     if (ec || ::utimensat(AT_FDCWD, tmp.c_str(), times, 0) != 0) {
         fs::remove(tmp, ec);
         return Error{"cannot set the mode and time of", tmp.string()};
@@ -161,6 +166,44 @@ Status make_shim(const ShimPlan& plan) {
     fs::rename(tmp, marker, ec);
     if (ec) return Error{fmt::format("cannot write: {}", ec.message()), marker.string()};
     return ok_status();
+}
+
+Result<fs::path> bind_policy_shim(const fs::path& root_in, const fs::path& wrapper,
+                                  const std::vector<std::string>& settings) {
+    fs::path root = root_in.lexically_normal();
+    if (!root.has_filename()) root = root.parent_path(); // "DIR/"
+    if (root.parent_path().filename() == kBoundShimsDir &&
+        is_shim(root.parent_path().parent_path()))
+        root = root.parent_path().parent_path();
+    const auto real = toolkit::marker_target(root / "bin");
+    if (!real || real->empty())
+        return Error{"the shim's marker names no real nvcc", (root / "bin").string()};
+    auto identity = bound_identity(wrapper, settings);
+    if (!identity) return identity.error();
+    const fs::path shims = root / kBoundShimsDir;
+    const fs::path dest =
+        shims / policy::sha256_hex(*identity + "|" + real->string()).substr(0, 16);
+    if (is_shim(dest)) return dest;
+    std::error_code ec;
+    fs::create_directories(shims, ec);
+    if (ec) return Error{fmt::format("cannot create: {}", ec.message()), shims.string()};
+    const fs::path tmp = shims / fmt::format(".tmp-{}-{}", dest.filename().string(), ::getpid());
+    fs::remove_all(tmp, ec);
+    ShimPlan plan{real->parent_path().parent_path(), tmp, wrapper, settings};
+    if (auto st = make_shim(plan); !st) {
+        fs::remove_all(tmp, ec);
+        return st.error();
+    }
+    // Another binder of the same policy may have won: its shim is this one.
+    fs::rename(tmp, dest, ec);
+    if (ec) {
+        std::error_code ignored;
+        fs::remove_all(tmp, ignored);
+        if (!is_shim(dest))
+            return Error{fmt::format("cannot move the bound shim into place: {}", ec.message()),
+                         dest.string()};
+    }
+    return dest;
 }
 
 std::string shell_quote(std::string_view s) {

@@ -42,6 +42,21 @@ inline constexpr const char* kShimPolicyFile = ".nvcc-forge-policy";
 Status bind_shim(const std::filesystem::path& dir, const std::filesystem::path& wrapper,
                  const std::vector<std::string>& settings);
 
+// Where a shim root keeps its bound shims, one per policy: <root>/.policies/<id>.
+inline constexpr const char* kBoundShimsDir = ".policies";
+
+// The shim one build runs under a policy (`env --shim ROOT`): <root>/.policies/<id>, a shim of
+// the root's real toolkit whose nvcc is bound to `settings`, <id> drawn from the bound nvcc's
+// identity (the settings, the wrapper's size and mtime, the real nvcc). It is made in a scratch
+// directory and renamed into place, and never rewritten after: a cache took the identity of the
+// nvcc it runs when its call started, so a shim rebound under a running build would have it store
+// one policy's objects under another's key (two CI cells on one host, one CCACHE_DIR). Binding
+// the same policy again returns the same path (and ccache its objects). `root` may itself be
+// such a bound shim; its root is used.
+Result<std::filesystem::path> bind_policy_shim(const std::filesystem::path& root,
+                                               const std::filesystem::path& wrapper,
+                                               const std::vector<std::string>& settings);
+
 // POSIX shell single-quoting: 'it'\''s' — safe for eval whatever the bytes.
 std::string shell_quote(std::string_view s);
 

@@ -307,8 +307,9 @@ void say_build_notes(const Call& call, bool has_policy, const nvcc::Invocation& 
         say_once_per_build(
             env, "env-not-used",
             fmt::format("nvcc-forge: this build's settings were fixed by {}; the environment's {} "
-                        "{} not used (change the settings there: reconfigure the build, or re-run "
-                        "nvcc-forge env ... --shim DIR)\n",
+                        "{} not used (change the settings there: reconfigure the build, or build "
+                        "with the $CUDA_HOME/bin/nvcc that nvcc-forge env ... --shim ROOT "
+                        "exports for the new policy)\n",
                         env.bound_by, fmt::join(env.env_not_used, ", "),
                         env.env_not_used.size() == 1 ? "is" : "are"));
     if (!call.cache_parent.empty())
@@ -316,10 +317,22 @@ void say_build_notes(const Call& call, bool has_policy, const nvcc::Invocation& 
             env, "unbound-under-cache",
             fmt::format("nvcc-forge: warning: {} runs this nvcc, whose policy comes from the "
                         "environment: the cache does not see it, and can answer a changed policy "
-                        "with objects of the old one. Bind the shim to the policy (eval "
-                        "\"$(nvcc-forge env ... --shim DIR)\") or put nvcc-forge in front of the "
+                        "with objects of the old one. Build with the shim bound to the policy "
+                        "(eval \"$(nvcc-forge env ... --shim ROOT)\", then $CUDA_HOME/bin/nvcc) or "
+                        "put nvcc-forge in front of the "
                         "cache (nvcc-forge {} nvcc ...)\n",
                         call.cache_parent, call.cache_parent));
+    if (!call.env_policy_driver.empty())
+        say_once_per_build(
+            env, "env-policy-unseen",
+            fmt::format("nvcc-forge: note: this launcher's policy comes from the environment "
+                        "({}), which {} does not see: a changed list rebuilds nothing, and what is "
+                        "rebuilt gets it beside objects of the old one. Put it on the launcher "
+                        "line (CMAKE_CUDA_COMPILER_LAUNCHER=\"nvcc-forge;NVCC_FORGE_ARCH_LIST=...;"
+                        "ccache\") or use ForgeArch (forge_arch_resolve)\n",
+                        env.arch_list.empty() ? "NVCC_FORGE_PACKAGE=" + env.package
+                                              : "NVCC_FORGE_ARCH_LIST=" + env.arch_list,
+                        call.env_policy_driver));
 }
 
 // A call without a policy, before anything is probed: a mode that needs one refuses; nothing to

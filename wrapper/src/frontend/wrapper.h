@@ -56,6 +56,10 @@ struct Call {
     // The compiler cache running this nvcc ("ccache", "sccache") when the policy comes from the
     // environment, which the cache does not hash: a compile says so, once per build.
     std::string cache_parent;
+    // The build driver ("ninja", "make") running this launcher when its policy comes from the
+    // environment, which the driver's dependencies do not include: a changed list rebuilds
+    // nothing, and a compile says so, once per build.
+    std::string env_policy_driver;
 };
 
 // Runs the call and returns the exit code to return; a child killed by a signal re-raises it

@@ -142,6 +142,7 @@ json resolution_json(const Resolution& r) {
     j["package"] = r.package.empty() ? json(nullptr) : json(r.package);
     j["policy_file"] = r.policy_file;
     j["package_file"] = r.package_file.empty() ? json(nullptr) : json(r.package_file);
+    j["inputs"] = r.inputs;
     j["policy_sha256"] = r.policy_sha256;
     j["build_epoch"] = r.build_epoch ? json(*r.build_epoch) : json(nullptr);
     j["nvcc_source"] = r.nvcc_source;

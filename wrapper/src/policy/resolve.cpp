@@ -493,6 +493,28 @@ Result<Resolution> resolve_loaded(const ResolveRequest& req, const PolicyData& p
     return res;
 }
 
+namespace {
+
+// Resolution::inputs: the files read, and where a package's files are looked for.
+std::vector<std::string> resolution_inputs(const ResolveRequest& req, const PackageOverride* pkg) {
+    std::vector<std::string> out;
+    std::error_code ec;
+    auto add = [&](const std::filesystem::path& p) {
+        if (!p.empty() && std::filesystem::exists(p, ec))
+            out.push_back(std::filesystem::absolute(p, ec).lexically_normal().string());
+    };
+    add(req.policy_file);
+    add(req.gpus_file);
+    if (!pkg) return out;
+    add(pkg->override_file);
+    add(pkg->matrix_file);
+    const auto dir = req.packages_dir / pkg->name;
+    add(std::filesystem::is_directory(dir, ec) ? dir : req.packages_dir);
+    return out;
+}
+
+} // namespace
+
 Result<Resolution> resolve(const ResolveRequest& request) {
     ResolveRequest req = request;
     if (req.policy_file.empty()) req.policy_file = default_policy_file();
@@ -509,6 +531,7 @@ Result<Resolution> resolve(const ResolveRequest& request) {
         pkg = std::move(*p);
     }
     auto res = resolve_loaded(req, *policy, pkg ? &*pkg : nullptr, *gpus);
+    if (res) res->inputs = resolution_inputs(req, pkg ? &*pkg : nullptr);
     // A package without files is normal (most ride the policy row); one a typo away from a
     // package that has files is probably that package.
     if (res && pkg && pkg->override_file.empty() && pkg->matrix_file.empty())

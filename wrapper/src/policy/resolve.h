@@ -71,6 +71,11 @@ struct Resolution {
     std::vector<ExpectedExtension> expected_extensions; // verify.extensions
     bool judge_embedded = false;                        // verify.embedded_fatbins: judge
     std::string package_file; // the package's arch_override.yml ("" when none)
+    // Every file `resolve` read (the policy, gpus.yml, the package's files) and the directories
+    // it looked in for the package (its own, else the packages directory, where one created
+    // later would appear): a change to any may change the list. ForgeArch's configure
+    // dependencies; only those that exist.
+    std::vector<std::string> inputs;
 
     // Extensions (policy module):
     std::string python;      // "3.12" or ""
