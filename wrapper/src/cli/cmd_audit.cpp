@@ -213,4 +213,5 @@ int run_audit(int argc, char** argv) {
 } // namespace forge::cli
 
 FORGE_COMMAND("audit", "sweep wheels and .so files: carried arches vs provenance vs policy",
-              forge::cli::run_audit);
+              forge::cli::run_audit,
+              "nvcc-forge audit wheelhouse/ --ledger ledger.jsonl --cuda 12.8 --torch 2.9");

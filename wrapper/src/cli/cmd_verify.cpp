@@ -80,6 +80,8 @@ int run_verify(int argc, char** argv) {
 
 } // namespace
 
-FORGE_COMMAND("verify", "assert that binaries carry exactly the policy's GPU code", run_verify);
+FORGE_COMMAND(
+    "verify", "assert that binaries carry exactly the policy's GPU code", run_verify,
+    "nvcc-forge verify dist/*.whl --package flash_attn --cuda 12.8 --torch 2.9 --junit verify.xml");
 
 } // namespace forge::cli

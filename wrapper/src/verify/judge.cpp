@@ -55,12 +55,15 @@ Judgement judge(const std::vector<std::string>& files, const JudgeSetup& setup,
         }
     }
     out.extensions = check_extensions(setup.expected, out.reports, unread);
-    out.verdict = verdict(out.reports, setup.opts);
+    // No module read at all: the verdict is about the inputs. "Nothing carries GPU code" with its
+    // remedy (--allow-pure-python) would describe files that were never understood.
+    const bool nothing_read = out.reports.empty() && !out.unreadable.empty();
+    out.verdict = nothing_read ? Verdict{false, {}} : verdict(out.reports, setup.opts);
     if (!out.extensions.pass())
         add_reason(out.verdict,
                    fmt::format("expected extension(s) absent or without device code: {}",
                                out.extensions.check.detail));
-    if (setup.unreadable_fails && !out.unreadable.empty())
+    if ((setup.unreadable_fails || nothing_read) && !out.unreadable.empty())
         add_reason(out.verdict,
                    fmt::format("{} input(s) could not be read (see the messages above)",
                                out.unreadable.size()));
