@@ -47,7 +47,8 @@ int run_lint(int argc, char** argv) {
                "Exit: 0 clean, 1 findings, 2 unusable input.\n";
         return kExitOk;
     }
-    if (srcs.empty()) return report_error("lint", Error("no PATH given (a source tree or files)"));
+    if (srcs.empty())
+        return report_error("lint", Error("no SRC_DIR given (one or more source trees or files)"));
     if (format != "text" && format != "json" && format != "github")
         return report_error(
             "lint", Error(fmt::format("--format must be text, json or github, not '{}'", format)));

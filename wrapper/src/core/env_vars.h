@@ -37,8 +37,8 @@ inline constexpr std::array kEnvVars{
     EnvVar{"NVCC_FORGE_QUIET", "wrapper",
            "1: no stderr line for a compile whose dropped targets were all injected back"},
     EnvVar{"NVCC_FORGE_REAL_NVCC", "both",
-           "the real nvcc to run (default: found on PATH or in "
-           "/usr/local/cuda, never the wrapper itself)"},
+           "the real nvcc to run (default: found on PATH or under the default CUDA root, "
+           "never the wrapper itself)"},
     EnvVar{"NVCC_FORGE_DEPTH", "wrapper",
            "set by the wrapper on what it starts (<depth>:<pid>:<start>) so that it never calls "
            "itself; not for users"},
