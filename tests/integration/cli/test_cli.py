@@ -282,4 +282,27 @@ def path_map(t):
 
 
 
+@ft.case("cli.colour.terminal_only")
+def colour_terminal_only(t):
+    """verify's verdict words in colour on a terminal; none with NO_COLOR, TERM=dumb or a pipe."""
+    import shutil
+    if not shutil.which("script"):
+        ft.skip("no util-linux script (a terminal)")
+    cmd = f"'{t.forge_exe}' verify '{t.forge_exe}' --arch-list 8.0"
+
+    def on_terminal(**env):
+        r = t.run(["script", "-qec", cmd, "/dev/null"], env=t.env(**{"TERM": "xterm", **env}))
+        ft.check(r.rc == 1, r)
+        return r.out
+
+    ft.check("\x1b[31mverdict: FAIL\x1b[0m (1 extension)" in on_terminal(NO_COLOR=None),
+             "no red verdict on a terminal")
+    ft.check("\x1b[31mFAIL\x1b[0m  " in on_terminal(NO_COLOR=None), "no red FAIL on a terminal")
+    for env in ({"NO_COLOR": "1"}, {"NO_COLOR": None, "TERM": "dumb"}):
+        out = on_terminal(**env)
+        ft.check("\x1b[" not in out and "verdict: FAIL" in out, f"colour with {env}: {out!r}")
+    r = t.forge("verify", t.forge_exe, "--arch-list", "8.0", env=t.env(NO_COLOR=None)).expect_rc(1)
+    ft.check("\x1b[" not in r.out, f"colour in a pipe: {r.out!r}")
+
+
 sys.exit(ft.main())
