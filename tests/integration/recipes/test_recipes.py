@@ -202,4 +202,32 @@ def cibuildwheel_config(t):
     print(f"{len(ids)} identifiers, {ran} before-all commands run")
 
 
+@ft.case("recipes.readme.first_screen")
+def readme_first_screen(t):
+    """The README's three lines for a pip user: the second (shim and env) runs as written, with
+    the nvcc-forge built here on PATH instead of the first line's install; a compile of the third
+    line's build then goes through the shim, and its log is where env said."""
+    nvcc = t.nvcc()
+    with open(t.src("README.md"), encoding="utf-8") as f:
+        readme = f.read()
+    block = readme.split("needs three lines", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+    lines = [ln for ln in block.splitlines() if ln.strip()]
+    ft.check_eq(len(lines), 3, "the three lines")
+    ft.check(lines[0].startswith("pip install nvcc-forge"), lines[0])
+    ft.check(lines[2].startswith("pip wheel ."), lines[2])
+    with open(os.path.join(t.work, "k.cu"), "w", encoding="utf-8") as f:
+        f.write("__global__ void k(float* x) { x[0] = 1.0f; }\n")
+    env = t.env(HOME=t.work, CUDA_HOME=None, PATH=os.path.dirname(t.forge_exe) + os.pathsep +
+                os.path.dirname(nvcc) + os.pathsep + os.environ.get("PATH", ""))
+    script = (f"set -e\n{lines[1]}\ncommand -v nvcc\necho CUDA_HOME=$CUDA_HOME\n"
+              "nvcc -c k.cu -o k.o -gencode=arch=compute_80,code=sm_80\necho LOG=$NVCC_FORGE_LOG\n")
+    r = t.run(["bash", "-c", script], env=env)
+    ft.check(r.rc == 0, r)
+    shim = os.path.join(t.work, ".cache", "cuda-shim")
+    r.expect_out(f"{shim}/bin/nvcc\n")
+    r.expect_out(f"CUDA_HOME={shim}\n")
+    r.expect_err(f"nvcc-forge env: the compile log is '{shim}/nvcc-forge.log'")
+    ft.check(os.path.getsize(os.path.join(shim, "nvcc-forge.log")) > 0, "no compile log")
+
+
 sys.exit(ft.main())
