@@ -210,7 +210,7 @@ def flash_case(t, lane, mode):
                           *cfg["args"])
     log = os.path.join(t.work_root, "plan-real", name + ".jsonl")
     real = real_build(t, name, [sys.executable, build, "@OUT@"], exports["NVCC_FORGE_ARCH_LIST"],
-                      mode=mode, shim_root=exports["CUDA_HOME"], NVCC_FORGE_LOG=log, **exports)
+                      mode=mode, shim_root=exports["CUDA_HOME"], **{**exports, "NVCC_FORGE_LOG": log})
     r = plan(t, None, ["out/*.so"], [sys.executable, build, "out"], "--package", "flash_attn",
              *cfg["args"], env=base_env(t, NVCC_FORGE_MODE=mode))
     v = t.forge("verify", *sos(real), "--package", "flash_attn", *cfg["args"], "--format", "json")

@@ -545,6 +545,25 @@ def case_audit_parallel(t):
               f"the progress bar shows no rate and time left: {p.stdout[-300:]!r}")
 
 
+@ft.case("provenance.cli.audit_progress_cleared")
+def case_audit_progress_cleared(t):
+    """Report and bar on one terminal: the bar is taken off its line before each report line, so
+    a report line never runs on from the bar's text ("... 3 s leftno-provenance x.whl")."""
+    if not shutil.which("script"):
+        ft.skip("no util-linux script (a terminal for the audit)")
+    d, ledger, current, expected, _ = fleet()
+    cmd = " ".join(["'%s'" % a for a in [EXE, "audit", d, "--ledger", ledger, *current, "--jobs", "1"]])
+    p = subprocess.run(["script", "-qec", cmd, "/dev/null"], capture_output=True, env=ENV)
+    bars = 0
+    for piece in p.stdout.split(b"\r"):
+        if re.search(rb"\] \d+/\d+", piece):
+            bars += 1
+            check(piece.endswith(b"\x1b[K"), f"text after the bar on its line: {piece!r}")
+    check(bars > 0, f"no progress bar on the terminal: {p.stdout[-300:]!r}")
+    check(b"no-provenance " in p.stdout and b"  status " in p.stdout,
+          f"the report is not on the terminal: {p.stdout[-300:]!r}")
+
+
 @ft.case("provenance.cli.audit_usage")
 def case_audit_usage(t):
     d = fresh_dir("w")

@@ -181,3 +181,13 @@ TEST(Judge, UnreadableInputs) {
     ASSERT_EQ(expected.extensions.modules.size(), 1u);
     EXPECT_EQ(expected.extensions.modules[0].status, "unreadable");
 }
+
+// Nothing read at all (a path that does not exist): the verdict is about the inputs, never
+// "nothing carries GPU code" with --allow-pure-python as its remedy.
+TEST(Judge, NothingReadIsAboutTheInputs) {
+    JudgeRun r;
+    r.add_unreadable("/nonexistent.whl", "no such file");
+    const Judgement j = r.run(judge_setup("8.0"));
+    EXPECT_FALSE(j.verdict.pass);
+    EXPECT_EQ(j.verdict.reason, "1 input(s) could not be read (see the messages above)");
+}

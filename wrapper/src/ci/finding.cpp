@@ -1,5 +1,7 @@
 #include "ci/finding.h"
 
+#include "core/env.h"
+
 #include <filesystem>
 #include <fmt/format.h>
 #include <system_error>
@@ -80,11 +82,35 @@ std::string to_github(const std::vector<Finding>& findings) {
     return out;
 }
 
+namespace {
+
+// NVCC_FORGE_PATH_MAP=FROM=TO[,FROM=TO...]: a path under FROM (a build container's /project) is
+// the same path under TO (the repository checkout); an empty TO is the workspace itself. The
+// first FROM that holds the path applies.
+fs::path mapped_path(const fs::path& p, const fs::path& workspace) {
+    const std::string map = getenv_str("NVCC_FORGE_PATH_MAP");
+    std::string_view rest = map;
+    while (!rest.empty()) {
+        const std::string_view entry = rest.substr(0, rest.find(','));
+        rest.remove_prefix(std::min(rest.size(), entry.size() + 1));
+        const auto eq = entry.find('=');
+        if (eq == std::string_view::npos || eq == 0) continue;
+        const fs::path from = fs::path(entry.substr(0, eq)).lexically_normal();
+        const fs::path to = eq + 1 == entry.size() ? workspace : fs::path(entry.substr(eq + 1));
+        const fs::path below = p.lexically_relative(from);
+        if (below.empty() || *below.begin() == "..") continue;
+        return (to / below).lexically_normal();
+    }
+    return p;
+}
+
+} // namespace
+
 std::string workspace_path(std::string_view path, std::string_view base) {
     if (path.empty()) return {};
-    const fs::path p = fs::path(path).lexically_normal();
     std::error_code ec;
     fs::path b = base.empty() ? fs::current_path(ec) : fs::path(base);
+    const fs::path p = mapped_path(fs::path(path).lexically_normal(), b);
     if (ec || !p.is_absolute() || !b.is_absolute()) return p.generic_string();
     b = b.lexically_normal();
     const fs::path rel = p.lexically_relative(b);

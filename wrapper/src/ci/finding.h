@@ -39,7 +39,8 @@ std::string to_github(const std::vector<Finding>& findings);
 // `path` as the annotation names it: GitHub matches `file=` against the repository's paths, and a
 // job runs in the repository root. A path under `base` (the current directory when empty) is
 // written relative to it, normalized ("./csrc/../csrc/a.cu" -> "csrc/a.cu"); any other path is
-// returned normalized as it is.
+// returned normalized as it is. NVCC_FORGE_PATH_MAP moves a path first (a compile log written in
+// a cibuildwheel container names /project/...; "/project=" makes it the workspace's).
 std::string workspace_path(std::string_view path, std::string_view base = {});
 
 } // namespace forge::ci

@@ -43,13 +43,23 @@ class ProgressBar {
         const double seconds = std::chrono::duration<double>(now - start_).count();
         const double rate = seconds > 0 ? static_cast<double>(done) / seconds : 0;
         std::string speed;
-        if (rate > 0)
+        // The first files pay the start (the ledger, the workers' first reads): a rate taken
+        // from them over-estimates a short run many times, so the time left waits for a sample.
+        const bool sampled = seconds >= 1.0 || done * 10 >= total;
+        if (rate > 0 && sampled)
             speed = fmt::format("  {:.0f} files/s, {} left", rate,
                                 left_text(static_cast<double>(total - done) / rate));
         line_ = fmt::format("[{}{}] {}/{}{}", std::string(filled, '#'),
                             std::string(width - filled, ' '), done, total, speed);
         fmt::print(stderr, "\r{}\x1b[K", line_);
         if (done == total) fmt::print(stderr, "\r\x1b[K");
+        std::fflush(stderr);
+    }
+    // Takes the bar off its line before a report line is written to the same terminal (the
+    // report would run on from the bar's text); the next redraw puts it back below the report.
+    void clear() {
+        if (line_.empty()) return;
+        fmt::print(stderr, "\r\x1b[K");
         std::fflush(stderr);
     }
     // Ends the line the bar is on (an interrupted run leaves it, with what it says, in place).
@@ -110,8 +120,14 @@ int audit_fleet(const std::vector<std::string>& files, const provenance::Ledger*
         std::cout, format == "json" ? provenance::AuditFormat::Json : provenance::AuditFormat::Text,
         policy, files.size());
     provenance::audit_stream(
-        files, ledger, policy, jobs, [&](provenance::AuditResult&& r) { report.add(r); }, progress,
-        &g_audit_stop);
+        files, ledger, policy, jobs,
+        [&](provenance::AuditResult&& r) {
+            if (!bar) return report.add(r);
+            bar->clear();
+            report.add(r);
+            std::cout.flush(); // on the terminal before the bar is drawn again
+        },
+        progress, &g_audit_stop);
     const bool interrupted = g_audit_stop.load();
     report.finish(interrupted);
     if (files.empty()) fmt::print(stderr, "nvcc-forge audit: no wheel or shared object found\n");
@@ -213,4 +229,5 @@ int run_audit(int argc, char** argv) {
 } // namespace forge::cli
 
 FORGE_COMMAND("audit", "sweep wheels and .so files: carried arches vs provenance vs policy",
-              forge::cli::run_audit);
+              forge::cli::run_audit,
+              "nvcc-forge audit wheelhouse/ --ledger ledger.jsonl --cuda 12.8 --torch 2.9");

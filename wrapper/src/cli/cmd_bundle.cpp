@@ -138,5 +138,7 @@ int run_bundle(int argc, char** argv) {
 } // namespace
 } // namespace forge::cli
 
-FORGE_COMMAND("bundle", "build each SM with its pinned toolkit into one C header of fatbins",
-              forge::cli::run_bundle);
+FORGE_COMMAND(
+    "bundle", "build each SM with its pinned toolkit into one C header of fatbins",
+    forge::cli::run_bundle,
+    "nvcc-forge bundle kernels.cu --sm 90,100,120 --symbol kKernels --out kernels_bundle.h");

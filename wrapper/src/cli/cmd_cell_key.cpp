@@ -29,4 +29,5 @@ int run_cell_key(int argc, char** argv) {
 } // namespace forge::cli
 
 FORGE_COMMAND("cell-key", "print the sha256 key of a build cell (changes with build_epoch)",
-              forge::cli::run_cell_key);
+              forge::cli::run_cell_key,
+              "nvcc-forge cell-key --cuda 12.8 --torch 2.9 --python 3.12");

@@ -182,4 +182,4 @@ int run_coverage(int argc, char** argv) {
 } // namespace forge::cli
 
 FORGE_COMMAND("coverage", "which GPUs an arch list runs on (native / jit / dead)",
-              forge::cli::run_coverage);
+              forge::cli::run_coverage, "nvcc-forge coverage --arch-list \"8.0 9.0+PTX\"");

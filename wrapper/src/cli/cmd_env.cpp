@@ -2,6 +2,7 @@
 // the wrapper and the resolved policy into a build environment: eval "$(nvcc-forge env ...)".
 #include "cli/command.h"
 #include "cli/policy_options.h"
+#include "core/env_vars.h"
 #include "core/paths.h"
 #include "core/result.h"
 #include "frontend/config.h"
@@ -50,6 +51,9 @@ std::vector<std::string> shim_settings(const po::variables_map& vm, const policy
     return s;
 }
 
+// The compile log of a build through a shim, in the shim's root, when --log names none.
+constexpr const char* kShimLogName = "nvcc-forge.log";
+
 int cmd_env(int argc, char** argv) {
     po::options_description desc("nvcc-forge env [resolve options] [--mode M] [--shim DIR]");
     add_resolve_options(desc, true);
@@ -57,12 +61,19 @@ int cmd_env(int argc, char** argv) {
                                                    "NVCC_FORGE_MODE: observe | inject | strict")(
         "shim", po::value<std::string>(),
         "a shim root (nvcc-forge shim): bind this policy's shim under it (DIR/.policies/ID), "
-        "export CUDA_HOME and PATH")("log", po::value<std::string>(),
-                                     "NVCC_FORGE_LOG: the per-call JSON log");
+        "export CUDA_HOME and PATH")(
+        "log", po::value<std::string>(),
+        "NVCC_FORGE_LOG: the per-call JSON log (with --shim, default: SHIM/nvcc-forge.log)")(
+        "explain", po::bool_switch(), "list every NVCC_FORGE_* variable and what it does");
     po::variables_map vm;
     if (!store_command_line(argc, argv, desc, nullptr, vm, "env")) return kExitInput;
     if (vm.count("help")) {
         fmt::print("{}", fmt::format("{}", fmt::streamed(desc)));
+        return kExitOk;
+    }
+    if (vm["explain"].as<bool>()) {
+        for (const auto& v : kEnvVars)
+            fmt::print("{} ({}): {}\n", v.name, v.read_by, v.meaning);
         return kExitOk;
     }
     std::string out;
@@ -100,6 +111,17 @@ int cmd_env(int argc, char** argv) {
         std::error_code ec;
         out += export_line("NVCC_FORGE_LOG",
                            std::filesystem::absolute(vm["log"].as<std::string>(), ec).string());
+    } else if (vm.count("shim")) {
+        // pip hides a build's stderr (the wrapper's drop lines) unless it fails or runs with -v:
+        // a shimmed build keeps its compile log by default, in the shim, and says where.
+        std::error_code ec;
+        const auto log =
+            (std::filesystem::absolute(vm["shim"].as<std::string>(), ec) / kShimLogName).string();
+        out += export_line("NVCC_FORGE_LOG", log);
+        fmt::print(stderr,
+                   "nvcc-forge env: the compile log is {0} (what each nvcc call dropped and got "
+                   "back): nvcc-forge log summarize {0}\n",
+                   frontend::shell_quote(log));
     }
     if (vm.count("shim")) {
         // Not the root itself: the shim of this policy under it, which no other binding rewrites
@@ -122,6 +144,8 @@ int cmd_env(int argc, char** argv) {
 } // namespace
 
 FORGE_COMMAND("env", "print shell exports that put the wrapper and the policy into a build",
-              cmd_env);
+              cmd_env,
+              "eval \"$(nvcc-forge env --package flash_attn --cuda 12.8 --torch 2.9 --shim "
+              "/tmp/cuda-shim)\"");
 
 } // namespace forge::cli

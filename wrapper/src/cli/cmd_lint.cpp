@@ -1,4 +1,4 @@
-// nvcc-forge lint SRC_DIR (--arch-list LIST | resolve options) [--format text|json|github]
+// nvcc-forge lint PATH... (--arch-list LIST | resolve options) [--format text|json|github]
 //   [--lint-ignore ENTRY]...
 // Arch-gated device code the list does not declare, and build scripts that decide archs
 // themselves (lint/lint.h has the rules and the lint_ignore format).
@@ -20,17 +20,18 @@ namespace {
 
 int run_lint(int argc, char** argv) {
     po::options_description desc(
-        "nvcc-forge lint SRC_DIR (--arch-list LIST | resolve options) [--format text|json|github]");
-    std::string src, format = "text";
+        "nvcc-forge lint PATH... (--arch-list LIST | resolve options) [--format text|json|github]");
+    std::vector<std::string> srcs;
+    std::string format = "text";
     std::vector<std::string> extra_ignores;
-    desc.add_options()("help,h", "show this help")(
-        "src", po::value(&src), "source tree (or one file) to lint")("format", po::value(&format),
-                                                                     "text | json | github")(
+    desc.add_options()("help,h", "show this help")("src", po::value(&srcs),
+                                                   "source trees and files to lint (one report)")(
+        "format", po::value(&format), "text | json | github")(
         "lint-ignore", po::value(&extra_ignores)->composing(),
         "GLOB[:RULE]: silence matching findings visibly (added to the package's lint_ignore)");
     add_resolve_options(desc, /*with_arch_list=*/true);
     po::positional_options_description pos;
-    pos.add("src", 1);
+    pos.add("src", -1);
     po::variables_map vm;
     if (!store_command_line(argc, argv, desc, &pos, vm, "lint")) return kExitInput;
     if (vm.count("help")) {
@@ -39,14 +40,15 @@ int run_lint(int argc, char** argv) {
             std::cout << ' ' << id;
         std::cout
             << "\nlint_ignore entries (package file verify.lint_ignore, --lint-ignore): GLOB or "
-               "GLOB:RULE;\n  GLOB is relative to SRC_DIR, * and ? stay in one path "
-               "component, ** spans them,\n  a GLOB without '/' matches a file or directory "
-               "name at any depth. Ignored findings\n  are still printed, marked "
-               "\"ignored (lint_ignore: ENTRY)\", and do not fail the lint.\n"
+               "GLOB:RULE;\n  GLOB is relative to PATH (to the working directory when several are "
+               "given),\n  * and ? stay in one path component, ** spans them, a GLOB without '/'\n"
+               "  matches a file or directory name at any depth. Ignored findings are still\n"
+               "  printed, marked \"ignored (lint_ignore: ENTRY)\", and do not fail the lint.\n"
                "Exit: 0 clean, 1 findings, 2 unusable input.\n";
         return kExitOk;
     }
-    if (src.empty()) return report_error("lint", Error("no SRC_DIR given"));
+    if (srcs.empty())
+        return report_error("lint", Error("no SRC_DIR given (one or more source trees or files)"));
     if (format != "text" && format != "json" && format != "github")
         return report_error(
             "lint", Error(fmt::format("--format must be text, json or github, not '{}'", format)));
@@ -70,7 +72,10 @@ int run_lint(int argc, char** argv) {
                              : fmt::format("packages/{}/arch_override.yml lint_ignore / "
                                            "--lint-ignore",
                                            resolution->package);
-    auto report = lint::lint_tree(src, opts);
+    // One PATH: findings relative to it, as before; several: relative to where they are named.
+    const std::vector<std::filesystem::path> roots(srcs.begin(), srcs.end());
+    auto report = lint::lint_paths(roots, opts);
+    const std::string src = srcs.size() == 1 ? srcs.front() : std::string();
     if (!report) return report_error("lint", report.error());
     if (format == "json") {
         std::cout << json_text(lint::lint_to_json(*report), 2) << "\n";
@@ -92,6 +97,7 @@ int run_lint(int argc, char** argv) {
 } // namespace
 
 FORGE_COMMAND("lint", "find arch-gated code and build scripts the arch list does not cover",
-              run_lint);
+              run_lint,
+              "nvcc-forge lint csrc/ setup.py --package flash_attn --cuda 12.8 --torch 2.9");
 
 } // namespace forge::cli

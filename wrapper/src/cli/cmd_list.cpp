@@ -226,4 +226,4 @@ int run_list(int argc, char** argv) {
 } // namespace forge::cli
 
 FORGE_COMMAND("list", "list the GPU code (fatbin entries) inside binaries, wheels and archives",
-              forge::cli::run_list);
+              forge::cli::run_list, "nvcc-forge list dist/pkg-1.0-cp312-cp312-linux_x86_64.whl");

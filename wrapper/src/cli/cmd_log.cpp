@@ -16,19 +16,21 @@ namespace po = boost::program_options;
 namespace {
 
 int cmd_log(int argc, char** argv) {
-    if (argc < 2 || std::string_view(argv[1]) != "summarize") {
-        fmt::print(stderr, "usage: nvcc-forge log summarize FILE [--format text|json|github] "
-                           "[--fail-on-drop]\n");
-        return (argc >= 2 &&
-                (std::string_view(argv[1]) == "-h" || std::string_view(argv[1]) == "--help"))
-                   ? kExitOk
-                   : kExitInput;
-    }
     po::options_description desc("nvcc-forge log summarize FILE");
     desc.add_options()("help,h", "show this help")(
         "format", po::value<std::string>()->default_value("text"),
         "text | json | github")("fail-on-drop", "exit 1 when any TU dropped a policy target")(
         "file", po::value<std::string>(), "the NVCC_FORGE_LOG file");
+    const std::string_view sub = argc >= 2 ? std::string_view(argv[1]) : std::string_view();
+    if (sub == "-h" || sub == "--help") { // `log --help`: the one subcommand's options
+        fmt::print("{}", fmt::format("{}", fmt::streamed(desc)));
+        return kExitOk;
+    }
+    if (sub != "summarize") {
+        fmt::print(stderr, "usage: nvcc-forge log summarize FILE [--format text|json|github] "
+                           "[--fail-on-drop]\n");
+        return kExitInput;
+    }
     po::positional_options_description pos;
     pos.add("file", 1);
     po::variables_map vm;
@@ -59,6 +61,7 @@ int cmd_log(int argc, char** argv) {
 
 } // namespace
 
-FORGE_COMMAND("log", "summarize the wrapper's compile log (log summarize FILE)", cmd_log);
+FORGE_COMMAND("log", "summarize the wrapper's compile log (log summarize FILE)", cmd_log,
+              "nvcc-forge log summarize nvcc-forge.log --fail-on-drop");
 
 } // namespace forge::cli

@@ -293,6 +293,8 @@ int run_plan(int argc, char** argv) {
 } // namespace
 
 FORGE_COMMAND("plan", "run a build with nvcc answered by a stub: the arch verdict in a minute",
-              run_plan);
+              run_plan,
+              "nvcc-forge plan --package flash_attn --cuda 12.8 --torch 2.9 -- pip wheel . "
+              "--no-build-isolation");
 
 } // namespace forge::cli

@@ -80,4 +80,4 @@ int run_resolve(int argc, char** argv) {
 } // namespace forge::cli
 
 FORGE_COMMAND("resolve", "print the arch list of a build cell (policy + package, clamped)",
-              forge::cli::run_resolve);
+              forge::cli::run_resolve, "nvcc-forge resolve --cuda 12.8 --torch 2.9 --format cmake");

@@ -24,14 +24,7 @@ int cmd_shim(int argc, char** argv) {
         "the real CUDA root (default: $CUDA_HOME, else /usr/local/cuda)")(
         "out", po::value<std::string>(), "the shim root to create or refresh");
     po::variables_map vm;
-    try {
-        po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
-        po::notify(vm);
-    } catch (const po::error& e) {
-        const int rc = report_error("shim", Error(e.what()));
-        fmt::print(stderr, "{}", fmt::format("{}", fmt::streamed(desc)));
-        return rc;
-    }
+    if (!store_command_line(argc, argv, desc, nullptr, vm, "shim")) return kExitInput;
     if (vm.count("help")) {
         fmt::print("{}", fmt::format("{}", fmt::streamed(desc)));
         return kExitOk;
@@ -52,6 +45,7 @@ int cmd_shim(int argc, char** argv) {
 
 } // namespace
 
-FORGE_COMMAND("shim", "make a shadow CUDA root whose bin/nvcc is the wrapper", cmd_shim);
+FORGE_COMMAND("shim", "make a shadow CUDA root whose bin/nvcc is the wrapper", cmd_shim,
+              "nvcc-forge shim --cuda-home /usr/local/cuda --out /tmp/cuda-shim");
 
 } // namespace forge::cli

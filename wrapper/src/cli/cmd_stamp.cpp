@@ -84,4 +84,6 @@ int run_stamp(int argc, char** argv) {
 } // namespace forge::cli
 
 FORGE_COMMAND("stamp", "record the build's arch list in the wheel (_build_info.json) and a ledger",
-              forge::cli::run_stamp);
+              forge::cli::run_stamp,
+              "nvcc-forge stamp dist/pkg-1.0-cp312-cp312-linux_x86_64.whl --cuda 12.8 --torch 2.9 "
+              "--ledger ledger.jsonl");

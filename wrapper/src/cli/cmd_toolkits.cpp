@@ -47,4 +47,4 @@ int run_toolkits(int argc, char** argv) {
 } // namespace forge::cli
 
 FORGE_COMMAND("toolkits", "list the CUDA toolkits on this machine and what each can emit",
-              forge::cli::run_toolkits);
+              forge::cli::run_toolkits, "nvcc-forge toolkits --format json");

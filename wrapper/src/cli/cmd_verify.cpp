@@ -2,6 +2,7 @@
 //   [--allow-pure-python] [--allow-extra] [--max-toolkit SM=X.Y]... [--format text|json|github]
 //   [--junit FILE] [--backend native] [--expect-extension GLOB]...
 // Exit 0 pass, 1 fail, 2 unreadable input.
+#include "cli/colour.h"
 #include "cli/command.h"
 #include "cli/policy_options.h"
 #include "cli/verify_gate.h"
@@ -11,6 +12,7 @@
 #include <fmt/format.h>
 #include <fstream>
 #include <iostream>
+#include <unistd.h>
 
 namespace po = boost::program_options;
 
@@ -68,7 +70,7 @@ int run_verify(int argc, char** argv) {
     else if (format == "github")
         std::cout << gate->github; // workflow commands, then the verdict as a plain log line
     else
-        std::cout << gate->text;
+        std::cout << (colour_wanted(STDOUT_FILENO) ? coloured_verdicts(gate->text) : gate->text);
     if (!junit.empty()) {
         std::ofstream out(junit, std::ios::binary | std::ios::trunc);
         out << gate->junit;
@@ -80,6 +82,8 @@ int run_verify(int argc, char** argv) {
 
 } // namespace
 
-FORGE_COMMAND("verify", "assert that binaries carry exactly the policy's GPU code", run_verify);
+FORGE_COMMAND(
+    "verify", "assert that binaries carry exactly the policy's GPU code", run_verify,
+    "nvcc-forge verify dist/*.whl --package flash_attn --cuda 12.8 --torch 2.9 --junit verify.xml");
 
 } // namespace forge::cli

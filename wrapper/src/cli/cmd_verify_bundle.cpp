@@ -64,4 +64,5 @@ int run_verify_bundle(int argc, char** argv) {
 } // namespace forge::cli
 
 FORGE_COMMAND("verify-bundle", "check a bundle header's cubins against a hand-written layout",
-              forge::cli::run_verify_bundle);
+              forge::cli::run_verify_bundle,
+              "nvcc-forge verify-bundle kernels_bundle.h --layout layout.yml");

@@ -1,5 +1,6 @@
 #include "cli/policy_options.h"
 
+#include "cli/suggest.h"
 #include "core/env.h"
 #include "core/paths.h"
 #include "policy/package.h"
@@ -9,7 +10,9 @@
 
 #include <cstdlib>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <iostream>
+#include <set>
 
 namespace forge::cli {
 
@@ -18,23 +21,28 @@ namespace po = boost::program_options;
 void add_resolve_options(po::options_description& desc, bool with_arch_list) {
     auto add = desc.add_options();
     if (with_arch_list)
-        add("arch-list", po::value<std::string>(),
+        add("arch-list", po::value<std::string>()->value_name("LIST"),
             "analyse this list as given (\"8.0 9.0+PTX\", \"80-real;90\", \"sm_90a\") instead of "
             "resolving the policy");
-    add("cuda", po::value<std::string>(),
+    add("cuda", po::value<std::string>()->value_name("X.Y"),
         "CUDA version (12.8, 12.8.1, cu128); default: the real nvcc found here");
-    add("torch", po::value<std::string>(),
+    add("torch", po::value<std::string>()->value_name("X.Y"),
         "torch version (2.9, 2.9.1+cu128): clamps to what that torch can run");
-    add("platform", po::value<std::string>()->default_value(std::string(policy::host_platform())),
+    add("platform",
+        po::value<std::string>()
+            ->default_value(std::string(policy::host_platform()))
+            ->value_name("P"),
         "linux_x86_64 | linux_aarch64 | win_amd64 (default: this build host's)");
-    add("python", po::value<std::string>(),
+    add("python", po::value<std::string>()->value_name("X.Y"),
         "Python version (3.12): matches build_matrix combinations");
-    add("package", po::value<std::string>(), "package name: its packages/<name>/ overrides apply");
-    add("policy", po::value<std::string>(),
+    add("package", po::value<std::string>()->value_name("NAME"),
+        "package name: its packages/<name>/ overrides apply");
+    add("policy", po::value<std::string>()->value_name("FILE"),
         "arch policy file (default: the bundled policy/arch_policy.yml)");
-    add("packages-dir", po::value<std::string>(),
+    add("packages-dir", po::value<std::string>()->value_name("DIR"),
         "package overrides directory (default: the bundled packages/)");
-    add("gpus", po::value<std::string>(), "GPU table (default: the bundled policy/gpus.yml)");
+    add("gpus", po::value<std::string>()->value_name("FILE"),
+        "GPU table (default: the bundled policy/gpus.yml)");
 }
 
 std::filesystem::path policy_file_from_options(const po::variables_map& vm) {
@@ -70,6 +78,51 @@ std::string opt(const po::variables_map& vm, const char* name) {
     return vm.count(name) ? vm[name].as<std::string>() : std::string();
 }
 
+// A CC no GPU of the table has (sm_999, 9.9) is a typo, not a target: nvcc would refuse it late,
+// and a gate would judge against it. Error, exit 2, naming the CCs that exist.
+Status check_known_ccs(const po::variables_map& vm, const arch::ArchList& list) {
+    auto gpus = gpus_from_options(vm, policy::Retired::Include);
+    if (!gpus) return std::move(gpus).error();
+    std::set<int> known;
+    for (const auto& g : *gpus)
+        known.insert(g.sm);
+    for (const auto& e : list.entries()) {
+        if (known.count(e.sm) != 0) continue;
+        std::vector<std::string> ccs;
+        for (int sm : known)
+            ccs.push_back(arch::cc_string(sm));
+        Error err{fmt::format("unknown compute capability {} ({}): no GPU in {} has it; known: {}",
+                              arch::cc_string(e.sm), e.targets().front().name(),
+                              vm.count("gpus") ? vm["gpus"].as<std::string>()
+                                               : std::string("the bundled policy/gpus.yml"),
+                              fmt::join(ccs, " "))};
+        err.key = "--arch-list";
+        return err;
+    }
+    return ok_status();
+}
+
+// CMake's bare "90" means 9.0+PTX (sm_90 and compute_90), which a reader of the list may not
+// expect: said once per such token, with the spelling of the cubin alone.
+std::vector<std::string> cmake_spelling_notes(std::string_view text) {
+    std::vector<std::string> notes;
+    std::size_t pos = 0;
+    while (pos < text.size()) {
+        const std::size_t end = std::min(text.find_first_of(" ;,", pos), text.size());
+        const std::string_view token = text.substr(pos, end - pos);
+        pos = end + 1;
+        const auto s = arch::split_arch_spelling(token);
+        if (!s || s->dotted || s->tail != arch::ArchSpelling::Tail::None) continue;
+        const arch::Target sass{arch::Kind::Sass, s->sm, s->suffix};
+        const arch::Target ptx{arch::Kind::Ptx, s->sm, s->suffix};
+        notes.push_back(fmt::format("'{}' is CMake's spelling of {} and {} ({}+PTX); '{}-real' is "
+                                    "the cubin alone",
+                                    token, sass.name(), ptx.name(),
+                                    arch::ArchEntry{s->sm, s->suffix, true}.token(), token));
+    }
+    return notes;
+}
+
 Result<policy::Resolution> from_arch_list(const po::variables_map& vm) {
     policy::Resolution r;
     auto list = arch::ArchList::parse(vm["arch-list"].as<std::string>(), "--arch-list");
@@ -79,7 +132,9 @@ Result<policy::Resolution> from_arch_list(const po::variables_map& vm) {
         e.key = "--arch-list";
         return e;
     }
+    FORGE_TRY_STATUS(check_known_ccs(vm, *list));
     r.list = std::move(*list);
+    r.notes = cmake_spelling_notes(vm["arch-list"].as<std::string>());
     r.source = "--arch-list";
     r.requested = vm["arch-list"].as<std::string>();
     auto platform = policy::normalize_platform(
@@ -147,6 +202,34 @@ Result<policy::Resolution> resolve_from_options(const po::variables_map& vm) {
     return policy::resolve(req);
 }
 
+namespace {
+
+// A usage error in the tool's words: an unknown option with the nearest one, extra words with
+// the command's positional form; Boost's own wording for the rest.
+std::string usage_error_message(const po::error& e, const po::options_description& desc,
+                                const po::positional_options_description* positional) {
+    if (const auto* unknown = dynamic_cast<const po::unknown_option*>(&e)) {
+        const std::string name = unknown->get_option_name();
+        std::vector<std::string> names;
+        for (const auto& o : desc.options())
+            if (!o->long_name().empty()) names.push_back("--" + o->long_name());
+        const std::string near = nearest_name(name, names);
+        return fmt::format("unknown option '{}'{}", name,
+                           near.empty() ? std::string()
+                                        : fmt::format("; did you mean '{}'?", near));
+    }
+    if (dynamic_cast<const po::too_many_positional_options_error*>(&e) != nullptr) {
+        const unsigned most = positional != nullptr ? positional->max_total_count() : 0;
+        const std::string what =
+            most == 0 ? std::string("no argument")
+                      : fmt::format("{} {}", most, most == 1 ? "argument" : "arguments");
+        return fmt::format("more words than the command takes ({} besides its options)", what);
+    }
+    return e.what();
+}
+
+} // namespace
+
 bool store_command_line(int argc, char** argv, const po::options_description& desc,
                         const po::positional_options_description* positional, po::variables_map& vm,
                         std::string_view command, std::string_view usage) {
@@ -157,10 +240,12 @@ bool store_command_line(int argc, char** argv, const po::options_description& de
         po::store(parser.run(), vm);
         po::notify(vm);
     } catch (const po::error& e) {
+        const std::string message = usage_error_message(e, desc, positional);
         if (usage.empty())
-            fmt::print(stderr, "nvcc-forge {}: {}\n", command, e.what());
+            fmt::print(stderr, "nvcc-forge {}: {}\n", command, message);
         else
-            fmt::print(stderr, "nvcc-forge {}: {}\nusage: {}\n", command, e.what(), usage);
+            fmt::print(stderr, "nvcc-forge {}: {}\nusage: {}\n", command, message, usage);
+        fmt::print(stderr, "run 'nvcc-forge help {}' for its options and an example\n", command);
         return false;
     }
     return true;

@@ -56,32 +56,23 @@ bool looks_binary(std::string_view data) {
     return data.substr(0, 8192).find('\0') != std::string_view::npos;
 }
 
-} // namespace
+using FileList = std::vector<std::pair<std::string, fs::path>>; // (shown path, path to read)
 
-Result<LintReport> lint_tree(const fs::path& root, const LintOptions& options) {
-    std::vector<LintIgnore> ignores;
-    for (const auto& entry : options.ignore) {
-        auto ig = parse_lint_ignore(entry, options.ignore_origin);
-        if (!ig) return std::move(ig).error();
-        ignores.push_back(std::move(*ig));
-    }
-    std::vector<arch::Gpu> bundled;
-    if (options.gpus.empty()) {
-        auto gpus = policy::load_gpus(default_gpus_file(), policy::Retired::Include);
-        if (!gpus) return std::move(gpus).error();
-        bundled = std::move(*gpus);
-    }
-    const std::vector<arch::Gpu>& gpus = options.gpus.empty() ? bundled : options.gpus;
+// The files under `root` (or `root` itself) that the rules read. A file's shown path is `prefix`
+// joined with its path below `root` (`root`'s name, for a file, when `prefix` is empty).
+Status collect_files(const fs::path& root, const std::string& prefix, FileList& files,
+                     LintReport& report) {
+    const auto shown = [&prefix](const std::string& rel) {
+        return prefix.empty() ? rel
+                              : fs::path(prefix + "/" + rel).lexically_normal().generic_string();
+    };
     std::error_code ec;
     auto status = fs::status(root, ec);
     if (ec || !fs::exists(status))
         return Error(fmt::format("no such file or directory{}", ec ? ": " + ec.message() : ""),
                      root.string());
-
-    LintReport report;
-    std::vector<std::pair<std::string, fs::path>> files; // (relative, absolute)
     if (fs::is_regular_file(status)) {
-        files.emplace_back(root.filename().generic_string(), root);
+        files.emplace_back(prefix.empty() ? root.filename().generic_string() : prefix, root);
     } else if (fs::is_directory(status)) {
         fs::recursive_directory_iterator it(root, fs::directory_options::none, ec), end;
         if (ec) return Error(fmt::format("cannot read directory: {}", ec.message()), root.string());
@@ -94,7 +85,8 @@ Result<LintReport> lint_tree(const fs::path& root, const LintOptions& options) {
                     it.disable_recursion_pending();
             } else if (!is_link && entry.is_regular_file(sec)) {
                 std::string rel = entry.path().lexically_relative(root).generic_string();
-                if (is_c_source(rel) || is_build_file(rel)) files.emplace_back(rel, entry.path());
+                if (is_c_source(rel) || is_build_file(rel))
+                    files.emplace_back(shown(rel), entry.path());
             }
             it.increment(ec);
             if (ec) {
@@ -109,7 +101,42 @@ Result<LintReport> lint_tree(const fs::path& root, const LintOptions& options) {
     } else {
         return Error("not a regular file or directory", root.string());
     }
+    return ok_status();
+}
+
+} // namespace
+
+Result<LintReport> lint_tree(const fs::path& root, const LintOptions& options) {
+    return lint_paths({root}, options);
+}
+
+Result<LintReport> lint_paths(const std::vector<fs::path>& roots, const LintOptions& options) {
+    std::vector<LintIgnore> ignores;
+    for (const auto& entry : options.ignore) {
+        auto ig = parse_lint_ignore(entry, options.ignore_origin);
+        if (!ig) return std::move(ig).error();
+        ignores.push_back(std::move(*ig));
+    }
+    std::vector<arch::Gpu> bundled;
+    if (options.gpus.empty()) {
+        auto gpus = policy::load_gpus(default_gpus_file(), policy::Retired::Include);
+        if (!gpus) return std::move(gpus).error();
+        bundled = std::move(*gpus);
+    }
+    const std::vector<arch::Gpu>& gpus = options.gpus.empty() ? bundled : options.gpus;
+    LintReport report;
+    FileList files;
+    for (const auto& root : roots) {
+        std::string prefix;
+        if (roots.size() > 1) {
+            prefix = root.lexically_normal().generic_string();
+            while (prefix.size() > 1 && prefix.ends_with('/'))
+                prefix.pop_back();
+        }
+        FORGE_TRY_STATUS(collect_files(root, prefix, files, report));
+    }
     std::sort(files.begin(), files.end());
+    files.erase(std::unique(files.begin(), files.end()), files.end());
 
     // Pass 1: read, blank and collect macros across the tree (a gate in a .cu can use a constant
     // from a header).

@@ -40,5 +40,11 @@ struct LintReport {
 // binary files (a NUL byte in the first 8 KiB) and files over max_file_bytes. Errors: a missing
 // or unreadable root, a bad lint_ignore entry, no GPU table (exit 2).
 Result<LintReport> lint_tree(const std::filesystem::path& root, const LintOptions& options);
+// Several files and directories in one lint (what pre-commit passes): one report, macros
+// collected across all of them, a file named twice read once. With more than one root a
+// finding's path is the root as given joined with the path below it (relative to the working
+// directory when the roots are), and lint_ignore globs match those paths.
+Result<LintReport> lint_paths(const std::vector<std::filesystem::path>& roots,
+                              const LintOptions& options);
 
 } // namespace forge::lint

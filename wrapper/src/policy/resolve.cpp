@@ -166,6 +166,14 @@ Status read_cell(const ResolveRequest& req, Resolution& res) {
     return ok_status();
 }
 
+// The CUDA keys a table has, for the error that finds none ("12.6 12.8 12.9 13.0").
+std::string row_keys(const std::map<std::string, PolicyRow>& table) {
+    std::string keys;
+    for (const auto& [key, row] : table)
+        keys += (keys.empty() ? "" : " ") + key;
+    return keys.empty() ? std::string("none") : keys;
+}
+
 // aarch64 lane: arch_list_by_cuda_aarch64[cuda] > arch_list_aarch64 > arch_policy_aarch64[cuda].
 Result<Winner> pick_aarch64(const PolicyData& policy, const PackageOverride* package,
                             const std::string& cuda) {
@@ -181,8 +189,8 @@ Result<Winner> pick_aarch64(const PolicyData& policy, const PackageOverride* pac
     auto it = policy.arch_policy_aarch64.find(cuda);
     if (it == policy.arch_policy_aarch64.end())
         return input_error(fmt::format("no arch_policy_aarch64[{}] row (the aarch64 lane never "
-                                       "falls back to another table)",
-                                       cuda),
+                                       "falls back to another table); rows: {}",
+                                       cuda, row_keys(policy.arch_policy_aarch64)),
                            policy.file, fmt::format("arch_policy_aarch64[{}]", cuda));
     return from_row(it->second, fmt::format("arch_policy_aarch64[{}]", cuda));
 }
@@ -264,8 +272,8 @@ Result<Winner> pick_x86(const PolicyData& policy, const PackageOverride* package
     auto it = policy.arch_policy.find(cuda);
     if (it == policy.arch_policy.end())
         return input_error(fmt::format("no arch_policy[{}] row; a missing CUDA key is a hard "
-                                       "error, never a guess",
-                                       cuda),
+                                       "error, never a guess; rows: {}",
+                                       cuda, row_keys(policy.arch_policy)),
                            policy.file, fmt::format("arch_policy[{}]", cuda));
     return from_row(it->second, fmt::format("arch_policy[{}]", cuda));
 }

@@ -44,7 +44,10 @@ Result<YAML::Node> load_text(std::string_view text, const std::string& file) {
     try {
         return YAML::Load(std::string(text));
     } catch (const YAML::Exception& ex) {
-        Error e{fmt::format("YAML syntax error: {}", ex.msg), file};
+        Error e{ex.mark.column >= 0
+                    ? fmt::format("YAML syntax error at column {}: {}", ex.mark.column + 1, ex.msg)
+                    : fmt::format("YAML syntax error: {}", ex.msg),
+                file};
         if (ex.mark.line >= 0) e.line = ex.mark.line + 1;
         return e;
     }
