@@ -727,6 +727,32 @@ def hot_path_cache(t):
     expect(p.returncode == 0, f"the mended file is read again: {p.err}")
 
 
+@ft.case("frontend.cached_policy_package_dir_name")
+def cached_policy_package_dir_name(t):
+    """A package named with both '-' and '_' (my-pkg_x) whose directory is one of the loader's
+    other candidates (my_pkg_x): an edit of that directory's file is seen by the cached policy,
+    whose key names the files of exactly the directories the loader tries."""
+    fake = os.path.join(t.work, "fake", "nvcc")
+    os.makedirs(os.path.dirname(fake))
+    shutil.copy(t.fixtures("frontend", "fake_nvcc.sh"), fake)
+    os.chmod(fake, 0o755)
+    pkgs = os.path.join(t.work, "packages")
+    os.makedirs(os.path.join(pkgs, "my_pkg_x"))
+    yml = os.path.join(pkgs, "my_pkg_x", "arch_override.yml")
+    ft.write(yml, "arch_list: \"8.0 9.0\"\n")
+    env = clean_env(t, PATH=wrapper_dir(t) + os.pathsep + os.environ["PATH"], NVCC_FORGE_REAL_NVCC=fake,
+                    REAL_NVCC=nvcc_real(t), FAKE_NVCC="ok", NVCC_FORGE_PACKAGE="my-pkg_x",
+                    NVCC_FORGE_PACKAGES_DIR=pkgs, NVCC_FORGE_MODE="observe", NVCC_FORGE_LOG=log_file(t),
+                    NVCC_FORGE_PLATFORM="linux_x86_64")
+    call = ["nvcc", "-c", "x.cu", "-arch=sm_80"]
+    expect(run_in(t, call, env=env).returncode == 0, "first call failed")
+    ft.write(yml, "arch_list: \"8.0 10.0\"\n")
+    expect(run_in(t, call, env=env).returncode == 0, "second call failed")
+    policies = [r["policy"] for r in log_records(t)]
+    expect(len(policies) == 2 and "sm_90" in policies[0] and "sm_100" in policies[1]
+           and "sm_90" not in policies[1], f"the second call must see the edit of my_pkg_x: {policies}")
+
+
 @ft.case("frontend.concurrent_log")
 def concurrent_log(t):
     """64 wrapper processes at once (make -j64), lines above PIPE_BUF included: none torn."""

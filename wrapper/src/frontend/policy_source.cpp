@@ -73,13 +73,11 @@ fs::path policy_file_of(const FrontendEnv& env) {
     return env.policy_file.empty() ? default_policy_file() : fs::path(env.policy_file);
 }
 
-// Every file whose change must invalidate the cached policy of `package`.
+// Every file whose change must invalidate the cached policy of `package`: those of each directory
+// the loader may take (policy::package_dir_candidates, in its order).
 std::string package_stamps(const fs::path& packages_dir, const std::string& package) {
     std::string out;
-    std::string alt = package;
-    for (char& c : alt)
-        c = c == '-' ? '_' : c == '_' ? '-' : c;
-    for (const auto& name : {package, alt})
+    for (const auto& name : policy::package_dir_candidates(package))
         for (const char* file : {"arch_override.yml", "build_matrix.yml"})
             out += "|" + file_stamp(packages_dir / name / file);
     return out;
