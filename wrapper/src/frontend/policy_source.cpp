@@ -5,6 +5,7 @@
 #include "core/json.h"
 #include "core/paths.h"
 #include "frontend/adapters.h"
+#include "policy/policy_file.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -38,6 +39,11 @@ std::string settings_to_json(const EffectivePolicy& p) {
                                     ? nlohmann::json(*p.wrapper.inject_arch_specific)
                                     : nlohmann::json(nullptr);
     j["arch_specific_sources"] = p.wrapper.arch_specific_sources;
+    // The table's CCs and Tegra flags: all arch::covers() reads of it.
+    nlohmann::json gpus = nlohmann::json::array();
+    for (const auto& g : p.gpus)
+        gpus.push_back({g.sm, g.tegra});
+    j["gpus"] = std::move(gpus);
     return json_text(j);
 }
 
@@ -55,6 +61,8 @@ Result<EffectivePolicy> settings_from_json(const std::string& text) {
             p.wrapper.inject_arch_specific = j.at("inject_arch_specific").get<bool>();
         p.wrapper.arch_specific_sources =
             j.at("arch_specific_sources").get<std::vector<std::string>>();
+        for (const auto& g : j.at("gpus"))
+            p.gpus.push_back(arch::Gpu{g.at(0).get<int>(), {}, g.at(1).get<bool>(), {}});
     } catch (const nlohmann::json::exception& e) {
         return make_error(fmt::format("policy cache: {}", e.what()));
     }
@@ -105,15 +113,19 @@ Result<std::optional<EffectivePolicy>> effective_policy(const FrontendEnv& env,
     const fs::path policy_file = env.arch_list.empty() ? policy_file_of(env) : fs::path();
     const fs::path dir = cache_dir(env);
 
-    std::string key = fmt::format("policy-v1|list={}|pkg={}|torch={}|platform={}|cuda={}",
+    std::string key = fmt::format("policy-v2|list={}|pkg={}|torch={}|platform={}|cuda={}",
                                   env.arch_list, env.package, env.torch, env.platform, cuda);
     if (!env.package.empty()) key += package_stamps(packages_dir, env.package);
     if (env.arch_list.empty()) key += "|" + file_stamp(policy_file);
+    key += "|" + file_stamp(default_gpus_file());
     if (auto cached = cache_read(dir, key)) {
         if (auto p = settings_from_json(*cached); p.ok()) return std::optional(std::move(*p));
     }
 
     EffectivePolicy p;
+    auto gpus = policy::load_gpus(default_gpus_file());
+    if (!gpus) return std::move(gpus).error();
+    p.gpus = std::move(*gpus);
     if (!env.package.empty()) {
         auto pkg = policy::load_package(packages_dir, env.package);
         if (!pkg) return std::move(pkg).error().in_file("NVCC_FORGE_PACKAGE");

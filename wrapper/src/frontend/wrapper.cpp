@@ -668,7 +668,7 @@ int run_read_call(const Call& call, const nvcc::Invocation& inv,
     const bool may_inject = tu_class.may_inject();
     const Compared c{call,       inv,
                      *policy,    caps,
-                     tu_class,   compare_targets(expected, inv.requested),
+                     tu_class,   compare_targets(expected, inv.requested, policy->gpus),
                      may_inject, tu_class.arch_specific() && !may_inject ? "nothing injected" : ""};
     rec.missing = target_names(c.cmp.missing);
     rec.extra = target_names(c.cmp.extra);
