@@ -74,6 +74,14 @@ TEST(Compare, AnASuffixCoversAPlainTargetOnlyWhereTheGateSaysSo) {
               (std::vector<std::string>{"sm_100f"}));
 }
 
+// A shim's copy that finds no GPU table: every minor may exist, so only an `f` cubin covers a
+// plain target and the wrapper adds the plain one rather than leave a gap the gate may see.
+TEST(Compare, WithoutAGpuTableOnlyAFamilyCubinCoversAPlainTarget) {
+    auto c = frontend::compare_targets(policy_of("9.0 10.0"), {T("sm_90a"), T("sm_100f")}, {});
+    EXPECT_EQ(target_names(c.missing), (std::vector<std::string>{"sm_90"}));
+    EXPECT_TRUE(c.extra.empty());
+}
+
 TEST(Compare, LtoImageStandsForItsSass) {
     auto c = compare_targets(policy_of("8.0+PTX"), {T("lto_80"), T("compute_80")});
     EXPECT_TRUE(c.missing.empty());

@@ -12,6 +12,17 @@ arch::Target as_carried(arch::Target t) {
     return t;
 }
 
+// Without a GPU table (a shim's copy that finds none) every minor of a named major may exist:
+// a suffixed cubin then covers a plain one only where it surely does (an `f` cubin), and the
+// wrapper adds the plain target rather than leave one the gate may miss.
+std::vector<arch::Gpu> every_minor(const std::vector<arch::Target>& named) {
+    std::vector<arch::Gpu> out;
+    for (const auto& t : named)
+        for (int minor = 0; minor < 10; ++minor)
+            out.push_back(arch::Gpu{arch::sm_major(t.sm) * 10 + minor, {}, false, {}});
+    return out;
+}
+
 } // namespace
 
 Comparison compare_targets(const std::vector<arch::Target>& policy,
@@ -23,7 +34,8 @@ Comparison compare_targets(const std::vector<arch::Target>& policy,
     const std::set<arch::Target> wanted(policy.begin(), policy.end());
     std::vector<arch::Target> named(wanted.begin(), wanted.end());
     named.insert(named.end(), carried.begin(), carried.end());
-    const std::vector<arch::Gpu> judged = arch::judged_gpus(gpus, named);
+    const std::vector<arch::Gpu> judged =
+        arch::judged_gpus(gpus.empty() ? every_minor(named) : gpus, named);
     const arch::TegraSet tegra(gpus);
     Comparison c;
     for (const auto& t : wanted)

@@ -91,6 +91,16 @@ std::string package_stamps(const fs::path& packages_dir, const std::string& pack
     return out;
 }
 
+// The GPU table the gate judges with: the bundled one, else the one beside the packages directory
+// (a shim's nvcc is a copy outside the install, bound to the packages directory), else none: the
+// compare then assumes every minor of a major may exist (compare_targets).
+std::vector<arch::Gpu> gpu_table(const fs::path& packages_dir) {
+    for (const auto& file :
+         {default_gpus_file(), packages_dir.parent_path() / "policy" / "gpus.yml"})
+        if (auto gpus = policy::load_gpus(file); gpus.ok()) return std::move(*gpus);
+    return {};
+}
+
 } // namespace
 
 std::optional<std::string> packages_dir_warning(const FrontendEnv& env) {
@@ -117,15 +127,14 @@ Result<std::optional<EffectivePolicy>> effective_policy(const FrontendEnv& env,
                                   env.arch_list, env.package, env.torch, env.platform, cuda);
     if (!env.package.empty()) key += package_stamps(packages_dir, env.package);
     if (env.arch_list.empty()) key += "|" + file_stamp(policy_file);
-    key += "|" + file_stamp(default_gpus_file());
+    key += "|" + file_stamp(default_gpus_file()) + "|" +
+           file_stamp(packages_dir.parent_path() / "policy" / "gpus.yml");
     if (auto cached = cache_read(dir, key)) {
         if (auto p = settings_from_json(*cached); p.ok()) return std::optional(std::move(*p));
     }
 
     EffectivePolicy p;
-    auto gpus = policy::load_gpus(default_gpus_file());
-    if (!gpus) return std::move(gpus).error();
-    p.gpus = std::move(*gpus);
+    p.gpus = gpu_table(packages_dir);
     if (!env.package.empty()) {
         auto pkg = policy::load_package(packages_dir, env.package);
         if (!pkg) return std::move(pkg).error().in_file("NVCC_FORGE_PACKAGE");
