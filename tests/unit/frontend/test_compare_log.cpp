@@ -174,14 +174,16 @@ TEST(LogRecord, InvalidUtf8InAPathDoesNotThrow) {
 TEST(DropLine, Format) {
     EXPECT_EQ(drop_line("flash_fwd.cu", "sm_110, compute_120", "8.0 9.0+PTX", "8.0 9.0"),
               "nvcc-forge: flash_fwd.cu: dropped sm_110, compute_120 (policy 8.0 9.0+PTX; "
-              "requested 8.0 9.0)\n");
+              "requested 8.0 9.0); the gate will report sass: missing sm_110, ptx: missing PTX "
+              "compute_120 unless another object of the binary carries them\n");
 }
 
 TEST(DropLine, InjectedDroppedAndClamped) {
     DropReport r{{"sm_110"}, {"compute_120"}, {}, "8.0 11.0 12.0+PTX", "8.0 12.0", "why"};
     EXPECT_EQ(drop_lines("k.cu", r, false),
               "nvcc-forge: k.cu: dropped sm_110 -> injected; dropped compute_120 (policy 8.0 11.0 "
-              "12.0+PTX; requested 8.0 12.0); why\n");
+              "12.0+PTX; requested 8.0 12.0); why; the gate will report ptx: missing PTX "
+              "compute_120 unless another object of the binary carries it\n");
     // A real drop is printed even when quiet.
     EXPECT_EQ(drop_lines("k.cu", r, true), drop_lines("k.cu", r, false));
     r.dropped.clear();
@@ -208,7 +210,8 @@ TEST(DropLine, SaysTheRule) {
                  "arch-specific TU: every target is `a`"};
     EXPECT_EQ(drop_lines("h.cu", r, false),
               "nvcc-forge: h.cu: dropped sm_80 (policy 8.0 9.0; requested 9.0a); arch-specific "
-              "TU: every target is `a`; nothing injected\n");
+              "TU: every target is `a`; nothing injected; the gate will report sass: missing sm_80 "
+              "unless another object of the binary carries it\n");
     DropReport g{{"sm_86", "compute_90"},
                  {},
                  {},
