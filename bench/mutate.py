@@ -40,18 +40,32 @@ TOOLS = ["nvcc-forge", "nvcc-forge-tools"]
 # (name, file, pattern, replacement, build targets, ctest regex)
 MUTANTS = [
     # ---- the gate (verify/gate.cpp) ----
-    ("gate.suffix_folding", "wrapper/src/verify/gate.cpp",
+    # The one suffix fold (arch::covers), which the gate asks.
+    ("gate.suffix_folding", "wrapper/src/arch/coverage.cpp",
      "[&](const Target& t) { return t.folded() == want; }))",
      "[&](const Target& t) { return t == want; }))",
-     ["test_verify"] + TOOLS, r"^(Gate\.|verify\.)"),
-    ("gate.af_needs_itself", "wrapper/src/verify/gate.cpp",
-     "if (want.suffix != Suffix::None) return false;",
-     "if (want.suffix != Suffix::None) return have.count(want.folded()) > 0;",
-     ["test_verify"] + TOOLS, r"^(Gate\.|verify\.)"),
+     ["test_verify", "test_arch"] + TOOLS, r"^(Gate\.|verify\.|Coverage\.)"),
+    ("gate.af_needs_itself", "wrapper/src/arch/coverage.cpp",
+     "if (want.kind != Kind::Sass || want.suffix != Suffix::None) return false;",
+     "if (want.kind != Kind::Sass) return false;\n"
+     "    if (want.suffix != Suffix::None) return have.count(want.folded()) > 0;",
+     ["test_verify", "test_arch"] + TOOLS, r"^(Gate\.|verify\.|Coverage\.)"),
     ("gate.ptx_tail", "wrapper/src/verify/gate.cpp",
-     "want_ptx, [&](const Target& t) { return have_ptx.count(t) > 0; }, r.missing_ptx);",
-     "want_ptx, [&](const Target&) { return true; }, r.missing_ptx);",
+     "j.want_ptx, [&](const Target& t) { return arch::covers(have_ptx, t, j.gpus, j.tegra); },",
+     "j.want_ptx, [&](const Target&) { return true; },",
      ["test_verify"] + TOOLS, r"^(Gate\.|verify\.)"),
+    # The wrapper's compare asks arch::covers with the gate's GPU table (issue 35 case 2), and
+    # injects in the package's form (case 1).
+    ("frontend.compare_folds_by_name", "wrapper/src/frontend/compare.cpp",
+     "if (!arch::covers(carried, t, judged, tegra)) c.missing.push_back(t);",
+     "if (!carried.contains(t) && !carried.contains(t.folded()) &&\n"
+     "            std::none_of(carried.begin(), carried.end(),\n"
+     "                         [&](const arch::Target& h) { return h.folded() == t; }))\n"
+     "            c.missing.push_back(t);",
+     ["test_frontend"] + TOOLS, r"^(Compare\.|frontend\.sage_a_only_kernels$)"),
+    ("frontend.inject_the_request_not_the_form", "wrapper/src/frontend/adapters.cpp",
+     "arch::ArchList built = r->builds_as();", "arch::ArchList built = r->list;",
+     TOOLS, r"^(packages\.inject_then_pass|policy\.cli\.package_arch_list_form)$"),
     ("gate.kernel_less_cubins_count", "wrapper/src/verify/gate.cpp",
      "if (e.stub || (e.kernels && *e.kernels == 0))", "if (e.stub)",
      ["test_verify"] + TOOLS, r"^(Gate\.|verify\.)"),
@@ -302,9 +316,9 @@ MUTANTS = [
      "                                    [](const Target& t) { return t.suffix != Suffix::None; });",
      ["test_nvcc"] + TOOLS, r"^(Targets\.FamilyAndPlainTargetsAreGeneric|plan\.flash\.inject_x86_restores)"),
     ("frontend.strict_never_refuses", "wrapper/src/frontend/wrapper.cpp",
-     "if (c.cmp.missing.empty() || !c.may_inject) return run_as_given(c, rec);",
+     "if (c.cmp.missing.empty()) return run_as_given(c, rec);",
      "if (true) return run_as_given(c, rec);", TOOLS,
-     r"^frontend\.strict_refuses"),
+     r"^(frontend\.strict_refuses|packages\.inject_then_pass)$"),
     ("frontend.no_drop_line", "wrapper/src/frontend/wrapper.cpp",
      "if (dropped.empty() && injected.empty() && clamped.empty()) return;", "return;", TOOLS, r"^(frontend\.(flash_ladder_observe|launcher_and_ccache|arch_specific_sm90a)|cmake\.observe\.Ninja)"),
     ("frontend.drop_line_words", "wrapper/src/frontend/compile_log.cpp",
@@ -312,7 +326,8 @@ MUTANTS = [
      'what += fmt::format("{}lost {}", what.empty() ? "" : "; ", join(report.dropped));',
      ["test_frontend"] + TOOLS, r"^(DropLine|Dropped|Summarize|frontend\.(flash_ladder_observe|log_summarize_cli))"),
     ("frontend.compare_unfolded", "wrapper/src/frontend/compare.cpp",
-     "arch::Target f = t.folded();", "arch::Target f = t;",
+     "if (!arch::covers(carried, t, judged, tegra)) c.missing.push_back(t);",
+     "if (!carried.contains(t)) c.missing.push_back(t);",
      ["test_frontend"] + TOOLS, r"^(Compare|frontend\.(flash_ladder_inject|arch_specific_sm90a))"),
     # ---- the policy in every cache key and build edge (docs/build-hosts.md) ----
     ("caches.shim_never_bound", "wrapper/src/frontend/shim.cpp",

@@ -393,4 +393,43 @@ def environment_read_by_core(t):
                 "environment reads in the probe tree")
 
 
+PACKAGE_NAME_HOME = "policy/package.cpp"
+DASH_UNDERSCORE = re.compile(r"'-'.*'_'|'_'.*'-'")
+PACKAGE_DIR_JOIN = re.compile(r"\bpackages_dir\s*/")
+
+
+def package_dirs_named(src_root):
+    """(file:line, what) of each place that names a package's directory by a rule of its own: a
+    '-'/'_' swap outside policy/package.cpp, or a packages directory joined with a name in a file
+    that does not take the names from policy::package_dir_candidates()."""
+    out = []
+    for rel, path in source_files(src_root):
+        lines = list(code_lines(path))
+        if rel != PACKAGE_NAME_HOME:
+            out += [(f"{rel}:{n}", "name swap") for n, code in lines if DASH_UNDERSCORE.search(code)]
+        if not any("package_dir_candidates" in code for _, code in lines):
+            out += [(f"{rel}:{n}", "package dir") for n, code in lines if PACKAGE_DIR_JOIN.search(code)]
+    return sorted(out)
+
+
+@ft.case("layout.package_dir_named_by_policy")
+def package_dir_named_by_policy(t):
+    """A package's directory names (the name, '-' as '_', '_' as '-') have one home,
+    policy::package_dir_candidates(): the loader tries them, the wrapper's cached policy keys on
+    them. Two rules once disagreed on a name with both characters, and the cache went stale."""
+    bad = package_dirs_named(t.src("wrapper", "src"))
+    ft.check(not bad, "a package directory named outside policy::package_dir_candidates():\n"
+             + "\n".join(f"  {w}: {what}" for w, what in bad))
+    probe = t.path("src")
+    ft.write(os.path.join(probe, "policy", "package.cpp"), "std::pair{'-', '_'};\nfs::path d = packages_dir / c;\n"
+             "for (auto& c : package_dir_candidates(n)) {}\n")
+    ft.write(os.path.join(probe, "frontend", "a.cpp"),
+             "// c == '-' ? '_' in a comment\nc = c == '-' ? '_' : c;\nstamp(packages_dir / name / f);\n")
+    ft.write(os.path.join(probe, "frontend", "b.cpp"),
+             "for (auto& n : policy::package_dir_candidates(p))\n  stamp(packages_dir / n / f);\n")
+    ft.check_eq(package_dirs_named(probe),
+                [("frontend/a.cpp:2", "name swap"), ("frontend/a.cpp:3", "package dir")],
+                "package directories named in the probe tree")
+
+
 sys.exit(ft.main())

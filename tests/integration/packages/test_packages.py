@@ -223,5 +223,177 @@ def case_host_only(t):
         s.check(r.rc == 2 and "reason" in r.err, f"an entry without a reason is unusable input: {r!r}")
 
 
+# ---- inject, then pass: the invariant over every package file ---------------------------------
+
+LANES = ("linux_x86_64", "linux_aarch64")
+ROW_ONLY = "policy-row-only"  # a package without a directory: the policy row alone
+KERNEL = "__global__ void k(float* p) { p[threadIdx.x] += 1.0f; }\n"
+MODES = ("observe", "strict", "inject")
+
+
+def package_names(t):
+    """Every package file in packages/ (a directory with arch_override.yml or build_matrix.yml)
+    and the policy rows alone: a new package file is covered by adding it."""
+    root = t.src("packages")
+    names = [d for d in sorted(os.listdir(root))
+             if any(os.path.isfile(os.path.join(root, d, f)) for f in ("arch_override.yml", "build_matrix.yml"))]
+    check(names, f"no package file under {root}")
+    return names + [ROW_ONLY]
+
+
+def builds_as(t, package, lane, cuda):
+    j = t.forge_json("resolve", "--package", package, "--cuda", cuda, "--platform", lane, "--format", "json")
+    return j["builds_as"]
+
+
+def tu_shapes(expected, emittable):
+    """The TU shapes a real build emits, from what this package builds (`expected`, nvcc names):
+    {name: (compile args, rdc)}. A shape whose target the toolkit cannot emit is left out."""
+    sass = [n for n in expected if n.startswith("sm_")]
+    plain = [n for n in sass if n[-1].isdigit()] or ["sm_80"]
+    lo = plain[0][3:]
+    fam = next((n for n in sass if n.endswith("f")), "sm_100f")
+    a_only = next((n for n in sass if n.endswith("a")), "sm_90a")
+
+    def gencode(target):
+        return ["-gencode", f"arch=compute_{target[3:]},code={target}"]
+    shapes = {
+        "narrowed-ladder": (gencode(f"sm_{lo}"), False),
+        "plain+f": (gencode(f"sm_{lo}") + ["-gencode", f"arch=compute_{fam[3:]},code=sm_{fam[3:-1]}"], False),
+        "f-only": (["-gencode", f"arch=compute_{fam[3:]},code=sm_{fam[3:-1]}"], False),
+        "a-only": (gencode(a_only), False),
+        "arch=sm_X": ([f"-arch=sm_{lo}"], False),
+        "arch+code": ([f"-arch=compute_{lo}", f"-code=sm_{lo},compute_{lo}"], False),
+        "rdc+dlink": (gencode(f"sm_{lo}"), True),
+    }
+    return {k: v for k, v in shapes.items()
+            if all(x.rstrip("af") in emittable for x in (f"sm_{lo}", fam, a_only))}
+
+
+def gate_view(t, product, package, lane, cuda):
+    """verify --package on the product: (missing targets, waived targets, extra, the module's verdict)."""
+    r = t.forge("verify", product, "--package", package, "--cuda", cuda, "--platform", lane, "--format", "json")
+    check(r.rc in (0, 1), f"verify {product}: {r!r}")
+    mod = ft.only(r.json()["extensions"], what="module")
+    return (sorted(mod["missing_sass"] + mod["missing_ptx"]), sorted(w.split()[0] for w in mod["waived"]),
+            sorted(mod["extra"]), mod["verdict"])
+
+
+def compile_case(t, root, case, env, args, rdc):
+    """The shape through the wrapper in the case's directory, linked into k.so: (the log records,
+    the nvcc exit codes, the product or None when a call was refused)."""
+    cwd = os.path.join(root, case)
+    os.makedirs(cwd)
+    log = os.path.join(cwd, "log.jsonl")
+    e = dict(env, NVCC_FORGE_LOG=log)
+    objs = ["k.o"]
+    calls = [["nvcc", "-c", "../k.cu", "-o", "k.o", "-Xcompiler", "-fPIC", *args]]
+    if rdc:
+        calls[0][1:1] = ["-rdc=true"]
+        calls.append(["nvcc", "-dlink", "k.o", "-o", "dlink.o", "-Xcompiler", "-fPIC", *args])
+        objs.append("dlink.o")
+    rcs = []
+    for c in calls:
+        rcs.append(ft.run(c, env=e, cwd=cwd).rc)
+        if rcs[-1] != 0:
+            return ft.jsonl(log), rcs, None
+    r = ft.run(["g++", "-shared", "-o", "k.so", *objs], cwd=cwd)
+    check(r.rc == 0, f"{case}: link: {r!r}")
+    return ft.jsonl(log), rcs, os.path.join(cwd, "k.so")
+
+
+def judge_case(t, root, job):
+    """One (package, lane, shape, mode): compiled, gated, compared with the log. Mismatches as text."""
+    package, lane, shape, mode, args, rdc, env, cuda = job
+    case = f"{package}.{lane}.{shape}.{mode}"
+    recs, rcs, product = compile_case(t, root, case, dict(env, NVCC_FORGE_MODE=mode,
+                                                         NVCC_FORGE_PACKAGE=package,
+                                                         NVCC_FORGE_PLATFORM=lane), args, rdc)
+    said = sorted({m for r in recs for m in r["missing"]})
+    dropped = sorted({m for r in recs for m in r["missing"] if m not in r["injected"]})
+    extra = sorted({x for r in recs for x in r["extra"]})
+    arch_specific = any(r["arch_specific"] for r in recs)
+    bad = []
+    key = (package, lane, shape)
+    if mode == "strict" and any(r["action"] == "refused" for r in recs):
+        # Refused: its product is the observe case's (the call as given), whose gate must fail.
+        return key, mode, bad, True
+    if product is None:
+        return key, mode, [f"{case}: exit {rcs}: {recs}"], False
+    missing, waived, gate_extra, verdict = gate_view(t, product, package, lane, cuda)
+    logged = dropped if mode == "inject" else said
+    if missing != sorted(set(logged) - set(waived)):
+        bad.append(f"{case}: the gate's missing {missing} (waived {waived}), the log's {logged}")
+    if gate_extra != extra:
+        bad.append(f"{case}: the gate's extra {gate_extra}, the log's {extra}")
+    if mode == "inject" and not arch_specific and (missing or (not extra and verdict != "pass")):
+        bad.append(f"{case}: a generic TU injected and still failing the gate: missing {missing}, {verdict}")
+    if mode == "strict" and missing:
+        bad.append(f"{case}: strict let through a call whose product misses {missing}")
+    return key, mode, bad, bool(missing)
+
+
+@ft.case("packages.inject_then_pass")
+def case_inject_then_pass(t):
+    """Inject, then pass (issue 35): for every package file (and the policy rows alone), both lanes,
+    this toolkit and each TU shape a real build emits, one kernel compiled through the wrapper and
+    linked: in inject mode `verify --package` finds nothing missing but what the log named (nothing
+    for a generic TU), observe logs exactly what the gate then finds missing, strict refuses exactly
+    the calls whose product misses a target, and the gate's extras are the log's. The same nvcc
+    argv is compiled once (fixtures/packages/argv_cache_nvcc.py); two at a time."""
+    import concurrent.futures
+    nvcc = t.nvcc()
+    cuda = ft.nvcc_release(nvcc)
+    # The plain SMs it emits; each has its `a` form from 9.0 and its `f` form from 10.0 (CUDA 12.9
+    # and later, which the suite's toolkits are).
+    emittable = set(ft.run([nvcc, "--list-gpu-code"]).out.split())
+    root = t.path("cases")
+    ft.write(os.path.join(root, "k.cu"), KERNEL)
+    wrap = t.path("wrapbin")
+    os.makedirs(wrap)
+    os.symlink(t.forge_exe, os.path.join(wrap, "nvcc"))
+    count = t.path("compiles.txt")
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("NVCC_FORGE_") and k not in ("NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS")}
+    env.update(PATH=wrap + os.pathsep + os.environ["PATH"], NVCC_FORGE_REAL_NVCC=t.fixtures("packages", "argv_cache_nvcc.py"),
+               REAL_NVCC=os.path.realpath(nvcc), ARGV_CACHE_DIR=t.path("argv-cache"), ARGV_CACHE_COUNT=count,
+               NVCC_FORGE_CACHE_DIR=t.path("forge-cache"), NVCC_FORGE_QUIET="1")
+    jobs = []
+    packages = package_names(t)
+    full = os.environ.get("FORGE_INVARIANT_FULL") == "1"
+    pairs = [(p, lane) for p in packages for lane in LANES]
+    for i, (package, lane) in enumerate(pairs):
+        shapes = tu_shapes(builds_as(t, package, lane, cuda), emittable)
+        # Sampled: observe and strict run every shape (the call as given: one compile each,
+        # shared by every package), inject every arch-specific shape (nothing is added) and two
+        # generic shapes per (package, lane), rotating, so that each shape meets several packages
+        # and lanes: every injected call is a compile of its own, and the whole product took ~290 s
+        # here. FORGE_INVARIANT_FULL=1 runs it whole.
+        generic = [k for k in shapes if k != "a-only"]
+        sampled = {generic[(2 * i + j) % len(generic)] for j in range(2)} | {"a-only"}
+        for shape, (args, rdc) in shapes.items():
+            for mode in MODES:
+                if mode == "inject" and shape not in sampled and not full:
+                    continue
+                jobs.append((package, lane, shape, mode, args, rdc, env, cuda))
+    check(jobs, "no case to run")
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(lambda j: judge_case(t, root, j), jobs))
+    bad = [b for _, _, bs, _ in results for b in bs]
+    # strict refuses exactly the calls whose product (observe's: the call as given) misses a target.
+    fails = {(key, mode): flag for key, mode, _, flag in results}
+    for (key, mode), flag in fails.items():
+        if mode == "strict" and flag != fails.get((key, "observe")):
+            bad.append(f"{'.'.join(key)}: strict {'refused' if flag else 'ran'} it, the gate "
+                       f"{'fails' if fails.get((key, 'observe')) else 'passes'} the call as given")
+    compiles = len(ft.read(count).splitlines()) if os.path.exists(count) else 0
+    per_mode = {m: sum(1 for j in jobs if j[3] == m) for m in MODES}
+    print(f"inject_then_pass: {len(packages)} packages (the policy rows alone among them) x "
+          f"{len(LANES)} lanes, CUDA {cuda}: {len(jobs)} cases ("
+          + ", ".join(f"{n} {m}" for m, n in per_mode.items())
+          + f"{'' if full else '; inject sampled'}), {compiles} nvcc compiles")
+    check(not bad, "\n".join(bad))
+
+
 if __name__ == "__main__":
     sys.exit(ft.main())

@@ -173,15 +173,15 @@ FLASH_LANES = {
             "missing": ["sm_86", "compute_90"],
             "sass": ["sm_100f", "sm_120f", "sm_80", "sm_86", "sm_90"],
             "drop": "flash_fwd_hdim64_fp16_sm80.cu: dropped sm_86, compute_90 -> injected (policy "
-                    "8.0 8.6 9.0+PTX 10.0 12.0+PTX; requested 8.0 9.0 10.0f compute_120 12.0f); "
+                    "8.0 8.6 9.0+PTX 10.0f compute_120 12.0f; requested 8.0 9.0 10.0f compute_120 12.0f); "
                     "generic TU: plain sm_80 beside sm_100f\n"},
     "aarch64": {"args": ["--platform", "linux_aarch64"], "knob": "80;90;100;110;120",
                 "requested": ["sm_80", "sm_90", "sm_100f", "sm_110f", "sm_120f", "compute_120"],
                 "missing": ["compute_90"],
                 "sass": ["sm_100f", "sm_110f", "sm_120f", "sm_80", "sm_90"],
                 "drop": "flash_fwd_hdim64_fp16_sm80.cu: dropped compute_90 -> injected (policy "
-                        "8.0 9.0+PTX 10.0 11.0 12.0+PTX; requested 8.0 9.0 10.0f 11.0f compute_120 "
-                        "12.0f); generic TU: plain sm_80 beside sm_100f\n"},
+                        "8.0 9.0+PTX 10.0f 11.0f compute_120 12.0f; requested 8.0 9.0 10.0f 11.0f "
+                        "compute_120 12.0f); generic TU: plain sm_80 beside sm_100f\n"},
 }
 FLASH_TUS = ["flash_bwd_hdim64_fp16_sm80.cu", "flash_fwd_hdim64_fp16_sm80.cu",
              "flash_fwd_split_hdim64_fp16_sm80.cu"]

@@ -1,6 +1,8 @@
 #include "arch/arch.h"
 #include "arch/coverage.h"
+
 #include "arch/gencode.h"
+#include <set>
 
 #include <gtest/gtest.h>
 
@@ -162,6 +164,35 @@ TEST(Coverage, SuffixRules) {
     EXPECT_EQ(tier_of("compute_100f", 120), Tier::Dead);
     EXPECT_EQ(tier_of("compute_80", 120), Tier::Jit);
     EXPECT_EQ(tier_of("compute_120", 100), Tier::Dead); // PTX never JITs down
+}
+
+namespace {
+// The one coverage question, on a table with Hopper, B200/B300, Thor and RTX 50/Spark.
+bool covered(std::initializer_list<const char*> have, const char* want) {
+    std::set<Target> h;
+    for (const char* n : have)
+        h.insert(*parse_target(n));
+    const std::vector<Gpu> table{gpu(90), gpu(100), gpu(103), gpu(110), gpu(120), gpu(121)};
+    return covers(h, *parse_target(want), table, kTegra);
+}
+} // namespace
+
+TEST(Coverage, CoversFoldsSuffixesByCoverageNotByName) {
+    EXPECT_TRUE(covered({"sm_90"}, "sm_90"));
+    EXPECT_TRUE(covered({"sm_90a"}, "sm_90"));    // major 9 has one CC here
+    EXPECT_FALSE(covered({"sm_100a"}, "sm_100")); // 10.3 would be lost
+    EXPECT_TRUE(covered({"sm_100a", "sm_103a"}, "sm_100"));
+    EXPECT_TRUE(covered({"sm_100f"}, "sm_100"));  // a family cubin covers the family
+    EXPECT_FALSE(covered({"sm_120a"}, "sm_120")); // 12.1 would be lost
+    EXPECT_FALSE(covered({"sm_100"}, "sm_100f")); // a wanted a/f target: only itself
+    EXPECT_FALSE(covered({"sm_90"}, "sm_90a"));
+    EXPECT_FALSE(covered({"compute_90a"}, "compute_90")); // PTX: only itself
+    EXPECT_TRUE(covered({"compute_90"}, "compute_90"));
+    EXPECT_FALSE(covered({"sm_103"}, "sm_100")); // a plain cubin of another SM never
+    EXPECT_TRUE(asked_for(*parse_target("sm_100a"), {*parse_target("sm_100")}));
+    EXPECT_FALSE(asked_for(*parse_target("sm_100"), {*parse_target("sm_100f")}));
+    // A CC the table lacks is judged on a GPU of its own.
+    EXPECT_EQ(judged_gpus({gpu(90)}, {*parse_target("sm_101a")}).size(), 2u);
 }
 
 TEST(Coverage, TegraNeedsItsOwnCubin) {

@@ -1,7 +1,9 @@
 // The comparison (suffix folding, LTO), the JSON log record and its summary, the stderr drop line.
+#include "../joined.h"
 #include "../temp_dir.h"
 #include "frontend/compare.h"
 #include "frontend/compile_log.h"
+#include "policy/policy_file.h"
 
 #include <fcntl.h>
 #include <filesystem>
@@ -29,6 +31,18 @@ std::vector<arch::Target> policy_of(const char* list) {
 
 using forge::test::temp_dir;
 
+// The table the gate judges with: the shipped policy/gpus.yml.
+const std::vector<arch::Gpu>& gpus() {
+    static const std::vector<arch::Gpu> table =
+        *policy::load_gpus(forge::test::joined({FORGE_TEST_SOURCE_DIR, "/../policy/gpus.yml"}));
+    return table;
+}
+
+Comparison compare_targets(const std::vector<arch::Target>& policy,
+                           const std::set<arch::Target>& requested) {
+    return frontend::compare_targets(policy, requested, gpus());
+}
+
 } // namespace
 
 TEST(Compare, FlashAttentionLadderMissesThorAndPtx) {
@@ -43,6 +57,29 @@ TEST(Compare, SuffixedRequestSatisfiesPlainPolicyLikeTheGate) {
     auto c = compare_targets(policy_of("9.0 10.0"), {T("sm_90a"), T("sm_100f"), T("compute_90a")});
     EXPECT_TRUE(c.missing.empty());
     EXPECT_EQ(target_names(c.extra), (std::vector<std::string>{"compute_90a"}));
+}
+
+// Issue 35, case 2: an sm_100a cubin runs on 10.0 only, so it does not cover a policy's sm_100
+// (B300, 10.3, would be lost): the gate fails such a binary, and the compare misses sm_100 too.
+TEST(Compare, AnASuffixCoversAPlainTargetOnlyWhereTheGateSaysSo) {
+    auto c = compare_targets(policy_of("8.0 10.0"), {T("sm_80"), T("sm_100a")});
+    EXPECT_EQ(target_names(c.missing), (std::vector<std::string>{"sm_100"}));
+    EXPECT_TRUE(c.extra.empty()); // a suffixed sm_100a is of the list's SM: named, not extra
+    EXPECT_TRUE(compare_targets(policy_of("8.0 10.0"), {T("sm_80"), T("sm_100a"), T("sm_103a")})
+                    .missing.empty());
+    EXPECT_EQ(target_names(compare_targets(policy_of("12.0"), {T("sm_120a")}).missing),
+              (std::vector<std::string>{"sm_120"}));
+    // A wanted family cubin (the package's form) is covered only by itself.
+    EXPECT_EQ(target_names(compare_targets(policy_of("10.0f"), {T("sm_100")}).missing),
+              (std::vector<std::string>{"sm_100f"}));
+}
+
+// A shim's copy that finds no GPU table: every minor may exist, so only an `f` cubin covers a
+// plain target and the wrapper adds the plain one rather than leave a gap the gate may see.
+TEST(Compare, WithoutAGpuTableOnlyAFamilyCubinCoversAPlainTarget) {
+    auto c = frontend::compare_targets(policy_of("9.0 10.0"), {T("sm_90a"), T("sm_100f")}, {});
+    EXPECT_EQ(target_names(c.missing), (std::vector<std::string>{"sm_90"}));
+    EXPECT_TRUE(c.extra.empty());
 }
 
 TEST(Compare, LtoImageStandsForItsSass) {
@@ -137,14 +174,16 @@ TEST(LogRecord, InvalidUtf8InAPathDoesNotThrow) {
 TEST(DropLine, Format) {
     EXPECT_EQ(drop_line("flash_fwd.cu", "sm_110, compute_120", "8.0 9.0+PTX", "8.0 9.0"),
               "nvcc-forge: flash_fwd.cu: dropped sm_110, compute_120 (policy 8.0 9.0+PTX; "
-              "requested 8.0 9.0)\n");
+              "requested 8.0 9.0); the gate will report sass: missing sm_110, ptx: missing PTX "
+              "compute_120 unless another object of the binary carries them\n");
 }
 
 TEST(DropLine, InjectedDroppedAndClamped) {
     DropReport r{{"sm_110"}, {"compute_120"}, {}, "8.0 11.0 12.0+PTX", "8.0 12.0", "why"};
     EXPECT_EQ(drop_lines("k.cu", r, false),
               "nvcc-forge: k.cu: dropped sm_110 -> injected; dropped compute_120 (policy 8.0 11.0 "
-              "12.0+PTX; requested 8.0 12.0); why\n");
+              "12.0+PTX; requested 8.0 12.0); why; the gate will report ptx: missing PTX "
+              "compute_120 unless another object of the binary carries it\n");
     // A real drop is printed even when quiet.
     EXPECT_EQ(drop_lines("k.cu", r, true), drop_lines("k.cu", r, false));
     r.dropped.clear();
@@ -171,7 +210,8 @@ TEST(DropLine, SaysTheRule) {
                  "arch-specific TU: every target is `a`"};
     EXPECT_EQ(drop_lines("h.cu", r, false),
               "nvcc-forge: h.cu: dropped sm_80 (policy 8.0 9.0; requested 9.0a); arch-specific "
-              "TU: every target is `a`; nothing injected\n");
+              "TU: every target is `a`; nothing injected; the gate will report sass: missing sm_80 "
+              "unless another object of the binary carries it\n");
     DropReport g{{"sm_86", "compute_90"},
                  {},
                  {},

@@ -38,7 +38,8 @@ struct Target {
     Suffix suffix = Suffix::None;
 
     [[nodiscard]] std::string name() const; // sm_90a, compute_120, lto_80
-    // The same target with the suffix dropped (sm_90a -> sm_90): how the gate folds suffixes.
+    // The same target with the suffix dropped (sm_90a -> sm_90). Whether it stands in for that
+    // target is arch::covers()'s question (coverage.h), never answered by the name alone.
     [[nodiscard]] Target folded() const { return Target{kind, sm, Suffix::None}; }
     auto operator<=>(const Target&) const = default;
 };

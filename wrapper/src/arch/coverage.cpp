@@ -52,6 +52,31 @@ bool ptx_jits_on(const Target& ptx, const Gpu& gpu) {
     return gpu.sm >= ptx.sm;
 }
 
+bool covers(const std::set<Target>& have, const Target& want, const std::vector<Gpu>& gpus,
+            const TegraSet& tegra) {
+    if (have.contains(want)) return true;
+    if (want.kind != Kind::Sass || want.suffix != Suffix::None) return false;
+    if (std::none_of(have.begin(), have.end(), [&](const Target& t) { return t.folded() == want; }))
+        return false;
+    return std::all_of(gpus.begin(), gpus.end(), [&](const Gpu& g) {
+        return !sass_runs_on(want, g, tegra) ||
+               std::any_of(have.begin(), have.end(),
+                           [&](const Target& t) { return sass_runs_on(t, g, tegra); });
+    });
+}
+
+bool asked_for(const Target& carried, const std::set<Target>& want) {
+    return want.contains(carried) || want.contains(carried.folded());
+}
+
+std::vector<Gpu> judged_gpus(const std::vector<Gpu>& table, const std::vector<Target>& targets) {
+    std::vector<Gpu> out = table;
+    for (const auto& t : targets)
+        if (std::none_of(out.begin(), out.end(), [&](const Gpu& g) { return g.sm == t.sm; }))
+            out.push_back(Gpu{t.sm, {}, false, {}});
+    return out;
+}
+
 std::vector<CoverageRow> coverage(const std::vector<Target>& targets,
                                   const std::vector<Gpu>& gpus) {
     return coverage(targets, gpus, TegraSet(gpus));

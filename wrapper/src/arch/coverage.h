@@ -14,6 +14,7 @@
 
 #include "arch/arch.h"
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,26 @@ class TegraSet {
 // `tegra` decides whether `cubin` was built for a SoC (then it runs on that CC only).
 bool sass_runs_on(const Target& cubin, const Gpu& gpu, const TegraSet& tegra);
 bool ptx_jits_on(const Target& ptx, const Gpu& gpu);
+
+// The one answer to "does what a binary or a call carries cover this wanted target?"
+// (docs/arch-rules.md, "One coverage rule"). The gate, `coverage FILE`, `plan`, the wrapper's
+// compare (and so `strict` and the injection) and the lint ask it; nothing else folds suffixes.
+//  - a target is covered by itself;
+//  - a wanted plain cubin sm_X is covered by suffixed cubins of its SM (sm_Xa, sm_Xf) when, with
+//    every cubin of `have`, each GPU of `gpus` that sm_X runs on still runs natively: sm_90a
+//    stands in for sm_90 (major 9 has one CC), sm_100a not for sm_100 unless 10.3 has its own
+//    cubin, sm_100f always (a family cubin covers the family);
+//  - a wanted `a`/`f` target, and any PTX, only by itself (compute_90a JITs onto one CC only: it
+//    is not the forward tail a 9.0+PTX promises).
+// `gpus` should name every CC of `have` and `want` (judged_gpus()).
+bool covers(const std::set<Target>& have, const Target& want, const std::vector<Gpu>& gpus,
+            const TegraSet& tegra);
+// Whether a carried target is one the list asks for: itself, or a suffixed image of a plain
+// target of the list (which either stands in for it or is reported as not covering it).
+bool asked_for(const Target& carried, const std::set<Target>& want);
+// `table` plus a GPU for each CC that `targets` name and the table lacks, so that a suffixed
+// cubin is never judged against an empty world.
+std::vector<Gpu> judged_gpus(const std::vector<Gpu>& table, const std::vector<Target>& targets);
 
 struct CoverageRow {
     Gpu gpu;

@@ -32,7 +32,7 @@ std::string export_line(std::string_view name, std::string_view value) {
 // comment so that an edit to them changes the identity too.
 std::vector<std::string> shim_settings(const po::variables_map& vm, const policy::Resolution& res) {
     std::string mode = vm.count("mode") ? vm["mode"].as<std::string>() : res.wrapper.mode;
-    std::vector<std::string> s{"NVCC_FORGE_ARCH_LIST=" + res.list.to_string(),
+    std::vector<std::string> s{"NVCC_FORGE_ARCH_LIST=" + res.builds_as().to_string(),
                                "NVCC_FORGE_MODE=" + (mode.empty() ? std::string("inject") : mode)};
     if (!res.package.empty()) {
         std::error_code ec;
@@ -93,7 +93,9 @@ int cmd_env(int argc, char** argv) {
     }
     auto res = resolve_from_options(vm);
     if (!res) return report_error("env", res.error());
-    const std::string list = res->list.to_string();
+    // The wrapper's list is what the package's build compiles (its target_forms), the list the
+    // gate expects: a token injected back is injected in the package's form (docs/arch-rules.md).
+    const std::string list = res->builds_as().to_string();
     out += export_line("NVCC_FORGE_ARCH_LIST", list);
     // In the form the package's build script splits (wrapper.arch_list_separator).
     if (auto torch = policy::torch_arch_list(*res); torch.ok()) {

@@ -186,7 +186,9 @@ std::optional<int> parse_plan_options(int argc, char** argv, PlanOptions& o) {
 Result<frontend::PlanConfig> prepare_run(const PlanOptions& o, const policy::Resolution& resolution,
                                          const fs::path& real, const fs::path& state) {
     frontend::PlanConfig config;
-    config.arch_list = resolution.list.to_string();
+    // What the package's build compiles (target_forms): what the stand-in injects and the gate
+    // expects.
+    config.arch_list = resolution.builds_as().to_string();
     config.package = resolution.package;
     // The directory plan resolved with (checked, the option's or the variable's): the stand-in
     // compares against the same overrides.

@@ -36,7 +36,10 @@ resolve_package_list(const FrontendEnv& env, const std::string& cuda,
         write_all(STDERR_FILENO, fmt::format("nvcc-forge: warning: NVCC_FORGE_PACKAGE={} has no "
                                              "package files; did you mean {}?\n",
                                              env.package, r->near_package));
-    return std::pair{std::move(r->list), std::move(r->source)};
+    // Injection speaks the package's form (docs/arch-rules.md, "What the wrapper injects"): a
+    // token the build spells sm_100f is missing, and injected, as sm_100f, as the gate expects.
+    arch::ArchList built = r->builds_as();
+    return std::pair{std::move(built), std::move(r->source)};
 }
 
 } // namespace forge::frontend

@@ -13,7 +13,9 @@ namespace forge::frontend {
 
 Result<toolkit::ToolkitCaps> probe_real_nvcc(const std::filesystem::path& nvcc);
 
-// The resolved list for env.package (+torch, platform) and CUDA `cuda`, and the resolver's source.
+// What the package's build compiles for env.package (+torch, platform) and CUDA `cuda`
+// (Resolution::builds_as(): the resolved list in the package's target_forms, the list the gate
+// expects), and the resolver's source.
 Result<std::pair<arch::ArchList, std::string>>
 resolve_package_list(const FrontendEnv& env, const std::string& cuda,
                      const std::filesystem::path& packages_dir,

@@ -6,30 +6,43 @@ namespace forge::frontend {
 
 namespace {
 
-arch::Target comparable(const arch::Target& t) {
-    arch::Target f = t.folded();
-    if (f.kind == arch::Kind::Lto) f.kind = arch::Kind::Sass;
-    return f;
+// What the call's image becomes in the binary: an LTO image is its SM's SASS after the link.
+arch::Target as_carried(arch::Target t) {
+    if (t.kind == arch::Kind::Lto) t.kind = arch::Kind::Sass;
+    return t;
+}
+
+// Without a GPU table (a shim's copy that finds none) every minor of a named major may exist:
+// a suffixed cubin then covers a plain one only where it surely does (an `f` cubin), and the
+// wrapper adds the plain target rather than leave one the gate may miss.
+std::vector<arch::Gpu> every_minor(const std::vector<arch::Target>& named) {
+    std::vector<arch::Gpu> out;
+    for (const auto& t : named)
+        for (int minor = 0; minor < 10; ++minor)
+            out.push_back(arch::Gpu{arch::sm_major(t.sm) * 10 + minor, {}, false, {}});
+    return out;
 }
 
 } // namespace
 
 Comparison compare_targets(const std::vector<arch::Target>& policy,
-                           const std::set<arch::Target>& requested) {
-    std::set<arch::Target> requested_folded, policy_folded;
+                           const std::set<arch::Target>& requested,
+                           const std::vector<arch::Gpu>& gpus) {
+    std::set<arch::Target> carried;
     for (const auto& t : requested)
-        requested_folded.insert(comparable(t));
-    for (const auto& t : policy)
-        policy_folded.insert(comparable(t));
+        carried.insert(as_carried(t));
+    const std::set<arch::Target> wanted(policy.begin(), policy.end());
+    std::vector<arch::Target> named(wanted.begin(), wanted.end());
+    named.insert(named.end(), carried.begin(), carried.end());
+    const std::vector<arch::Gpu> judged =
+        arch::judged_gpus(gpus.empty() ? every_minor(named) : gpus, named);
+    const arch::TegraSet tegra(gpus);
     Comparison c;
-    std::set<arch::Target> seen;
-    for (const auto& t : policy)
-        if (!requested_folded.contains(comparable(t)) && seen.insert(t).second)
-            c.missing.push_back(t);
-    for (const auto& t : requested) {
-        // An LTO image alongside the policy's SASS is how -dlto delivers it, not an extra.
-        if (!policy_folded.contains(comparable(t))) c.extra.push_back(t);
-    }
+    for (const auto& t : wanted)
+        if (!arch::covers(carried, t, judged, tegra)) c.missing.push_back(t);
+    // An LTO image alongside the policy's SASS is how -dlto delivers it, not an extra.
+    for (const auto& t : requested)
+        if (!arch::asked_for(as_carried(t), wanted)) c.extra.push_back(t);
     std::sort(c.missing.begin(), c.missing.end());
     std::sort(c.extra.begin(), c.extra.end());
     return c;

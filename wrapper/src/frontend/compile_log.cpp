@@ -141,8 +141,32 @@ Status append_log_line(const std::string& path, const std::string& line) {
 
 std::string drop_line(const std::string& tu, const std::string& dropped, const std::string& policy,
                       const std::string& requested, const std::string& why) {
-    return drop_lines(tu, DropReport{{}, {dropped}, {}, policy, requested, why, ""}, false);
+    std::vector<std::string> names;
+    for (std::size_t at = 0; at <= dropped.size();) {
+        const std::size_t comma = std::min(dropped.find(", ", at), dropped.size());
+        names.push_back(dropped.substr(at, comma - at));
+        at = comma + 2;
+    }
+    return drop_lines(tu, DropReport{{}, names, {}, policy, requested, why, ""}, false);
 }
+
+namespace {
+
+// What `verify --package` says of a binary built of this object alone: the gate's own words for a
+// missing cubin and a missing PTX (verify/gate.cpp's sass and ptx checks).
+std::string gate_will_report(const std::vector<std::string>& dropped) {
+    std::vector<std::string> sass, ptx;
+    for (const auto& d : dropped)
+        (d.starts_with("compute_") ? ptx : sass).push_back(d);
+    std::string out;
+    if (!sass.empty()) out = fmt::format("sass: missing {}", fmt::join(sass, " "));
+    if (!ptx.empty())
+        out += fmt::format("{}ptx: missing PTX {}", out.empty() ? "" : ", ", fmt::join(ptx, " "));
+    return fmt::format("the gate will report {} unless another object of the binary carries {}",
+                       out, dropped.size() == 1 ? "it" : "them");
+}
+
+} // namespace
 
 std::string drop_lines(const std::string& tu, const DropReport& report, bool quiet) {
     auto join = [](const std::vector<std::string>& names) {
@@ -165,6 +189,7 @@ std::string drop_lines(const std::string& tu, const DropReport& report, bool qui
                 what += fmt::format("{}dropped {}", what.empty() ? "" : "; ", join(report.dropped));
             std::string tail = report.rule.empty() ? "" : "; " + report.rule;
             if (!report.dropped.empty() && !report.why.empty()) tail += "; " + report.why;
+            if (!report.dropped.empty()) tail += "; " + gate_will_report(report.dropped);
             out += fmt::format("nvcc-forge: {}: {} {}{}\n", tu, what, context, tail);
         }
     }

@@ -68,9 +68,10 @@ struct DropReport {
 };
 
 // The stderr lines for one TU, "" when there is nothing to say:
-//   nvcc-forge: k.cu: dropped sm_110 -> injected; dropped compute_120 (policy ...; requested ...)
+//   nvcc-forge: k.cu: dropped sm_110 -> injected; dropped compute_120 (policy ...; requested ...);
+//     the gate will report ptx: missing PTX compute_120 unless another object of the binary ...
 //   nvcc-forge: h.cu: dropped sm_80 (policy ...; requested ...); arch-specific TU: every target
-//     is `a`; nothing injected
+//     is `a`; nothing injected; the gate will report sass: missing sm_80 unless ...
 //   nvcc-forge: k.cu: clamped sm_50 -> removed (policy ...; requested ...); nvcc cannot emit it
 // `quiet` (NVCC_FORGE_QUIET=1) leaves out a drop line whose drops were all injected back: the
 // output lacks nothing, so only a build log that wants every detail needs it. Clamps and real

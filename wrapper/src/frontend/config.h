@@ -4,6 +4,7 @@
 #pragma once
 
 #include "arch/arch.h"
+#include "arch/coverage.h"
 #include "core/result.h"
 #include "nvcc/cmdline.h"
 #include "policy/package.h"
@@ -47,6 +48,9 @@ struct FrontendEnv {
 
 struct EffectivePolicy {
     arch::ArchList list;
+    // The GPU table the gate judges with (policy/gpus.yml): the compare asks arch::covers() with
+    // it, so a call is missing exactly what the gate would find missing.
+    std::vector<arch::Gpu> gpus;
     std::string source; // "NVCC_FORGE_ARCH_LIST", the resolver's source
     policy::WrapperSettings wrapper;
 };

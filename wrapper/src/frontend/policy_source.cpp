@@ -5,6 +5,7 @@
 #include "core/json.h"
 #include "core/paths.h"
 #include "frontend/adapters.h"
+#include "policy/policy_file.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -38,6 +39,11 @@ std::string settings_to_json(const EffectivePolicy& p) {
                                     ? nlohmann::json(*p.wrapper.inject_arch_specific)
                                     : nlohmann::json(nullptr);
     j["arch_specific_sources"] = p.wrapper.arch_specific_sources;
+    // The table's CCs and Tegra flags: all arch::covers() reads of it.
+    nlohmann::json gpus = nlohmann::json::array();
+    for (const auto& g : p.gpus)
+        gpus.push_back({g.sm, g.tegra});
+    j["gpus"] = std::move(gpus);
     return json_text(j);
 }
 
@@ -55,6 +61,8 @@ Result<EffectivePolicy> settings_from_json(const std::string& text) {
             p.wrapper.inject_arch_specific = j.at("inject_arch_specific").get<bool>();
         p.wrapper.arch_specific_sources =
             j.at("arch_specific_sources").get<std::vector<std::string>>();
+        for (const auto& g : j.at("gpus"))
+            p.gpus.push_back(arch::Gpu{g.at(0).get<int>(), {}, g.at(1).get<bool>(), {}});
     } catch (const nlohmann::json::exception& e) {
         return make_error(fmt::format("policy cache: {}", e.what()));
     }
@@ -73,16 +81,24 @@ fs::path policy_file_of(const FrontendEnv& env) {
     return env.policy_file.empty() ? default_policy_file() : fs::path(env.policy_file);
 }
 
-// Every file whose change must invalidate the cached policy of `package`.
+// Every file whose change must invalidate the cached policy of `package`: those of each directory
+// the loader may take (policy::package_dir_candidates, in its order).
 std::string package_stamps(const fs::path& packages_dir, const std::string& package) {
     std::string out;
-    std::string alt = package;
-    for (char& c : alt)
-        c = c == '-' ? '_' : c == '_' ? '-' : c;
-    for (const auto& name : {package, alt})
+    for (const auto& name : policy::package_dir_candidates(package))
         for (const char* file : {"arch_override.yml", "build_matrix.yml"})
             out += "|" + file_stamp(packages_dir / name / file);
     return out;
+}
+
+// The GPU table the gate judges with: the bundled one, else the one beside the packages directory
+// (a shim's nvcc is a copy outside the install, bound to the packages directory), else none: the
+// compare then assumes every minor of a major may exist (compare_targets).
+std::vector<arch::Gpu> gpu_table(const fs::path& packages_dir) {
+    for (const auto& file :
+         {default_gpus_file(), packages_dir.parent_path() / "policy" / "gpus.yml"})
+        if (auto gpus = policy::load_gpus(file); gpus.ok()) return std::move(*gpus);
+    return {};
 }
 
 } // namespace
@@ -107,15 +123,18 @@ Result<std::optional<EffectivePolicy>> effective_policy(const FrontendEnv& env,
     const fs::path policy_file = env.arch_list.empty() ? policy_file_of(env) : fs::path();
     const fs::path dir = cache_dir(env);
 
-    std::string key = fmt::format("policy-v1|list={}|pkg={}|torch={}|platform={}|cuda={}",
+    std::string key = fmt::format("policy-v2|list={}|pkg={}|torch={}|platform={}|cuda={}",
                                   env.arch_list, env.package, env.torch, env.platform, cuda);
     if (!env.package.empty()) key += package_stamps(packages_dir, env.package);
     if (env.arch_list.empty()) key += "|" + file_stamp(policy_file);
+    key += "|" + file_stamp(default_gpus_file()) + "|" +
+           file_stamp(packages_dir.parent_path() / "policy" / "gpus.yml");
     if (auto cached = cache_read(dir, key)) {
         if (auto p = settings_from_json(*cached); p.ok()) return std::optional(std::move(*p));
     }
 
     EffectivePolicy p;
+    p.gpus = gpu_table(packages_dir);
     if (!env.package.empty()) {
         auto pkg = policy::load_package(packages_dir, env.package);
         if (!pkg) return std::move(pkg).error().in_file("NVCC_FORGE_PACKAGE");

@@ -523,12 +523,17 @@ int run_as_given(const Compared& c, LogRecord& rec) {
     return finish(call, rec, *outcome);
 }
 
+// Strict refuses exactly the calls whose product the gate would fail for a missing target: an
+// arch-specific TU too, which inject would leave as it is (docs/arch-rules.md).
 int run_strict(const Compared& c, LogRecord& rec) {
-    if (c.cmp.missing.empty() || !c.may_inject) return run_as_given(c, rec);
+    if (c.cmp.missing.empty()) return run_as_given(c, rec);
     const std::string names = join_names(c.cmp.missing);
+    const std::string rule =
+        c.may_inject ? std::string()
+                     : "; " + arch_rule_text(c.tu_class, c.inv) + ", so inject adds nothing";
     for (const auto& tu : tus_of(c.inv))
-        say(fmt::format("nvcc-forge: strict: {}: missing {} (policy {}; requested {})\n", tu, names,
-                        c.policy.list.to_string(), requested_text(c.inv)));
+        say(fmt::format("nvcc-forge: strict: {}: missing {} (policy {}; requested {}){}\n", tu,
+                        names, c.policy.list.to_string(), requested_text(c.inv), rule));
     rec.action = kActionRefused;
     // A plan goes on past a refusal: its report names every call the build would stop at.
     if (c.call.plan) return plan_answer(c.call, c.inv, c.call.args, rec, c.caps);
@@ -681,7 +686,7 @@ int run_read_call(const Call& call, const nvcc::Invocation& inv,
     const bool may_inject = tu_class.may_inject();
     const Compared c{call,       inv,
                      *policy,    caps,
-                     tu_class,   compare_targets(expected, inv.requested),
+                     tu_class,   compare_targets(expected, inv.requested, policy->gpus),
                      may_inject, tu_class.arch_specific() && !may_inject ? "nothing injected" : ""};
     rec.missing = target_names(c.cmp.missing);
     rec.extra = target_names(c.cmp.extra);

@@ -709,7 +709,8 @@ std::string names_of(const std::vector<arch::Target>& ts) {
 // Groups the -gencode lines of a build file into blocks (lines at most three apart), and gives
 // each block of two or more lines its summary against the list.
 void mark_blocks(std::vector<LintFinding>& out, std::string_view code, const ScriptText& st,
-                 BuildKind kind, const LineIndex& lines, const arch::ArchList& list) {
+                 BuildKind kind, const LineIndex& lines, const arch::ArchList& list,
+                 const std::vector<arch::Gpu>& gpus) {
     std::vector<int> target_lines;
     // A block is a ladder: two or more -gencode lines (a named target next to one is not).
     for (const auto& f : out)
@@ -741,17 +742,18 @@ void mark_blocks(std::vector<LintFinding>& out, std::string_view code, const Scr
                 emitted = inv->requested;
         }
         if (emitted) {
-            // Compared as the gate compares: suffixes fold (sm_100f serves the list's sm_100).
-            std::set<arch::Target> got_folded, want_folded;
-            for (const auto& t : *emitted)
-                got_folded.insert(t.folded());
-            for (const auto& t : wanted)
-                want_folded.insert(t.folded());
+            // Compared as the gate compares (arch::covers: sm_100f covers the list's sm_100,
+            // sm_100a does not, since 10.3 is lost).
+            const std::set<arch::Target> want(wanted.begin(), wanted.end());
+            std::vector<arch::Target> named(wanted.begin(), wanted.end());
+            named.insert(named.end(), emitted->begin(), emitted->end());
+            const auto judged = arch::judged_gpus(gpus, named);
+            const arch::TegraSet tegra(gpus);
             std::vector<arch::Target> lacks, beyond;
             for (const auto& t : wanted)
-                if (!got_folded.contains(t.folded())) lacks.push_back(t);
+                if (!arch::covers(*emitted, t, judged, tegra)) lacks.push_back(t);
             for (const auto& t : *emitted)
-                if (!want_folded.contains(t.folded())) beyond.push_back(t);
+                if (!arch::asked_for(t, want)) beyond.push_back(t);
             summary = fmt::format("emits {}; the list wants {} that it lacks; it adds {} beyond "
                                   "the list",
                                   names_of({emitted->begin(), emitted->end()}), names_of(lacks),
@@ -805,7 +807,7 @@ std::vector<LintFinding> lint_build_text(std::string_view path, std::string_view
     scan_nvcc_targets(f, code, list);
     scan_arch_strings(f, code, st, list);
     scan_has_sm(f, code, list);
-    mark_blocks(out, code, st, *kind, lines, list);
+    mark_blocks(out, code, st, *kind, lines, list, gpus);
     return out;
 }
 

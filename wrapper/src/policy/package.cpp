@@ -509,16 +509,19 @@ Status check_packages_dir(std::string_view value, std::string_view origin) {
     return ok_status();
 }
 
+std::vector<std::string> package_dir_candidates(std::string_view name) {
+    std::vector<std::string> out{std::string(name)};
+    for (auto [from, to] : {std::pair{'-', '_'}, std::pair{'_', '-'}}) {
+        std::string swapped(name);
+        std::replace(swapped.begin(), swapped.end(), from, to);
+        if (std::find(out.begin(), out.end(), swapped) == out.end()) out.push_back(swapped);
+    }
+    return out;
+}
+
 Result<PackageOverride> load_package(const fs::path& packages_dir, std::string_view name) {
     std::error_code ec;
-    std::vector<std::string> candidates{std::string(name)};
-    std::string swapped(name);
-    std::replace(swapped.begin(), swapped.end(), '-', '_');
-    if (swapped != name) candidates.push_back(swapped);
-    swapped = std::string(name);
-    std::replace(swapped.begin(), swapped.end(), '_', '-');
-    if (swapped != name) candidates.push_back(swapped);
-    for (const auto& cand : candidates) {
+    for (const auto& cand : package_dir_candidates(name)) {
         fs::path dir = packages_dir / cand;
         if (!fs::is_directory(dir, ec)) continue;
         fs::path ov = dir / "arch_override.yml", bm = dir / "build_matrix.yml";

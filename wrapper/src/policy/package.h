@@ -128,7 +128,13 @@ struct PackageOverride {
 // the wrapper).
 Status check_packages_dir(std::string_view value, std::string_view origin);
 
-// Loads packages_dir/<name>/ (name also tried with '-' and '_' swapped). No directory: an empty
+// The directory names `name` may have under a packages directory, in the order load_package()
+// tries them: the name as given, then with every '-' as '_', then with every '_' as '-' (each only
+// when it differs from those before). The one home of that rule: the wrapper's cached policy is
+// keyed on the files of exactly these directories (frontend/policy_source.cpp).
+std::vector<std::string> package_dir_candidates(std::string_view name);
+
+// Loads the first of package_dir_candidates(name) that is a directory. No directory: an empty
 // override (both file fields ""), since most packages ride the policy row. A directory without
 // either file is an error (exit 2).
 Result<PackageOverride> load_package(const std::filesystem::path& packages_dir,

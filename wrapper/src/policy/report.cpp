@@ -111,6 +111,8 @@ json resolution_json(const Resolution& r) {
     j["targets"] = target_names(r.list);
     // What the package's build compiles (its target_forms): the gate expects these targets.
     j["builds_as"] = target_names(r.builds_as());
+    // The same as a list: what the wrapper compares and injects with (NVCC_FORGE_ARCH_LIST).
+    j["builds_as_list"] = r.builds_as().to_string();
     j["target_forms"] = r.forms_source.empty() ? json(nullptr) : json(r.forms_source);
     j["source"] = r.source;
     j["requested"] = r.requested;

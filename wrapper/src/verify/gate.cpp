@@ -25,34 +25,6 @@ int rank(arch::Tier t) {
     return t == arch::Tier::Native ? 0 : t == arch::Tier::Jit ? 1 : 2;
 }
 
-// The GPUs the gate reasons about: the table, plus any CC the list or the binary names that the
-// table lacks (so a suffixed cubin is never judged against an empty world).
-std::vector<arch::Gpu> universe(const std::vector<arch::Gpu>& table,
-                                const std::vector<Target>& targets) {
-    std::vector<arch::Gpu> out = table;
-    for (const auto& t : targets)
-        if (std::none_of(out.begin(), out.end(), [&](const arch::Gpu& g) { return g.sm == t.sm; }))
-            out.push_back(arch::Gpu{t.sm, {}, false, {}});
-    return out;
-}
-
-// Folding by coverage, not by name (docs/arch-rules.md, "The gate"): an expected plain cubin is
-// satisfied by itself, or by suffixed cubins of its SM when, together with the other cubins
-// present, every CC the plain cubin would run on still runs natively. sm_90a stands in for sm_90
-// (major 9 has one CC); sm_100a does not stand in for sm_100 (10.3 is lost), sm_100f does.
-bool sass_satisfied(const Target& want, const std::set<Target>& have,
-                    const std::vector<arch::Gpu>& gpus, const arch::TegraSet& tegra) {
-    if (have.count(want)) return true;
-    if (want.suffix != Suffix::None) return false;
-    if (std::none_of(have.begin(), have.end(), [&](const Target& t) { return t.folded() == want; }))
-        return false;
-    return std::all_of(gpus.begin(), gpus.end(), [&](const arch::Gpu& g) {
-        return !arch::sass_runs_on(want, g, tegra) ||
-               std::any_of(have.begin(), have.end(),
-                           [&](const Target& t) { return arch::sass_runs_on(t, g, tegra); });
-    });
-}
-
 const Waiver* find_waiver(const Target& t, const std::vector<Waiver>& waivers) {
     for (const auto& w : waivers)
         if (w.target.kind == t.kind && w.target.folded() == t.folded()) return &w;
@@ -283,7 +255,7 @@ struct Judging {
           carried(std::move(c)), tegra(o.gpus) {
         std::vector<Target> named(want_sass.begin(), want_sass.end());
         named.insert(named.end(), carried.sass.begin(), carried.sass.end());
-        gpus = universe(opts.gpus, named);
+        gpus = arch::judged_gpus(opts.gpus, named);
     }
 
     // The targets of `want` neither satisfied nor waived, into `out`; returns the waivers it
@@ -348,7 +320,7 @@ Check sass_check(Judging& j) {
     ExtensionReport& r = j.r;
     Check c{"sass", true, "", {}};
     c.waived = j.missing_of(
-        j.want_sass, [&](const Target& t) { return sass_satisfied(t, have_sass, j.gpus, j.tegra); },
+        j.want_sass, [&](const Target& t) { return arch::covers(have_sass, t, j.gpus, j.tegra); },
         r.missing_sass);
     c.ok = r.missing_sass.empty();
     std::vector<std::string> why;
@@ -382,7 +354,8 @@ Check ptx_check(Judging& j) {
     ExtensionReport& r = j.r;
     Check c{"ptx", true, "", {}};
     c.waived = j.missing_of(
-        j.want_ptx, [&](const Target& t) { return have_ptx.count(t) > 0; }, r.missing_ptx);
+        j.want_ptx, [&](const Target& t) { return arch::covers(have_ptx, t, j.gpus, j.tegra); },
+        r.missing_ptx);
     c.ok = r.missing_ptx.empty();
     if (c.ok) {
         c.detail = j.want_ptx.empty()
@@ -432,9 +405,9 @@ void lost_gpus(Judging& j) {
 Check extra_check(Judging& j) {
     ExtensionReport& r = j.r;
     for (const auto& t : j.carried.sass)
-        if (!j.want_sass.count(t) && !j.want_sass.count(t.folded())) r.extra.push_back(t.name());
+        if (!arch::asked_for(t, j.want_sass)) r.extra.push_back(t.name());
     for (const auto& t : j.carried.ptx)
-        if (!j.want_ptx.count(t) && !j.want_ptx.count(t.folded())) r.extra.push_back(t.name());
+        if (!arch::asked_for(t, j.want_ptx)) r.extra.push_back(t.name());
     Check c{"extra", r.extra.empty() || j.opts.allow_extra, "", {}};
     const bool apart = r.embedded.containers != 0 && !r.embedded.judged;
     c.detail = r.extra.empty() ? (apart ? "nothing beyond the list in the registered fatbins (the "
