@@ -182,7 +182,7 @@ Result<fs::path> bind_policy_shim(const fs::path& root_in, const fs::path& wrapp
     if (!identity) return identity.error();
     const fs::path shims = root / kBoundShimsDir;
     const fs::path dest =
-        shims / policy::sha256_hex(*identity + "|" + real->string()).substr(0, 16);
+        shims / sha256_hex(*identity + "|" + real->string()).substr(0, 16);
     if (is_shim(dest)) return dest;
     std::error_code ec;
     fs::create_directories(shims, ec);
