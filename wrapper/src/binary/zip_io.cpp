@@ -699,6 +699,15 @@ Result<Writer> Writer::create(const std::string& path) {
     return w;
 }
 
+Result<Writer> Writer::onto(int fd, const std::string& path) {
+    Writer w;
+    w.fd_ = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (w.fd_ < 0) return make_error(fmt::format("cannot write a zip: {}", std::strerror(errno)));
+    w.path_ = path;
+    w.buffer_.reserve(kWriteBuffer);
+    return w;
+}
+
 Status Writer::flush() {
     std::size_t done = 0;
     while (done < buffer_.size()) {

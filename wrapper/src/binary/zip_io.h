@@ -146,6 +146,9 @@ class MemberReader {
 class Writer {
   public:
     static Result<Writer> create(const std::string& path);
+    // Onto an open, empty file (a copy of the descriptor: the caller keeps its own to go on
+    // working on the file, core/file.h); `path` names it in errors.
+    static Result<Writer> onto(int fd, const std::string& path);
     Writer(Writer&&) noexcept;
     Writer& operator=(Writer&&) = delete;
     Writer(const Writer&) = delete;
