@@ -46,6 +46,8 @@ Status copy_with_trailer(const fs::path& wrapper, const fs::path& nvcc,
     struct stat st {};
     if (::stat(wrapper.c_str(), &st) != 0)
         return Error{"cannot stat the wrapper", wrapper.string()};
+    for (const auto& a : settings)
+        FORGE_TRY_STATUS(check_setting_value(a, "the shim's settings"));
     const std::string trailer = shim_trailer(settings);
     const fs::path tmp = fmt::format("{}.{}.tmp", nvcc.string(), ::getpid());
     {

@@ -128,9 +128,10 @@ struct PackageOverride {
 // the wrapper).
 Status check_packages_dir(std::string_view value, std::string_view origin);
 
-// Loads packages_dir/<name>/ (name also tried with '-' and '_' swapped). No directory: an empty
-// override (both file fields ""), since most packages ride the policy row. A directory without
-// either file is an error (exit 2).
+// Loads packages_dir/<name>/ (name also tried with '-' and '_' swapped). A name that is not a
+// package name (PEP 508: a newline would be a second setting where it is written), no directory
+// (an unknown package: named with the nearest one), or a directory without either file is an
+// error (exit 2).
 Result<PackageOverride> load_package(const std::filesystem::path& packages_dir,
                                      std::string_view name);
 Result<PackageOverride> parse_arch_override(std::string_view text, const std::string& file);
