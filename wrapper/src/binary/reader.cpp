@@ -1231,11 +1231,12 @@ Result<std::vector<Extension>> read_extensions_from_memory(const std::uint8_t* d
 }
 
 Result<std::vector<Extension>> read_extensions(const std::string& path, const ReadOptions& opts) {
-    // Stat'ed before it is read: a change after this changes the stamp (result_cache.h).
-    std::optional<std::pair<FileStamp, bool>> stamp;
-    if (opts.cache != nullptr && opts.inspect_payloads) stamp = file_stamp(path);
     auto file = MappedFile::open(path);
     if (!file) return std::move(file).error();
+    // Stat'ed (the descriptor read, not the name again) before it is read: a change after this
+    // changes the stamp (result_cache.h).
+    std::optional<std::pair<FileStamp, bool>> stamp;
+    if (opts.cache != nullptr && opts.inspect_payloads) stamp = file_stamp(file->opened());
     const Bytes b = file->bytes();
     return read_bytes(b.data(), b.size(), path, opts, stamp);
 }
