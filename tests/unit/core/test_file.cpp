@@ -4,6 +4,7 @@
 #include "../files.h"
 #include "../temp_dir.h"
 #include "core/file.h"
+#include "core/paths.h"
 
 #include <fcntl.h>
 #include <fstream>
@@ -69,5 +70,27 @@ TEST(File, TheStampIsTheDescriptorsAndANewFileIsExclusive) {
         EXPECT_EQ(again.st_size, 3);
     }
     EXPECT_FALSE(create_unique(dir / "missing", "x", nullptr).ok());
+    std::filesystem::remove_all(dir);
+}
+
+// Issue 36, 5: a cache directory another user can write (or owns) is ignored with a warning.
+TEST(File, ADirectoryAnotherUserCanWriteIsNotTrusted) {
+    const auto dir = forge::test::temp_dir("file_trust");
+    const auto cache = dir / "cache";
+    EXPECT_EQ(untrusted_directory(cache), ""); // not there yet: created by this user
+    std::filesystem::create_directories(cache);
+    ::chmod(cache.c_str(), 0755);
+    EXPECT_EQ(untrusted_directory(cache), "");
+    ::chmod(cache.c_str(), 0777);
+    EXPECT_NE(untrusted_directory(cache).find("other users can write it"), std::string::npos);
+    EXPECT_TRUE(cache_root(cache.string()).empty()) << "an untrusted cache is not used";
+    ::chmod(cache.c_str(), 0755);
+    EXPECT_EQ(cache_root(cache.string()), cache);
+    std::filesystem::create_directory_symlink(cache, dir / "link");
+    EXPECT_NE(untrusted_directory(dir / "link").find("symbolic link"), std::string::npos);
+    if (::geteuid() == 0) { // another user's directory, root running
+        ASSERT_EQ(::chown(cache.c_str(), 65534, 65534), 0);
+        EXPECT_NE(untrusted_directory(cache).find("belongs to user 65534"), std::string::npos);
+    }
     std::filesystem::remove_all(dir);
 }

@@ -69,4 +69,16 @@ Result<FileHandle> create_unique(const std::filesystem::path& dir, std::string_v
     return FileHandle(fd);
 }
 
+std::string untrusted_directory(const std::filesystem::path& dir) {
+    struct stat st {};
+    if (dir.empty() || ::lstat(dir.c_str(), &st) != 0) return "";
+    if (S_ISLNK(st.st_mode)) return "it is a symbolic link";
+    if (!S_ISDIR(st.st_mode)) return "it is not a directory";
+    if (st.st_uid != ::geteuid() && st.st_uid != 0)
+        return fmt::format("it belongs to user {}, not to this user ({})", st.st_uid, ::geteuid());
+    if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+        return fmt::format("its group or other users can write it (mode {:o})", st.st_mode & 07777);
+    return "";
+}
+
 } // namespace forge

@@ -54,4 +54,10 @@ Result<FileHandle> open_file(const std::filesystem::path& path, int flags, FileK
 Result<FileHandle> create_unique(const std::filesystem::path& dir, std::string_view prefix,
                                  std::string* created);
 
+// Why the directory `dir` may not be trusted with a cache or a log ("" when it may, or when it
+// does not exist yet): not a directory (a symbolic link included), owned by another user than
+// this process's (or root), or writable by its group or by others (ssh's rule for its files; git's
+// safe.directory asks for the owner likewise).
+std::string untrusted_directory(const std::filesystem::path& dir);
+
 } // namespace forge
