@@ -56,6 +56,26 @@ Result<FileHandle> open_file(const std::filesystem::path& path, int flags, FileK
     return h;
 }
 
+Result<std::string> read_regular_file(const std::filesystem::path& path, std::uint64_t max_bytes) {
+    struct stat st {};
+    auto f = open_file(path, O_RDONLY, FileKind::Regular, &st);
+    if (!f) return std::move(f).error();
+    if (static_cast<std::uint64_t>(st.st_size) > max_bytes)
+        return Error{fmt::format("larger than {} bytes", max_bytes), path.string()};
+    std::string text;
+    char buf[1 << 16];
+    while (true) {
+        const ssize_t n = ::read(f->get(), buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0)
+            return Error{fmt::format("cannot read: {}", std::strerror(errno)), path.string()};
+        if (n == 0) return text;
+        if (text.size() + static_cast<std::size_t>(n) > max_bytes)
+            return Error{fmt::format("larger than {} bytes", max_bytes), path.string()};
+        text.append(buf, static_cast<std::size_t>(n));
+    }
+}
+
 Result<FileHandle> create_unique(const std::filesystem::path& dir, std::string_view prefix,
                                  std::string* created) {
     const std::string tmpl = (dir / (std::string(prefix) + "XXXXXX")).string();

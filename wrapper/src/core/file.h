@@ -49,6 +49,10 @@ enum class FileKind : std::uint8_t { Regular, RegularOrDevice };
 Result<FileHandle> open_file(const std::filesystem::path& path, int flags, FileKind kind,
                              struct stat* st = nullptr, mode_t mode = 0644);
 
+// The whole of a regular file opened by open_file (O_RDONLY), at most `max_bytes` of it (more is
+// an error): for files in a cache another process may have replaced with a FIFO or a link.
+Result<std::string> read_regular_file(const std::filesystem::path& path, std::uint64_t max_bytes);
+
 // A new file in `dir`, created O_EXCL | O_NOFOLLOW, mode 0600, named `prefix` and a random
 // suffix (mkstemp); `created` gets its path (for the rename, and the unlink when it is given up).
 Result<FileHandle> create_unique(const std::filesystem::path& dir, std::string_view prefix,
