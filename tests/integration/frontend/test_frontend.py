@@ -584,15 +584,15 @@ def bad_configuration(t):
         env = clean_env(t, PATH=w + os.pathsep + os.environ["PATH"], **extra)
         p = run_in(t, ["nvcc", "-c", k, "-o", os.path.join(out_dir(t), "x.o")], env=env)
         expect(p.returncode == 2 and needle in p.err, f"{extra}: rc {p.returncode}: {p.err}")
-    # A package name a typo away from one with files builds (the policy row applies) and says so
-    # on the call that resolves it; a name with no near package is silent.
+    # An unknown package is exit 2 naming it (issue 36, 9: never the policy row), and the nearest
+    # package when one is a typo away.
     for package, warned in (("typp", True), ("some_plain_package", False)):
         env = clean_env(t, PATH=w + os.pathsep + os.environ["PATH"], NVCC_FORGE_PACKAGE=package,
                     NVCC_FORGE_PACKAGES_DIR=pkgs, NVCC_FORGE_MODE="observe",
                     NVCC_FORGE_CACHE_DIR=os.path.join(t.work, "fresh-cache"))
         p = run_in(t, ["nvcc", "-c", k, "-o", os.path.join(out_dir(t), "x.o"), "-arch=sm_90"], env=env)
-        expect(p.returncode == 0, f"{package}: rc {p.returncode}: {p.err}")
-        expect(("did you mean typo?" in p.err) == warned, f"{package}: {p.err}")
+        expect(p.returncode == 2 and f"unknown package '{package}'" in p.err, f"{package}: rc {p.returncode}: {p.err}")
+        expect(("did you mean 'typo'?" in p.err) == warned, f"{package}: {p.err}")
 
 
 @ft.case("frontend.arch_native_warning")

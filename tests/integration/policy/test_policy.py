@@ -229,6 +229,23 @@ def case_package_arch_knob(t):
         check("arch_override.yml:4" in p.stderr and "hex" in p.stderr, p.stderr)
 
 
+
+@ft.case("policy.cli.package_smuggles_no_setting")
+def case_package_smuggles_no_setting(t):
+    """Issue 36, 9: a newline in --package wrote NVCC_FORGE_MODE=observe into the shim's trailer and
+    .nvcc-forge-policy; an unknown package rode the policy row with a note."""
+    for command in (("env",), ("resolve",)):
+        p = run(*command, "--cuda", "13.0", "--package", "flash_attn\nNVCC_FORGE_MODE=observe", expect=2)
+        check("is not a package name" in p.stderr and "flash_attn\\nNVCC_FORGE_MODE" in p.stderr, p.stderr)
+        check("export" not in p.stdout, p.stdout)
+    for command in (("env",), ("resolve",)):
+        p = run(*command, "--cuda", "13.0", "--package", "flash-atn", expect=2)
+        check("unknown package 'flash-atn'" in p.stderr and "did you mean 'flash_attn'?" in p.stderr, p.stderr)
+    # Every shipped package still resolves under its name.
+    for name in sorted(os.listdir(os.path.join(ROOT, "packages"))):
+        if os.path.isdir(os.path.join(ROOT, "packages", name)):
+            run("resolve", "--cuda", "13.0", "--package", name)
+
 def fake_nvcc(tmp, version_dir):
     path = os.path.join(tmp, "nvcc")
     fx = os.path.join(ROOT, "tests", "fixtures", "toolkit", version_dir)

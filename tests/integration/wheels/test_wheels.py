@@ -254,7 +254,8 @@ def large_member_wheel(path, filler):
     ehdr = ident + struct.pack("<HHIQQQIHHHHHH", 3, 62, 1, 0, 0, sh_off, 0, 64, 0, 0, 64, 4, 3)
     sh = b"\0" * 64
     sh += struct.pack("<IIQQQQIIQQ", 1, 1, 6, 0, text_off, filler, 0, 0, 16, 0)
-    sh += struct.pack("<IIQQQQIIQQ", 7, 1, 2, 0, fat_off, len(FATBIN), 0, 0, 8, 0)
+    # Mapped where it lies, as a linked file's loaded sections are (at address 0 it would not be).
+    sh += struct.pack("<IIQQQQIIQQ", 7, 1, 2, fat_off, fat_off, len(FATBIN), 0, 0, 8, 0)
     sh += struct.pack("<IIQQQQIIQQ", 18, 3, 0, 0, str_off, len(names), 0, 0, 1, 0)
     tail = (FATBIN + b"\0" * (-len(FATBIN) % 8) + names + b"\0" * (-len(names) % 8) + sh)
     sha = hashlib.sha256()

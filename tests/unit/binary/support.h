@@ -217,11 +217,13 @@ struct SectionSpec {
     std::string name;
     std::uint32_t type = 1; // SHT_PROGBITS
     std::vector<std::uint8_t> data;
+    std::uint64_t flags = 2; // SHF_ALLOC
+    std::uint64_t addr = 0;  // where a linked file's loader maps it
 };
 
 // A minimal ELF64 LE file with the given sections (plus the null section and .shstrtab).
 inline std::vector<std::uint8_t> elf_with(const std::vector<SectionSpec>& sections,
-                                          std::uint16_t machine = 62) {
+                                          std::uint16_t machine = 62, std::uint16_t type = 1) {
     std::string shstr(1, '\0');
     std::vector<std::uint32_t> name_offs;
     for (const auto& s : sections) {
@@ -239,7 +241,8 @@ inline std::vector<std::uint8_t> elf_with(const std::vector<SectionSpec>& sectio
     const std::uint64_t str_off = off, sh_off = (str_off + shstr.size() + 7) & ~7ull;
     const auto shnum = static_cast<std::uint16_t>(sections.size() + 2);
     Buf f;
-    elf64_header(f, {.machine = machine,
+    elf64_header(f, {.type = type,
+                     .machine = machine,
                      .shoff = sh_off,
                      .shnum = shnum,
                      .shstrndx = static_cast<std::uint16_t>(shnum - 1)});
@@ -253,8 +256,8 @@ inline std::vector<std::uint8_t> elf_with(const std::vector<SectionSpec>& sectio
     for (std::size_t i = 0; i < sections.size(); ++i)
         f.u32(name_offs[i])
             .u32(sections[i].type)
-            .u64(2)
-            .u64(0)
+            .u64(sections[i].flags)
+            .u64(sections[i].addr)
             .u64(offs[i])
             .u64(sections[i].data.size())
             .u32(0)

@@ -8,7 +8,10 @@
 
 #include <chrono>
 #include <lz4.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <thread>
+#include <unistd.h>
 #include <zstd.h>
 
 namespace forge::binary::test {
@@ -220,6 +223,31 @@ TEST(BinaryResultCache, ACorruptCacheFileIsNamedNotTrustedAndRebuilt) {
     auto header = good;
     header[0x0c] ^= 0x01; // the record count
     corrupt("the count", header);
+}
+
+// Issue 36, 6: a FIFO put in the pack's place hung `list --toolkit`; it is read as a pack that is
+// not one (named, rebuilt), without blocking. The read runs in a child with an alarm, so the old
+// behaviour fails the test instead of hanging it.
+TEST(BinaryResultCache, AFifoInThePacksPlaceNeverBlocks) {
+    const auto tmp = forge::test::temp_dir("cache_fifo");
+    const auto file = tmp / "lib.fatbin", dir = tmp / "cache";
+    write(file, fatbin_bytes(mixed_images()));
+    ASSERT_TRUE(read_cached(file, dir).entries.ok());
+    const auto pack = packs(dir).at(0);
+    std::filesystem::remove(pack);
+    ASSERT_EQ(::mkfifo(pack.c_str(), 0600), 0);
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        ::alarm(20);
+        Read r = read_cached(file, dir);
+        ::_exit(r.entries.ok() ? 0 : 1);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status)) << "the read blocked on the FIFO (status " << status << ")";
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+    std::filesystem::remove_all(tmp);
 }
 
 TEST(BinaryResultCache, ConcurrentRunsLeaveAWholeFile) {

@@ -33,6 +33,7 @@ struct RawEntry {
     std::string extra;
     std::string comment;
     std::uint32_t external = 0;
+    std::uint16_t flags = 0; // general purpose bits (11: the name is UTF-8)
 };
 
 std::uint32_t crc_of(const std::string& s) {
@@ -61,10 +62,11 @@ std::vector<std::uint8_t> zip_of(const std::vector<RawEntry>& entries,
     Buf central;
     for (const auto& e : entries) {
         const auto offset = static_cast<std::uint32_t>(local.b.size());
-        local.u32(0x04034b50).u16(20).u16(0).u16(e.method).u16(0).u16(0x21);
+        local.u32(0x04034b50).u16(20).u16(e.flags).u16(e.method).u16(0).u16(0x21);
         local.u32(e.crc).u32(static_cast<std::uint32_t>(e.stored.size())).u32(e.size);
         local.u16(static_cast<std::uint16_t>(e.name.size())).u16(0).str(e.name).str(e.stored);
-        central.u32(0x02014b50).u16((3 << 8) | 20).u16(20).u16(0).u16(e.method).u16(0).u16(0x21);
+        central.u32(0x02014b50).u16((3 << 8) | 20).u16(20).u16(e.flags).u16(e.method).u16(0);
+        central.u16(0x21);
         central.u32(e.crc).u32(static_cast<std::uint32_t>(e.stored.size())).u32(e.size);
         central.u16(static_cast<std::uint16_t>(e.name.size()))
             .u16(static_cast<std::uint16_t>(e.extra.size()))
@@ -249,6 +251,108 @@ TEST(ZipIo, AZipWithoutItsEndRecordSaysWhereItLooked) {
         << a.error().message;
     ASSERT_TRUE(a.error().offset);
     EXPECT_EQ(*a.error().offset, 0u);
+}
+
+// A zip's 32-bit end record turned into zip64 records: `records` zip64 end records for the same
+// central directory, the first right after it, the last right before the locator (where Python's
+// zipfile reads one), the locator pointing to the first.
+std::vector<std::uint8_t> with_zip64_records(std::vector<std::uint8_t> zip, int records) {
+    Buf z;
+    z.b = std::move(zip);
+    std::uint16_t count = 0;
+    std::uint32_t cd_size = 0;
+    std::uint32_t cd_at = 0;
+    std::memcpy(&count, &z.b[z.b.size() - 12], 2);
+    std::memcpy(&cd_size, &z.b[z.b.size() - 10], 4);
+    std::memcpy(&cd_at, &z.b[z.b.size() - 6], 4);
+    z.b.resize(z.b.size() - 22);
+    const std::uint64_t first = z.b.size();
+    for (int i = 0; i < records; ++i) {
+        z.u32(0x06064b50).u64(44).u16(45).u16(45).u32(0).u32(0).u64(count).u64(count);
+        z.u64(cd_size).u64(cd_at);
+    }
+    z.u32(0x07064b50).u32(0).u64(first).u32(1);
+    z.u32(0x06054b50).u16(0).u16(0).u16(0xFFFF).u16(0xFFFF).u32(0xFFFFFFFF).u32(0xFFFFFFFF).u16(0);
+    return z.b;
+}
+
+// Issue 36, 1: the locator must point where the format (and pip's reader) puts the record.
+TEST(ZipIo, AZip64RecordNotRightBeforeItsLocatorIsRefused) {
+    const auto zip = zip_of({stored("pkg/a.so", kElf)});
+    const auto right = with_zip64_records(zip, 1);
+    auto ok = zipio::Archive::open_memory(Bytes{right.data(), right.size()});
+    ASSERT_TRUE(ok.ok()) << ok.error().to_string();
+    EXPECT_EQ(ok->entries().size(), 1u);
+    const auto decoy = with_zip64_records(zip, 2);
+    auto a = zipio::Archive::open_memory(Bytes{decoy.data(), decoy.size()});
+    ASSERT_FALSE(a.ok());
+    EXPECT_NE(a.error().message.find("not to the 56 bytes right before it"), std::string::npos)
+        << a.error().message;
+    ASSERT_TRUE(a.error().offset);
+    EXPECT_EQ(*a.error().offset, decoy.size() - 22 - 20);
+}
+
+// Issue 36, 2: pip installs `<dist>.data/platlib/` and `purelib/` where the root goes.
+TEST(ZipIo, DataSchemeTwinsAreOneInstallPath) {
+    EXPECT_EQ(zipio::install_path("demo-1.0.data/platlib/demo/_C.so"), "demo/_C.so");
+    EXPECT_EQ(zipio::install_path("demo-1.0.data/purelib/demo/x.py"), "demo/x.py");
+    EXPECT_EQ(zipio::install_path("demo-1.0.data/scripts/run"), "demo-1.0.data/scripts/run");
+    EXPECT_EQ(zipio::install_path("demo-1.0.data/platlib/"), "demo-1.0.data/platlib");
+    for (const char* twin : {"demo-1.0.data/platlib/demo/_C.so", "demo-1.0.data/purelib/demo/_C.so",
+                             "x.data/platlib/./demo/_C.so"}) {
+        const auto zip = zip_of({stored("demo/_C.so", kElf), stored(twin, kElf)});
+        auto a = zipio::Archive::open_memory(Bytes{zip.data(), zip.size()});
+        ASSERT_FALSE(a.ok()) << twin;
+        EXPECT_EQ(a.error().key, twin);
+        EXPECT_NE(a.error().message.find("a second member for the file demo/_C.so"),
+                  std::string::npos)
+            << a.error().message;
+    }
+}
+
+// Issue 36, 3: a name without the UTF-8 flag is code page 437 to pip; one with it, UTF-8.
+TEST(ZipIo, NamesAreComparedAsPipDecodesThem) {
+    RawEntry utf8 = stored("lib\xc3\x87.so", kElf);
+    utf8.flags = 1u << 11;
+    RawEntry cp437 = stored("lib\x80.so", kElf); // 0x80 is U+00C7 in code page 437
+    const auto zip = zip_of({utf8, cp437});
+    auto a = zipio::Archive::open_memory(Bytes{zip.data(), zip.size()});
+    ASSERT_FALSE(a.ok());
+    EXPECT_NE(a.error().message.find("a second member for the file lib\xc3\x87.so"),
+              std::string::npos)
+        << a.error().message;
+    // The same bytes without the flag are another name (U+251C U+00E7 in code page 437).
+    RawEntry plain = stored("lib\xc3\x87.so", kElf);
+    const auto two = zip_of({plain, cp437});
+    EXPECT_TRUE(zipio::Archive::open_memory(Bytes{two.data(), two.size()}).ok());
+    // Flagged UTF-8 and not UTF-8: pip cannot read the name.
+    RawEntry bad = stored("lib\x80.so", kElf);
+    bad.flags = 1u << 11;
+    const auto three = zip_of({bad});
+    auto b = zipio::Archive::open_memory(Bytes{three.data(), three.size()});
+    ASSERT_FALSE(b.ok());
+    EXPECT_NE(b.error().message.find("flagged UTF-8 and is not"), std::string::npos)
+        << b.error().message;
+}
+
+// Issue 36, 13: an error about a member names its central-directory header, never byte 0.
+TEST(ZipIo, MemberErrorsNameTheCentralHeader) {
+    RawEntry bad = stored("pkg/_C.so", kElf);
+    bad.crc ^= 1;
+    RawEntry encrypted = stored("pkg/_D.so", kElf);
+    encrypted.flags = 1;
+    for (const auto& second : {bad, encrypted}) {
+        const auto zip = zip_of({stored("pkg/a.so", kElf), second});
+        auto a = zipio::Archive::open_memory(Bytes{zip.data(), zip.size()});
+        ASSERT_TRUE(a.ok());
+        std::vector<std::string> names;
+        auto s = visit_all(zip, &names);
+        ASSERT_FALSE(s.ok());
+        EXPECT_EQ(s.error().key, second.name);
+        ASSERT_TRUE(s.error().offset) << s.error().to_string();
+        EXPECT_EQ(*s.error().offset, a->entries()[1].header_offset) << s.error().to_string();
+        EXPECT_NE(*s.error().offset, 0u);
+    }
 }
 
 // Little-endian fields of a crafted zip64 member: sizes 0xFFFFFFFF in both headers and the real

@@ -364,3 +364,22 @@ TEST(CompileLog, AFifoIsRefusedWithoutWaitingForAReader) {
     // The null device stays a way to switch the log off.
     EXPECT_TRUE(append_log_line("/dev/null", "{}").ok());
 }
+
+// Issue 36, 7: NVCC_FORGE_LOG through another user's symbolic link: root appended to a root-owned
+// 0600 file, and created a dangling link's target.
+TEST(CompileLog, NeverWritesThroughASymbolicLink) {
+    auto dir = temp_dir("log_symlink");
+    const auto target = dir / "root-only";
+    { std::ofstream(target) << "x\n"; }
+    ::chmod(target.c_str(), 0600);
+    std::filesystem::create_symlink(target, dir / "log.jsonl");
+    auto st = append_log_line((dir / "log.jsonl").string(), "{}");
+    ASSERT_FALSE(st.ok());
+    EXPECT_NE(st.error().message.find("symbolic link"), std::string::npos)
+        << st.error().to_string();
+    EXPECT_EQ(std::filesystem::file_size(target), 2u);
+    std::filesystem::create_symlink(dir / "made", dir / "dangling.jsonl");
+    EXPECT_FALSE(append_log_line((dir / "dangling.jsonl").string(), "{}").ok());
+    EXPECT_FALSE(std::filesystem::exists(dir / "made"));
+    std::filesystem::remove_all(dir);
+}

@@ -326,6 +326,37 @@ TEST(Cache, RoundTripAndKeyMismatchIsAMiss) {
     EXPECT_TRUE(cache_read(dir / "sub" / "deeper", "k"));
 }
 
+// Issue 36, 5: a FIFO as `<hash>.json` hung every nvcc call; a symbolic link there was read (and
+// a predictable temporary name written through). Both are a miss now, never a hang. The read runs
+// in a child with an alarm, so the old behaviour fails the test instead of hanging it.
+TEST(Cache, AFifoOrALinkInAnEntrysPlaceIsAMiss) {
+    auto dir = temp_dir("cache_fifo");
+    cache_write(dir, "k1", "{\"v\":1}");
+    fs::path entry;
+    for (const auto& e : fs::directory_iterator(dir))
+        entry = e.path();
+    ASSERT_FALSE(entry.empty());
+    const auto elsewhere = dir / "elsewhere";
+    fs::rename(entry, elsewhere);
+    fs::create_symlink(elsewhere, entry);
+    EXPECT_FALSE(cache_read(dir, "k1")) << "read through a symbolic link";
+    fs::remove(entry);
+    ASSERT_EQ(::mkfifo(entry.c_str(), 0600), 0);
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        ::alarm(20);
+        ::_exit(cache_read(dir, "k1") ? 1 : 0);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status))
+        << "the cache read blocked on the FIFO (status " << status << ")";
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+    cache_write(dir, "k1", "{\"v\":2}"); // the FIFO is replaced, not written into
+    EXPECT_EQ(cache_read(dir, "k1").value_or(""), "{\"v\":2}");
+}
+
 TEST(Cache, FileStampChangesWithContent) {
     auto dir = temp_dir("stamp");
     auto f = dir / "policy.yml";

@@ -193,3 +193,18 @@ TEST(Settings, AShimsNvccNamedAsTheRealOneLeadsToItsMarker) {
     EXPECT_EQ(r->nvcc, root / "cuda" / "bin" / "nvcc");
     EXPECT_FALSE(toolkit::usable_nvcc(root / "shim" / "bin" / "nvcc", root / "self"));
 }
+
+// Issue 36, 9: a value is one line: a newline would write a second setting into a shim's trailer
+// and .nvcc-forge-policy (the shim then ran in observe).
+TEST(Settings, AControlCharacterInAValueIsAnError) {
+    for (const char* bad : {"NVCC_FORGE_PACKAGE=flash_attn\nNVCC_FORGE_MODE=observe",
+                            "NVCC_FORGE_ARCH_LIST=9.0\r", "NVCC_FORGE_LOG=/tmp/x\x1b[2J"}) {
+        FrontendEnv env;
+        auto st = bind_settings(env, {bad}, "the shim /s");
+        ASSERT_FALSE(st.ok()) << bad;
+        EXPECT_NE(st.error().message.find("holds a control character"), std::string::npos)
+            << st.error().to_string();
+        EXPECT_EQ(st.error().message.find('\n'), std::string::npos) << "shown escaped";
+        EXPECT_TRUE(env.mode.empty());
+    }
+}

@@ -5,6 +5,7 @@
 #include "nvcc/options.h"
 
 #include <filesystem>
+#include <fmt/format.h>
 #include <fstream>
 #include <gtest/gtest.h>
 
@@ -569,6 +570,43 @@ TEST(EnvFlags, PrependAndAppend) {
     auto err = parse({"-c", "k.cu"}, "", "-optf /nonexistent/forge.rsp");
     ASSERT_FALSE(err.ok());
     EXPECT_EQ(err.error().file, "/nonexistent/forge.rsp");
+}
+
+// Issue 36, 12: options files that fan out without a cycle (depth 7, fan-out 10: 10^7 arguments,
+// 57 s and 1.58 GB) or that never end (/dev/zero) are bounded: an error naming the file, never an
+// abort.
+TEST_F(OptionsFiles, ExpansionIsBounded) {
+    for (int level = 0; level < 7; ++level) {
+        std::string text;
+        for (int k = 0; k < 10; ++k)
+            text += level < 6 ? fmt::format("-optf f{}.rsp\n", level + 1) : "-DX\n";
+        write(fmt::format("f{}.rsp", level), text);
+    }
+    auto fan = run({"-optf", "f0.rsp", "-c", "k.cu"});
+    ASSERT_FALSE(fan.ok());
+    EXPECT_NE(fan.error().message.find("options files read for one command line"),
+              std::string::npos)
+        << fan.error().to_string();
+    EXPECT_EQ(fan.error().exit_code, kExitInput);
+    for (auto argv : {std::vector<std::string>{"-optf", "/dev/zero", "-c", "k.cu"}}) {
+        auto zero = run(argv);
+        ASSERT_FALSE(zero.ok());
+        EXPECT_NE(zero.error().message.find("options files add up to more than"), std::string::npos)
+            << zero.error().to_string();
+        EXPECT_EQ(zero.error().file, "/dev/zero");
+    }
+    auto prepended =
+        parse_invocation({"-c", "k.cu"}, "-optf /dev/zero", "", dir_.string(), caps13());
+    ASSERT_FALSE(prepended.ok());
+    // A wide file within the bounds still expands (300 arguments, three levels).
+    write("w.rsp", "-optf v.rsp -optf v.rsp -optf v.rsp\n");
+    std::string hundred;
+    for (int k = 0; k < 100; ++k)
+        hundred += "-DY ";
+    write("v.rsp", hundred);
+    auto wide = run({"-optf", "w.rsp", "-c", "k.cu"});
+    ASSERT_TRUE(wide.ok()) << wide.error().to_string();
+    EXPECT_EQ(wide->effective.size(), 302u);
 }
 
 } // namespace

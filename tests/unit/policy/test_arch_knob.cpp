@@ -97,6 +97,30 @@ TEST(ArchKnob, BadDeclarationsNameTheKeyAndLine) {
     EXPECT_EQ(e.key, "arch_knobs");
 }
 
+// Issue 36, 8: a knob is exported into the user's shell (`env`, then eval), the build and CMake:
+// never a variable the shell, the loader, CMake, a build tool or nvcc-forge reads.
+TEST(ArchKnob, ANameAnotherProgramReadsIsRefused) {
+    auto named = [](const std::string& to) {
+        std::string y = kFlashKnob;
+        y.replace(y.find("FLASH_ATTN_CUDA_ARCHS"), 21, to);
+        return parse_arch_override(y, "pkg.yml");
+    };
+    int refused = 0;
+    for (const char* name :
+         {"PATH", "BASH_ENV", "LD_PRELOAD", "IFS", "PROMPT_COMMAND", "CMAKE_CUDA_COMPILER_LAUNCHER",
+          "NVCC_PREPEND_FLAGS", "PYTHONPATH", "PIP_INDEX_URL", "GIT_SSH_COMMAND", "CC", "HOME",
+          "flash_attn_archs", "FLASH_ATTN_", "CCACHE_PREFIX", "GCONV_PATH", "TMPDIR", "X"}) {
+        auto p = named(name);
+        ASSERT_FALSE(p.ok()) << name;
+        EXPECT_EQ(p.error().key, "arch_knobs[0].variable") << name;
+        EXPECT_NE(p.error().message.find(name), std::string::npos) << p.error().message;
+        ++refused;
+    }
+    EXPECT_EQ(refused, 18);
+    for (const char* name : {"NATTEN_CUDA_ARCH", "SAGE_ATTN_ARCHS", "FA3_ARCH_LIST"})
+        EXPECT_TRUE(named(name).ok()) << name;
+}
+
 // flash-attention on the x86 13.0 row of its package: the ladder has no 8.6, and PTX only on the
 // highest number it is given.
 TEST(ArchKnob, FlashAttentionLadderOnX86) {

@@ -179,9 +179,9 @@ TEST(LoadPackage, DashAndUnderscoreSpellingsAndEmptyDirectories) {
     auto dashed = load_package(fixtures() + "/packages", "combo-platform");
     ASSERT_TRUE(dashed.ok());
     EXPECT_EQ(dashed->name, "combo_platform");
-    auto none = load_package(fixtures() + "/packages", "nothing_here");
-    ASSERT_TRUE(none.ok());
-    EXPECT_TRUE(none->override_file.empty() && none->matrix_file.empty());
+    auto none = load_package(fixtures() + "/packages", "nothing_here"); // unknown: an error
+    ASSERT_FALSE(none.ok());
+    EXPECT_EQ(none.error().exit_code, kExitInput);
     // a directory with neither file is a mistake, not "no override"
     auto tmp = std::filesystem::temp_directory_path() / "forge_policy_empty_pkg" / "ghost";
     std::filesystem::create_directories(tmp);
@@ -189,6 +189,29 @@ TEST(LoadPackage, DashAndUnderscoreSpellingsAndEmptyDirectories) {
     ASSERT_FALSE(ghost.ok());
     EXPECT_EQ(ghost.error().exit_code, kExitInput);
     std::filesystem::remove_all(tmp.parent_path());
+}
+
+// Issue 36, 9: a package name is written into shells, a shim's trailer and .nvcc-forge-policy; an
+// unknown one would silently get the policy row.
+TEST(LoadPackage, AnUnknownPackageOrOneThatIsNoNameIsAnError) {
+    const std::string dir = fixtures() + "/packages";
+    for (const char* bad : {"x86only\nNVCC_FORGE_MODE=observe", "x86only\r", "-x", "x86only;id",
+                            "a b", "", "x86only/"}) {
+        auto p = load_package(dir, bad);
+        ASSERT_FALSE(p.ok()) << bad;
+        EXPECT_EQ(p.error().exit_code, kExitInput);
+        EXPECT_NE(p.error().message.find("is not a package name"), std::string::npos)
+            << p.error().to_string();
+        EXPECT_EQ(p.error().message.find('\n'), std::string::npos) << "the value is escaped";
+    }
+    auto unknown = load_package(dir, "numpy");
+    ASSERT_FALSE(unknown.ok());
+    EXPECT_NE(unknown.error().message.find("unknown package 'numpy'"), std::string::npos)
+        << unknown.error().to_string();
+    auto near = load_package(dir, "x86onyl");
+    ASSERT_FALSE(near.ok());
+    EXPECT_NE(near.error().message.find("did you mean 'x86only'"), std::string::npos);
+    EXPECT_TRUE(load_package(dir, "x86only").ok());
 }
 
 TEST(LoadPackage, NearNamesPointAtTheLikelyPackage) {
@@ -209,11 +232,9 @@ TEST(LoadPackage, NearNamesPointAtTheLikelyPackage) {
     req.packages_dir = shipped_packages();
     req.package = "flash-atn";
     auto r = resolve(req);
-    ASSERT_TRUE(r.ok()) << r.error().to_string();
-    EXPECT_EQ(r->near_package, "flash_attn");
-    ASSERT_FALSE(r->notes.empty());
-    EXPECT_NE(r->notes.back().find("did you mean package 'flash_attn'"), std::string::npos)
-        << r->notes.back();
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().message.find("did you mean 'flash_attn'"), std::string::npos)
+        << r.error().to_string();
     req.package = "flash_attn";
     auto exact = resolve(req);
     ASSERT_TRUE(exact.ok()) << exact.error().to_string();

@@ -261,12 +261,14 @@ TEST(ResolveErrors, UnknownTorchAndBadInputs) {
     EXPECT_EQ(missing_policy.error().file, "/nonexistent.yml");
 }
 
-TEST(ResolveErrors, UnknownPackageRidesThePolicyRow) {
-    // an unknown package is not an error: most packages ride the policy row, and the result says so
-    auto none = must(resolve_with(mini(), "12.8", "", "linux_x86_64", "no_such_package"));
-    EXPECT_EQ(none.source, "arch_policy[12.8]");
-    ASSERT_FALSE(none.notes.empty());
-    EXPECT_NE(none.notes[0].find("no_such_package"), std::string::npos);
+TEST(ResolveErrors, UnknownPackageIsAnError) {
+    // Issue 36, 9: an unknown package is an error, not a note and the policy row (a typo, or a
+    // name smuggling a setting, would pass for a package nvcc-forge knows).
+    auto none = resolve_with(mini(), "12.8", "", "linux_x86_64", "no_such_package");
+    ASSERT_FALSE(none.ok());
+    EXPECT_EQ(none.error().exit_code, kExitInput);
+    EXPECT_NE(none.error().message.find("unknown package 'no_such_package'"), std::string::npos)
+        << none.error().to_string();
 }
 
 TEST(ResolveErrors, PackageFileErrorsPropagateWithLine) {

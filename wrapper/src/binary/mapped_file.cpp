@@ -145,7 +145,9 @@ Result<MappedFile> MappedFile::open(const std::string& path) {
         ::close(fd);
         return Error{"not a regular file", path};
     }
-    return map_fd(fd, static_cast<std::uint64_t>(st.st_size), path);
+    auto f = map_fd(fd, static_cast<std::uint64_t>(st.st_size), path);
+    if (f) f->opened_ = st;
+    return f;
 }
 
 Result<MappedFile> MappedFile::map_fd(int fd, std::uint64_t size, const std::string& shown) {
@@ -171,7 +173,7 @@ Result<MappedFile> MappedFile::map_fd(int fd, std::uint64_t size, const std::str
 
 MappedFile::MappedFile(MappedFile&& o) noexcept
     : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)),
-      mapped_(std::exchange(o.mapped_, false)), fd_(std::exchange(o.fd_, -1)) {}
+      mapped_(std::exchange(o.mapped_, false)), fd_(std::exchange(o.fd_, -1)), opened_(o.opened_) {}
 
 MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
     if (this != &o) {
@@ -184,6 +186,7 @@ MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
         size_ = std::exchange(o.size_, 0);
         mapped_ = std::exchange(o.mapped_, false);
         fd_ = std::exchange(o.fd_, -1);
+        opened_ = o.opened_;
     }
     return *this;
 }

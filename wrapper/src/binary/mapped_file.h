@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <sys/stat.h>
 
 namespace forge::binary {
 
@@ -23,6 +24,9 @@ class MappedFile {
     ~MappedFile();
 
     [[nodiscard]] Bytes bytes() const { return Bytes{data_, size_, 0}; }
+    // fstat of the descriptor open() mapped: the stamp of the bytes read, never of a name looked
+    // up again (a symbolic link flipped in between would stamp one file with another's results).
+    [[nodiscard]] const struct stat& opened() const { return opened_; }
 
   private:
     friend class SpillFile;
@@ -32,6 +36,7 @@ class MappedFile {
     std::uint64_t size_ = 0;
     bool mapped_ = false;
     int fd_ = -1; // kept for copy_bytes(): headers are read with pread, not through the map
+    struct stat opened_ {};
 };
 
 // An unnamed temporary file that a large inflated wheel member is written to, then mapped like a

@@ -449,6 +449,10 @@ class Reader {
                 fatbin_sections.push_back(&s);
         auto covered = covered_sections(*elf, fatbin_sections, where);
         if (!covered) return std::move(covered).error();
+        // In a linked file the wrapper records say which fatbins the program registers.
+        const WrapperPointers pointers = wrapper_pointers(*elf, where);
+        auto hidden = hidden_fatbins(*elf, fatbin_sections, pointers, where);
+        if (!hidden) return std::move(hidden).error();
         // The search for embedded fatbins runs while the registered ones are read; what it finds
         // is added after them, and an error of its sections only after theirs.
         std::optional<EmbeddedScan> scan;
@@ -461,6 +465,8 @@ class Reader {
                 for (const auto* s : fatbin_sections)
                     registered.push_back(
                         {elf->bytes.abs(s->offset), elf->bytes.abs(s->offset + s->size)});
+                for (const auto& [name, fb] : *hidden)
+                    registered.push_back({fb.offset, fb.offset + fb.size});
                 scan.emplace(b, std::move(*others), std::move(registered), worker_threads(),
                              known_magic(pack.get()));
             } else {
@@ -486,7 +492,14 @@ class Reader {
                 for (const auto& fb : *fatbins)
                     if (device_link.count(fb.offset)) stubs.insert(fb.offset);
             FORGE_TRY_STATUS(
-                add_fatbins(*fatbins, std::string(s.name), where, ext, stubs, Found::Registered));
+                add_fatbins(*fatbins, std::string(s.name), where, ext, stubs,
+                            pointers.registers(s) ? Found::Registered : Found::Embedded));
+        }
+        for (const auto& [name, fb] : *hidden) {
+            const std::set<std::uint64_t> stubs = !has_relfatbin && device_link.count(fb.offset)
+                                                      ? std::set{fb.offset}
+                                                      : std::set<std::uint64_t>{};
+            FORGE_TRY_STATUS(add_fatbins({fb}, name, where, ext, stubs, Found::Registered));
         }
         FORGE_TRY_STATUS(std::move(scan_setup));
         return scan ? add_embedded(*scan, where, ext, pack.get()) : ok_status();
@@ -746,6 +759,84 @@ class Reader {
             for (const auto& s : elf.sections)
                 if (s.addr != 0 && s.type != kShtNobits && va >= s.addr && va - s.addr < s.size)
                     out.insert(elf.bytes.abs(s.offset + (va - s.addr)));
+        }
+        return out;
+    }
+
+    // The addresses the wrapper records of a linked file's .nvFatBinSegment point to (every
+    // version: each registers one fatbin with the runtime). `resolved`: one of them lands in a
+    // section with an address, so the records can be believed (on aarch64 the linker may leave
+    // the pointers to dynamic relocations, 0 in the file: then only the loader's view decides).
+    struct WrapperPointers {
+        std::vector<std::uint64_t> va;
+        bool resolved = false;
+        // Whether a fatbin section's contents are registered: pointed into by a record, or,
+        // with no record to believe, mapped by the loader (allocated, at an address). Anything
+        // else is reported apart, as an embedded fatbin is, and never satisfies the gate.
+        [[nodiscard]] bool registers(const ElfSection& s) const {
+            if (!linked) return true;
+            for (const std::uint64_t v : va)
+                if (s.addr != 0 && v >= s.addr && v - s.addr < s.size) return true;
+            return !resolved && (s.flags & kShfAlloc) != 0 && s.addr != 0;
+        }
+        bool linked = false;
+    };
+
+    static WrapperPointers wrapper_pointers(const Elf& elf, const Where& where) {
+        WrapperPointers out;
+        out.linked = elf.type != kEtRel;
+        const ElfSection* seg = elf.find(".nvFatBinSegment");
+        if (!out.linked || seg == nullptr || seg->type == kShtNobits) return out;
+        auto bytes = elf.section_bytes(*seg, where);
+        if (!bytes) return out;
+        namespace wr = wrapper_record;
+        for (std::uint64_t off = 0; bytes->has(off, wr::kSize); off += wr::kSize) {
+            if (bytes->u32(off + wr::kMagic) != kWrapperMagic) continue;
+            const std::uint64_t v = bytes->u64(off + wr::kData);
+            out.va.push_back(v);
+            for (const auto& s : elf.sections)
+                if (s.addr != 0 && v >= s.addr && v - s.addr < s.size) out.resolved = true;
+        }
+        return out;
+    }
+
+    // The fatbins the wrapper records point to outside every fatbin-named section (a section
+    // renamed): read where the records say, under the section's own name. A record that points
+    // into a section without file contents is a registered fatbin that cannot be read, never
+    // "no device code".
+    Result<std::vector<std::pair<std::string, Fatbin>>>
+    hidden_fatbins(const Elf& elf, const std::vector<const ElfSection*>& fatbin_sections,
+                   const WrapperPointers& pointers, const Where& where) {
+        std::vector<std::pair<std::string, Fatbin>> out;
+        std::set<std::uint64_t> seen;
+        for (const std::uint64_t v : pointers.va) {
+            auto inside = [v](const ElfSection& s) {
+                return s.addr != 0 && v >= s.addr && v - s.addr < s.size;
+            };
+            if (std::any_of(fatbin_sections.begin(), fatbin_sections.end(),
+                            [&](const ElfSection* s) { return inside(*s); }) ||
+                !seen.insert(v).second)
+                continue;
+            const auto s = std::find_if(elf.sections.begin(), elf.sections.end(), inside);
+            if (s == elf.sections.end()) continue;
+            const std::uint64_t header =
+                elf.bytes.abs(elf.shoff + std::uint64_t{s->index} * elf64::kShdrSize);
+            if (s->type == kShtNobits)
+                return where.error(header, fmt::format("a wrapper record in .nvFatBinSegment "
+                                                       "registers the fatbin at 0x{:x}, in "
+                                                       "section '{}', which has no file contents "
+                                                       "(SHT_NOBITS): the device code cannot be "
+                                                       "read",
+                                                       v, s->name));
+            auto data = elf.section_bytes(*s, where);
+            if (!data) return std::move(data).error();
+            auto fb = parse_fatbin_at(*data, v - s->addr, where, budget_);
+            if (!fb)
+                return where.error(header, fmt::format("a wrapper record in .nvFatBinSegment "
+                                                       "registers a fatbin at 0x{:x}, in section "
+                                                       "'{}', and none is there: {}",
+                                                       v, s->name, fb.error().message));
+            out.emplace_back(std::string(s->name), std::move(*fb));
         }
         return out;
     }
@@ -1141,11 +1232,12 @@ Result<std::vector<Extension>> read_extensions_from_memory(const std::uint8_t* d
 }
 
 Result<std::vector<Extension>> read_extensions(const std::string& path, const ReadOptions& opts) {
-    // Stat'ed before it is read: a change after this changes the stamp (result_cache.h).
-    std::optional<std::pair<FileStamp, bool>> stamp;
-    if (opts.cache != nullptr && opts.inspect_payloads) stamp = file_stamp(path);
     auto file = MappedFile::open(path);
     if (!file) return std::move(file).error();
+    // Stat'ed (the descriptor read, not the name again) before it is read: a change after this
+    // changes the stamp (result_cache.h).
+    std::optional<std::pair<FileStamp, bool>> stamp;
+    if (opts.cache != nullptr && opts.inspect_payloads) stamp = file_stamp(file->opened());
     const Bytes b = file->bytes();
     return read_bytes(b.data(), b.size(), path, opts, stamp);
 }

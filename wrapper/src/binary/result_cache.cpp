@@ -1,9 +1,9 @@
 #include "binary/result_cache.h"
 
 #include "binary/mapped_file.h"
+#include "core/file.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -239,16 +239,18 @@ std::string decode(const std::string& text, std::uint64_t identity, PackData& ou
 }
 
 std::optional<std::string> read_whole(const fs::path& path, bool& absent) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0) {
-        absent = errno == ENOENT;
+    // core/file.h: no symbolic link followed, a FIFO in the pack's place never blocks the read.
+    struct stat st {};
+    auto opened = open_file(path, O_RDONLY, FileKind::Regular, &st);
+    if (!opened) {
+        struct stat link {};
+        absent = ::lstat(path.c_str(), &link) != 0 && errno == ENOENT;
         return std::nullopt;
     }
-    struct stat st {};
+    const int fd = opened->get();
     std::string text;
-    bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-              static_cast<std::uint64_t>(st.st_size) <=
-                  pack_header::kSize + std::uint64_t{kMaxRecords} * pack_record::kSize;
+    bool ok = static_cast<std::uint64_t>(st.st_size) <=
+              pack_header::kSize + std::uint64_t{kMaxRecords} * pack_record::kSize;
     if (ok) {
         text.resize(static_cast<std::size_t>(st.st_size));
         std::size_t done = 0;
@@ -259,7 +261,6 @@ std::optional<std::string> read_whole(const fs::path& path, bool& absent) {
             if (ok) done += static_cast<std::size_t>(got);
         }
     }
-    ::close(fd);
     if (!ok) return std::nullopt;
     return text;
 }
@@ -267,11 +268,11 @@ std::optional<std::string> read_whole(const fs::path& path, bool& absent) {
 // Writes `bytes` to `path` through a temporary file in the same folder and rename(2): readers
 // see the old file or the new one. Failures only cost the next run its speed.
 void write_atomically(const fs::path& path, const std::string& bytes) {
-    static std::atomic<std::uint64_t> serial{0};
-    const fs::path tmp = path.parent_path() / fmt::format(".{}.{}.{}.tmp", path.filename().string(),
-                                                          ::getpid(), serial.fetch_add(1));
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (fd < 0) return;
+    std::string tmp;
+    auto created = create_unique(path.parent_path(), "." + path.filename().string() + ".", &tmp);
+    if (!created) return;
+    const int fd = created->release();
+    ::fchmod(fd, 0644);
     std::size_t done = 0;
     bool ok = true;
     while (ok && done < bytes.size()) {
@@ -322,9 +323,8 @@ ImageKey image_key_of(const std::uint8_t* data, std::uint64_t size, Compression 
 
 ResultCache::ResultCache(fs::path dir) : dir_(std::move(dir)) {}
 
-std::optional<std::pair<FileStamp, bool>> file_stamp(const std::string& path) {
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+std::optional<std::pair<FileStamp, bool>> file_stamp(const struct stat& st) {
+    if (!S_ISREG(st.st_mode)) return std::nullopt;
     struct timespec now {};
     ::clock_gettime(CLOCK_REALTIME, &now);
     constexpr std::int64_t kNs = 1000000000;

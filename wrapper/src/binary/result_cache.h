@@ -27,6 +27,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <sys/stat.h>
 #include <utility>
 #include <vector>
 
@@ -71,9 +72,9 @@ struct FileStamp {
     bool operator==(const FileStamp&) const = default;
 };
 inline constexpr int kStableSeconds = 2;
-// The stamp of `path` (stat'ed before it is read), and whether it is stable; nullopt when stat
-// fails.
-std::optional<std::pair<FileStamp, bool>> file_stamp(const std::string& path);
+// The stamp of a file from fstat of the descriptor that reads it (taken before it is read), and
+// whether it is stable; nullopt when it is not a regular file.
+std::optional<std::pair<FileStamp, bool>> file_stamp(const struct stat& st);
 
 // `toolkit/` under the cache root (NVCC_FORGE_CACHE_DIR, else the XDG/HOME default); empty
 // when there is none.

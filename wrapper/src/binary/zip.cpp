@@ -23,7 +23,7 @@ constexpr std::uint64_t kMaxRecordBytes = 64ull << 20;
 constexpr std::uint64_t kMaxLinkBytes = 4096; // PATH_MAX: a link target is a path
 
 Error member_error(const Where& where, const std::string& name, std::string message,
-                   std::uint64_t offset = 0) {
+                   std::uint64_t offset) {
     Where w = where;
     w.member = where.member ? *where.member + "/" + name : name;
     return w.error(offset, std::move(message));
@@ -127,25 +127,25 @@ class ZipWalk {
         for (const auto& e : archive_.entries()) {
             if (!is_record_member(e.name)) continue;
             if (record)
-                return member_error(where_, e.name,
-                                    fmt::format("a second .dist-info RECORD (the first is {}): "
-                                                "pip refuses a wheel with two .dist-info "
-                                                "directories",
-                                                record->name));
+                return fail(e, e.name,
+                            fmt::format("a second .dist-info RECORD (the first is {}): "
+                                        "pip refuses a wheel with two .dist-info "
+                                        "directories",
+                                        record->name));
             record = &e;
         }
         if (!record) return ok_status();
         if (record->size > kMaxRecordBytes)
-            return member_error(where_, record->name,
-                                fmt::format("RECORD declares {} bytes, over the limit of {}",
-                                            record->size, kMaxRecordBytes));
+            return fail(*record, record->name,
+                        fmt::format("RECORD declares {} bytes, over the limit of {}", record->size,
+                                    kMaxRecordBytes));
         MemberSink sink(MemberSink::Keep::Memory, false);
         FORGE_TRY_STATUS(inflate(*record, record->name, sink));
         auto bytes = sink.bytes();
-        if (!bytes) return member_error(where_, record->name, bytes.error().message);
+        if (!bytes) return fail(*record, record->name, bytes.error().message);
         auto rows = parse_record(bytes->view());
         if (!rows) {
-            Error e = member_error(where_, record->name, rows.error().message);
+            Error e = fail(*record, record->name, rows.error().message);
             e.line = rows.error().line;
             return e;
         }
@@ -154,9 +154,9 @@ class ZipWalk {
             const int line = row.line;
             auto [at, fresh] = rows_.emplace(row.path, std::move(row));
             if (!fresh)
-                return member_error(where_, record->name,
-                                    fmt::format("RECORD lists {} twice (lines {} and {})",
-                                                at->first, at->second.line, line));
+                return fail(*record, record->name,
+                            fmt::format("RECORD lists {} twice (lines {} and {})", at->first,
+                                        at->second.line, line));
         }
         return ok_status();
     }
@@ -164,17 +164,17 @@ class ZipWalk {
     Status member(const zipio::Entry& st, const ZipWanted& wanted, const ZipVisit& visit) {
         const std::string name = !st.name.empty() ? st.name : fmt::format("#{}", st.index);
         if (st.is_directory()) return ok_status();
-        if (st.encrypted) return member_error(where_, name, "encrypted zip member");
+        if (st.encrypted) return fail(st, name, "encrypted zip member");
         if (st.is_symlink() && library_name(name)) return symlink_error(st, name);
         const RecordRow* row = nullptr;
         FORGE_TRY_STATUS(listed(st, name, &row));
         if (st.size == 0 && !row) return ok_status();
 
         auto zf = zipio::MemberReader::open(archive_, st);
-        if (!zf) return member_error(where_, name, zf.error().message);
+        if (!zf) return fail(st, name, zf.error().message);
         std::uint8_t head[kPeekBytes] = {};
         auto got_head = zf->read(head, std::min<std::uint64_t>(kPeekBytes, st.size));
-        if (!got_head) return member_error(where_, name, got_head.error().message);
+        if (!got_head) return fail(st, name, got_head.error().message);
         const bool want = st.size > 0 && wanted(Bytes{head, *got_head});
         if (!want && !row) return ok_status();
 
@@ -190,7 +190,7 @@ class ZipWalk {
         if (row) FORGE_TRY_STATUS(compare_hash(st, name, *row, sink.hash()));
         if (!want) return ok_status();
         auto bytes = sink.bytes();
-        if (!bytes) return member_error(where_, name, bytes.error().message);
+        if (!bytes) return fail(st, name, bytes.error().message);
         return visit(name, *bytes);
     }
 
@@ -202,12 +202,11 @@ class ZipWalk {
             if (inflate(st, name, sink).ok())
                 if (auto b = sink.bytes()) target = std::string(b->view());
         }
-        return member_error(
-            where_, name,
+        return fail(
+            st, name,
             fmt::format("a symbolic link{} stored as a zip member: pip installs a small file "
                         "holding the link's target under this library's name, not the library",
-                        target.empty() ? std::string() : fmt::format(" to '{}'", target)),
-            at(st));
+                        target.empty() ? std::string() : fmt::format(" to '{}'", target)));
     }
 
     // The member's RECORD row (set when RECORD is checked), and its size against the
@@ -221,23 +220,20 @@ class ZipWalk {
             // format, "Signed wheel files").
             if (st.name == dist_info() + "/RECORD.jws" || st.name == dist_info() + "/RECORD.p7s")
                 return ok_status();
-            return member_error(where_, name,
-                                fmt::format("not listed in {}: the wheel's RECORD must list "
-                                            "every file it installs",
-                                            record_member_),
-                                at(st));
+            return fail(st, name,
+                        fmt::format("not listed in {}: the wheel's RECORD must list "
+                                    "every file it installs",
+                                    record_member_));
         }
         const RecordRow& r = it->second;
         if (r.hash.empty() || !r.size)
-            return member_error(where_, name,
-                                fmt::format("{} line {} lists it without its {}", record_member_,
-                                            r.line, r.hash.empty() ? "hash" : "size"),
-                                at(st));
+            return fail(st, name,
+                        fmt::format("{} line {} lists it without its {}", record_member_, r.line,
+                                    r.hash.empty() ? "hash" : "size"));
         if (*r.size != st.size)
-            return member_error(where_, name,
-                                fmt::format("{} line {} says {} bytes; the member holds {}",
-                                            record_member_, r.line, *r.size, st.size),
-                                at(st));
+            return fail(st, name,
+                        fmt::format("{} line {} says {} bytes; the member holds {}", record_member_,
+                                    r.line, *r.size, st.size));
         *row = &r;
         return ok_status();
     }
@@ -247,10 +243,9 @@ class ZipWalk {
         // sha256 is what every wheel builder writes; a stronger one RECORD may use instead is
         // left unchecked (its size was).
         if (!row.hash.starts_with("sha256=") || row.hash == actual) return ok_status();
-        return member_error(where_, name,
-                            fmt::format("{} line {} says {}; the member's bytes hash to {}",
-                                        record_member_, row.line, row.hash, actual),
-                            at(st));
+        return fail(st, name,
+                    fmt::format("{} line {} says {}; the member's bytes hash to {}", record_member_,
+                                row.line, row.hash, actual));
     }
 
     [[nodiscard]] std::string dist_info() const {
@@ -261,21 +256,21 @@ class ZipWalk {
     // anything substantial is inflated.
     Status check_declared(const zipio::Entry& st, const std::string& name, bool kept) {
         if (kept && st.size > options_.max_member_bytes)
-            return member_error(where_, name,
-                                fmt::format("zip member declares {} bytes inflated, "
-                                            "over the limit of {} bytes",
-                                            st.size, options_.max_member_bytes));
+            return fail(st, name,
+                        fmt::format("zip member declares {} bytes inflated, "
+                                    "over the limit of {} bytes",
+                                    st.size, options_.max_member_bytes));
         const std::uint64_t total = options_.inflated_total ? *options_.inflated_total : 0;
         if (st.size > options_.max_total_inflated || total > options_.max_total_inflated - st.size)
-            return member_error(where_, name,
-                                fmt::format("inflating zip member ({} bytes) would "
-                                            "exceed the total limit of {} bytes",
-                                            st.size, options_.max_total_inflated));
+            return fail(st, name,
+                        fmt::format("inflating zip member ({} bytes) would "
+                                    "exceed the total limit of {} bytes",
+                                    st.size, options_.max_total_inflated));
         if (auto most = most_inflated(st); most && st.size > *most)
-            return member_error(where_, name,
-                                fmt::format("zip member declares {} bytes inflated from {} "
-                                            "stored bytes, more than they can hold ({})",
-                                            st.size, st.comp_size, *most));
+            return fail(st, name,
+                        fmt::format("zip member declares {} bytes inflated from {} "
+                                    "stored bytes, more than they can hold ({})",
+                                    st.size, st.comp_size, *most));
         if (options_.inflated_total) *options_.inflated_total = total + st.size;
         return ok_status();
     }
@@ -283,7 +278,7 @@ class ZipWalk {
     // The whole member into the sink, its size checked against the declaration.
     Status inflate(const zipio::Entry& st, const std::string& name, MemberSink& sink) {
         auto zf = zipio::MemberReader::open(archive_, st);
-        if (!zf) return member_error(where_, name, zf.error().message);
+        if (!zf) return fail(st, name, zf.error().message);
         FORGE_TRY_STATUS(sink.open(st.size));
         return drain(*zf, st, name, 0, sink);
     }
@@ -295,36 +290,42 @@ class ZipWalk {
                 std::uint64_t n = 0;
                 std::uint8_t* at = sink.room(have, st.size, &n);
                 auto got = zf.read(at, n);
-                if (!got) return member_error(where_, name, got.error().message);
+                if (!got) return fail(st, name, got.error().message);
                 auto kept = sink.took(at, have, *got);
-                if (!kept) return member_error(where_, name, kept.error().message);
+                if (!kept) return fail(st, name, kept.error().message);
                 have += *got;
                 if (*got == 0) break;
             }
         } catch (const std::bad_alloc&) {
-            return member_error(where_, name,
-                                fmt::format("out of memory after inflating {} of the {} bytes "
-                                            "the zip member declares",
-                                            have, st.size));
+            return fail(st, name,
+                        fmt::format("out of memory after inflating {} of the {} bytes "
+                                    "the zip member declares",
+                                    have, st.size));
         }
         if (have != st.size)
-            return member_error(
-                where_, name,
+            return fail(
+                st, name,
                 fmt::format("zip member inflates to {} bytes, but declares {}", have, st.size));
         std::uint8_t extra = 0;
         auto more = zf.read(&extra, 1); // reaching the end checks the CRC
-        if (!more) return member_error(where_, name, more.error().message);
+        if (!more) return fail(st, name, more.error().message);
         if (*more > 0)
-            return member_error(where_, name,
-                                fmt::format("zip member inflates to more than the "
-                                            "{} bytes it declares",
-                                            st.size));
+            return fail(st, name,
+                        fmt::format("zip member inflates to more than the "
+                                    "{} bytes it declares",
+                                    st.size));
         return ok_status();
     }
 
     // Where the member's central-directory header is, as errors about the member itself show it.
     [[nodiscard]] std::uint64_t at(const zipio::Entry& st) const {
         return base_ + st.header_offset;
+    }
+
+    // Every error about a member names its central-directory header (docs/wheels.md).
+    [[nodiscard]] Error fail(const zipio::Entry& st, const std::string& name,
+                             std::string message) const {
+        return member_error(where_, name, std::move(message), at(st));
     }
 
     zipio::Archive& archive_;

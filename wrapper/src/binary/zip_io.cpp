@@ -1,6 +1,7 @@
 #include "binary/zip_io.h"
 
 #include "binary/mapped_file.h"
+#include "core/text.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -176,6 +177,15 @@ Status read_zip64_end(const ZipSource& src, std::uint64_t end_at, EndRecords& r)
         return zip_error(loc_at, fmt::format("the zip64 locator at 0x{:x} points to 0x{:x}, "
                                              "where no zip64 end record is",
                                              loc_at, rec_at));
+    // Python's zipfile (pip's reader) ignores the locator's offset and reads the record right
+    // before the locator (a record with extensible data it does not find, and falls back to the
+    // 32-bit values): a record anywhere else would make the two readers see two directories.
+    if (loc_at - rec_at != kEnd64Size)
+        return zip_error(loc_at, fmt::format("the zip64 locator at 0x{:x} points to a zip64 end "
+                                             "record at 0x{:x}, not to the {} bytes right before "
+                                             "it (0x{:x}), where Python's zipfile and pip read "
+                                             "one",
+                                             loc_at, rec_at, kEnd64Size, loc_at - kEnd64Size));
     if (le_at(rec + 16, 4) != 0 || le_at(rec + 20, 4) != 0 ||
         le_at(rec + 24, 8) != le_at(rec + 32, 8))
         return zip_error(rec_at, "a zip64 end record for a zip split over several disks: not "
@@ -292,7 +302,47 @@ Result<Entry> parse_central(const std::vector<std::uint8_t>& cd, std::uint64_t a
     return e;
 }
 
+// Bytes 0x80-0xFF of code page 437, the name encoding of a member without the UTF-8 flag
+// (APPNOTE appendix D), as Python's zipfile decodes it.
+constexpr std::uint16_t kCp437High[128] = {
+    0x00C7, 0x00FC, 0x00E9, 0x00E2, 0x00E4, 0x00E0, 0x00E5, 0x00E7, 0x00EA, 0x00EB, 0x00E8, 0x00EF,
+    0x00EE, 0x00EC, 0x00C4, 0x00C5, 0x00C9, 0x00E6, 0x00C6, 0x00F4, 0x00F6, 0x00F2, 0x00FB, 0x00F9,
+    0x00FF, 0x00D6, 0x00DC, 0x00A2, 0x00A3, 0x00A5, 0x20A7, 0x0192, 0x00E1, 0x00ED, 0x00F3, 0x00FA,
+    0x00F1, 0x00D1, 0x00AA, 0x00BA, 0x00BF, 0x2310, 0x00AC, 0x00BD, 0x00BC, 0x00A1, 0x00AB, 0x00BB,
+    0x2591, 0x2592, 0x2593, 0x2502, 0x2524, 0x2561, 0x2562, 0x2556, 0x2555, 0x2563, 0x2551, 0x2557,
+    0x255D, 0x255C, 0x255B, 0x2510, 0x2514, 0x2534, 0x252C, 0x251C, 0x2500, 0x253C, 0x255E, 0x255F,
+    0x255A, 0x2554, 0x2569, 0x2566, 0x2560, 0x2550, 0x256C, 0x2567, 0x2568, 0x2564, 0x2565, 0x2559,
+    0x2558, 0x2552, 0x2553, 0x256B, 0x256A, 0x2518, 0x250C, 0x2588, 0x2584, 0x258C, 0x2590, 0x2580,
+    0x03B1, 0x00DF, 0x0393, 0x03C0, 0x03A3, 0x03C3, 0x00B5, 0x03C4, 0x03A6, 0x0398, 0x03A9, 0x03B4,
+    0x221E, 0x03C6, 0x03B5, 0x2229, 0x2261, 0x00B1, 0x2265, 0x2264, 0x2320, 0x2321, 0x00F7, 0x2248,
+    0x00B0, 0x2219, 0x00B7, 0x221A, 0x207F, 0x00B2, 0x25A0, 0x00A0,
+};
+
+void append_utf8(std::string& out, std::uint32_t cp) {
+    if (cp < 0x80) {
+        out.push_back(static_cast<char>(cp));
+    } else if (cp < 0x800) {
+        out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
+        out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    } else {
+        out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
+        out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+        out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    }
+}
+
 } // namespace
+
+std::string decoded_name(const Entry& e) {
+    if ((e.flags & kFlagUtf8) != 0) return e.name;
+    std::string out;
+    out.reserve(e.name.size());
+    for (const char c : e.name) {
+        const auto b = static_cast<std::uint8_t>(c);
+        append_utf8(out, b < 0x80 ? b : kCp437High[b - 0x80]);
+    }
+    return out;
+}
 
 bool Entry::is_symlink() const {
     const std::uint32_t host = version_made_by >> 8;
@@ -328,6 +378,12 @@ std::optional<std::string> install_path(std::string_view name, std::string* why)
         start = slash + 1;
     }
     if (parts.empty()) return refuse("it names the installation directory itself");
+    // pip installs `<dist>.data/<scheme>/<path>` into the scheme's directory: platlib and
+    // purelib are where the wheel's root goes too (the binary distribution format, "The .data
+    // directory"), so `demo-1.0.data/platlib/demo/_C.so` is the file `demo/_C.so`.
+    if (parts.size() > 2 && parts[0].ends_with(".data") &&
+        (parts[1] == "platlib" || parts[1] == "purelib"))
+        parts.erase(parts.begin(), parts.begin() + 2);
     std::string out;
     for (const auto& p : parts) {
         if (!out.empty()) out += '/';
@@ -430,8 +486,11 @@ Status Archive::check_names() const {
             err.offset = e.header_offset;
             return err;
         };
+        if ((e.flags & kFlagUtf8) != 0 && first_invalid_utf8(e.name))
+            return refuse("the member's name is flagged UTF-8 and is not: Python's zipfile (and "
+                          "pip) cannot decode it");
         std::string why;
-        auto path = install_path(e.name, &why);
+        auto path = install_path(decoded_name(e), &why);
         if (!path)
             return refuse(fmt::format("the member path leaves the directory the wheel is "
                                       "installed into: {}; pip refuses to install it",
@@ -635,6 +694,15 @@ Result<Writer> Writer::create(const std::string& path) {
     Writer w;
     w.fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (w.fd_ < 0) return make_error(fmt::format("cannot create a zip: {}", std::strerror(errno)));
+    w.path_ = path;
+    w.buffer_.reserve(kWriteBuffer);
+    return w;
+}
+
+Result<Writer> Writer::onto(int fd, const std::string& path) {
+    Writer w;
+    w.fd_ = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (w.fd_ < 0) return make_error(fmt::format("cannot write a zip: {}", std::strerror(errno)));
     w.path_ = path;
     w.buffer_.reserve(kWriteBuffer);
     return w;

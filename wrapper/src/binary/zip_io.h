@@ -54,10 +54,15 @@ struct Entry {
     [[nodiscard]] bool is_symlink() const;
 };
 
-// A member name as pip installs it (os.path.normpath, then joined to the target directory):
-// "a//b/./c" -> "a/b/c", "a/x/../b" -> "a/b". nullopt when no file inside the target directory
-// is what it names: why is in `why` (".." above the root, an absolute path, a backslash or a
-// drive, a NUL byte, nothing left of it).
+// The member's name as Python's zipfile (and so pip) reads it: UTF-8 when the entry's flag bit 11
+// says so, code page 437 otherwise, in UTF-8. Two names are one file when these are equal.
+std::string decoded_name(const Entry& e);
+
+// A member name (decoded) as pip installs it (os.path.normpath, then joined to the target
+// directory): "a//b/./c" -> "a/b/c", "a/x/../b" -> "a/b", and a `<dist>.data/platlib/` or
+// `purelib/` prefix dropped (pip installs those where the root goes). nullopt when no file inside
+// the target directory is what it names: why is in `why` (".." above the root, an absolute path, a
+// backslash or a drive, a NUL byte, nothing left of it).
 std::optional<std::string> install_path(std::string_view name, std::string* why = nullptr);
 
 // Where a zip's bytes come from: memory (a mapped file: read with copy_bytes, so the pages are not
@@ -141,6 +146,9 @@ class MemberReader {
 class Writer {
   public:
     static Result<Writer> create(const std::string& path);
+    // Onto an open, empty file (a copy of the descriptor: the caller keeps its own to go on
+    // working on the file, core/file.h); `path` names it in errors.
+    static Result<Writer> onto(int fd, const std::string& path);
     Writer(Writer&&) noexcept;
     Writer& operator=(Writer&&) = delete;
     Writer(const Writer&) = delete;

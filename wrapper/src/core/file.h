@@ -1,14 +1,67 @@
-// Reading a whole file into memory: the one place that opens, reads and reports a failure.
+// Files: reading a whole file into memory, and the one way a file another user may control is
+// opened or created (docs/DEVELOPING.md, "Trust"): no symbolic link followed in the last
+// component, no FIFO opened blocking, the kind checked on the descriptor (fstat), a new file
+// created O_EXCL under an unpredictable name, and every later step (owner, mode, stamp, rename
+// check) done on the descriptor, never by name again.
 #pragma once
 
 #include "core/result.h"
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
+#include <sys/stat.h>
 
 namespace forge {
 
 // The file's bytes, or Error{"cannot read file", path} when it cannot be opened or read.
 Result<std::string> read_file(const std::filesystem::path& path);
+
+// An open file descriptor, closed with the object.
+class FileHandle {
+  public:
+    FileHandle() = default;
+    explicit FileHandle(int fd) : fd_(fd) {}
+    FileHandle(FileHandle&& o) noexcept : fd_(o.release()) {}
+    FileHandle& operator=(FileHandle&& o) noexcept;
+    FileHandle(const FileHandle&) = delete;
+    FileHandle& operator=(const FileHandle&) = delete;
+    ~FileHandle();
+    [[nodiscard]] int get() const { return fd_; }
+    int release() {
+        const int fd = fd_;
+        fd_ = -1;
+        return fd;
+    }
+
+  private:
+    int fd_ = -1;
+};
+
+// What an opened file may be: a regular file, or also a character device (/dev/null as a log).
+enum class FileKind : std::uint8_t { Regular, RegularOrDevice };
+
+// Opens `path` with `flags` (O_RDONLY, O_WRONLY | O_APPEND | O_CREAT, ...) plus O_NOFOLLOW,
+// O_NONBLOCK, O_CLOEXEC and O_NOCTTY; the descriptor is made blocking again once fstat says it
+// is of `kind`. `st` gets that fstat: a stamp of what is read, not of a name looked up again.
+// Errors name the path and why ("a symbolic link: not followed", "not a regular file").
+Result<FileHandle> open_file(const std::filesystem::path& path, int flags, FileKind kind,
+                             struct stat* st = nullptr, mode_t mode = 0644);
+
+// The whole of a regular file opened by open_file (O_RDONLY), at most `max_bytes` of it (more is
+// an error): for files in a cache another process may have replaced with a FIFO or a link.
+Result<std::string> read_regular_file(const std::filesystem::path& path, std::uint64_t max_bytes);
+
+// A new file in `dir`, created O_EXCL | O_NOFOLLOW, mode 0600, named `prefix` and a random
+// suffix (mkstemp); `created` gets its path (for the rename, and the unlink when it is given up).
+Result<FileHandle> create_unique(const std::filesystem::path& dir, std::string_view prefix,
+                                 std::string* created);
+
+// Why the directory `dir` may not be trusted with a cache or a log ("" when it may, or when it
+// does not exist yet): not a directory (a symbolic link included), owned by another user than
+// this process's (or root), or writable by its group or by others (ssh's rule for its files; git's
+// safe.directory asks for the owner likewise).
+std::string untrusted_directory(const std::filesystem::path& dir);
 
 } // namespace forge

@@ -1,5 +1,11 @@
 #include "core/paths.h"
 
+#include "core/file.h"
+#include "core/text.h"
+
+#include <atomic>
+#include <cstdio>
+
 #include <cstdlib>
 #include <system_error>
 
@@ -42,13 +48,32 @@ fs::path default_packages_dir() {
     return data_dir() / "packages";
 }
 
-fs::path cache_root(const std::string& configured) {
+namespace {
+
+fs::path chosen_cache_root(const std::string& configured) {
     if (!configured.empty()) return configured;
     if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0')
         return fs::path(xdg) / "nvcc-forge";
     if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0')
         return fs::path(home) / ".cache" / "nvcc-forge";
     return {};
+}
+
+} // namespace
+
+fs::path cache_root(const std::string& configured) {
+    fs::path root = chosen_cache_root(configured);
+    // A cache another user can write could feed this run (a policy, a verdict) or turn its writes
+    // and prunes against files of ours: ignored, said once per process (docs/DEVELOPING.md,
+    // "Trust").
+    if (const std::string why = untrusted_directory(root); !root.empty() && !why.empty()) {
+        static std::atomic<bool> said{false};
+        if (!said.exchange(true))
+            std::fprintf(stderr, "nvcc-forge: warning: the cache directory %s is not used: %s\n",
+                         escape_control(root.string()).c_str(), why.c_str());
+        return {};
+    }
+    return root;
 }
 
 } // namespace forge

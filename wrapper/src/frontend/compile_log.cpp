@@ -1,6 +1,7 @@
 #include "frontend/compile_log.h"
 
 #include "arch/arch.h"
+#include "core/file.h"
 #include "core/json.h"
 
 #include <algorithm>
@@ -102,20 +103,16 @@ Result<LogRecord> LogRecord::from_json(const std::string& line) {
 }
 
 Status append_log_line(const std::string& path, const std::string& line) {
-    // O_NONBLOCK: a FIFO without a reader fails at once (ENXIO) instead of holding the build
-    // after nvcc has finished; one with a reader is refused below, as is any other special file
-    // but a character device (NVCC_FORGE_LOG=/dev/null is a way to switch the log off).
-    int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK | O_NOCTTY,
-                    0644);
-    if (fd < 0)
-        return Error{fmt::format("cannot open the compile log: {}", std::strerror(errno)), path};
-    struct stat st {};
-    if (::fstat(fd, &st) != 0 || !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode))) {
-        ::close(fd);
-        return Error{"cannot open the compile log: not a regular file", path};
-    }
-    // Back to blocking writes: a regular file never returns EAGAIN, a device may.
-    ::fcntl(fd, F_SETFL, O_APPEND);
+    // core/file.h's open: O_NONBLOCK, so a FIFO without a reader fails at once (ENXIO) instead
+    // of holding the build after nvcc has finished, and one with a reader is refused, as is any
+    // other special file but a character device (NVCC_FORGE_LOG=/dev/null is a way to switch the
+    // log off); O_NOFOLLOW, so a symbolic link another user planted is never written through
+    // (nor its dangling target created).
+    auto opened = open_file(path, O_WRONLY | O_APPEND | O_CREAT, FileKind::RegularOrDevice);
+    if (!opened)
+        return Error{fmt::format("cannot open the compile log: {}", opened.error().message), path};
+    FileHandle handle = std::move(*opened);
+    const int fd = handle.get();
     std::string data = line + "\n";
     // O_APPEND makes each write(2) land at the end as a unit for lines up to PIPE_BUF on every
     // local file system; longer lines (a TU with hundreds of sources) also take an exclusive lock,
@@ -133,7 +130,6 @@ Status append_log_line(const std::string& path, const std::string& line) {
         done += static_cast<size_t>(n);
     }
     if (locked) ::flock(fd, LOCK_UN);
-    ::close(fd);
     if (done != data.size())
         return Error{fmt::format("cannot write the compile log: {}", std::strerror(err)), path};
     return ok_status();

@@ -1,6 +1,7 @@
 #include "frontend/config.h"
 
 #include "core/env.h"
+#include "core/file.h"
 #include "core/glob.h"
 #include "core/json.h"
 #include "core/paths.h"
@@ -103,13 +104,14 @@ std::string file_stamp(const fs::path& p) {
 std::optional<std::string> cache_read(const fs::path& dir, const std::string& key) {
     if (dir.empty()) return std::nullopt;
     fs::path file = dir / fmt::format("{:016x}.json", fnv1a(key));
-    std::ifstream in(file, std::ios::binary);
-    if (!in) return std::nullopt;
-    std::string stored_key;
-    if (!std::getline(in, stored_key) || stored_key != key) return std::nullopt;
-    std::ostringstream rest;
-    rest << in.rdbuf();
-    return rest.str();
+    // core/file.h: a FIFO or a symbolic link in the entry's place is a miss, never a hang.
+    constexpr std::uint64_t kMaxEntryBytes = 16 << 20;
+    auto text = read_regular_file(file, kMaxEntryBytes);
+    if (!text) return std::nullopt;
+    const auto eol = text->find('\n');
+    if (eol == std::string::npos || std::string_view(*text).substr(0, eol) != key)
+        return std::nullopt;
+    return text->substr(eol + 1);
 }
 
 void cache_write(const fs::path& dir, const std::string& key, const std::string& value) {
@@ -117,16 +119,22 @@ void cache_write(const fs::path& dir, const std::string& key, const std::string&
     std::error_code ec;
     fs::create_directories(dir, ec);
     fs::path file = dir / fmt::format("{:016x}.json", fnv1a(key));
-    fs::path tmp = dir / fmt::format(".{:016x}.{}.tmp", fnv1a(key), ::getpid());
-    {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        if (!out) return; // an unwritable cache only costs speed
-        out << key << '\n' << value;
-        if (!out.flush()) {
+    // Created O_EXCL under a random name (core/file.h): a planted file or link is never written.
+    std::string tmp;
+    auto created = create_unique(dir, fmt::format(".{:016x}.", fnv1a(key)), &tmp);
+    if (!created) return; // an unwritable cache only costs speed
+    const std::string bytes = key + '\n' + value;
+    std::size_t done = 0;
+    while (done < bytes.size()) {
+        const ssize_t n = ::write(created->get(), bytes.data() + done, bytes.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
             fs::remove(tmp, ec);
             return;
         }
+        done += static_cast<std::size_t>(n);
     }
+    ::fchmod(created->get(), 0644);
     // rename(2) is atomic: concurrent readers see the old entry or the new one, never a half.
     fs::rename(tmp, file, ec);
     if (ec) fs::remove(tmp, ec);

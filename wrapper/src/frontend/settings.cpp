@@ -1,5 +1,8 @@
 #include "frontend/settings.h"
 
+#include "core/text.h"
+
+#include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <fcntl.h>
@@ -42,6 +45,20 @@ bool is_setting_arg(std::string_view arg) {
            arg.find('=') != std::string_view::npos;
 }
 
+Status check_setting_value(std::string_view assignment, std::string_view origin) {
+    // A trailer and .nvcc-forge-policy hold one assignment per line: a newline in a value
+    // would be a second setting (NVCC_FORGE_MODE=observe smuggled in a package name).
+    const bool control = std::any_of(assignment.begin(), assignment.end(), [](char c) {
+        return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+    });
+    if (!control) return ok_status();
+    Error e{fmt::format("{}: '{}' holds a control character: a setting's value is one line of "
+                        "text",
+                        origin, shown_value(assignment))};
+    e.key = std::string(assignment.substr(0, assignment.find('=')));
+    return e;
+}
+
 Status bind_settings(FrontendEnv& env, const std::vector<std::string>& assignments,
                      std::string_view origin) {
     FrontendEnv bound = env;
@@ -62,6 +79,7 @@ Status bind_settings(FrontendEnv& env, const std::vector<std::string>& assignmen
             e.key = a.substr(0, eq);
             return e;
         }
+        FORGE_TRY_STATUS(check_setting_value(a, origin));
         bound.*kSettings[i].field = a.substr(eq + 1);
         given[i] = true;
         policy_bound = policy_bound || kSettings[i].policy;

@@ -21,6 +21,10 @@ namespace forge::frontend {
 // "NVCC_FORGE_<NAME>=..." (any name: an unknown one is an error of bind_settings).
 bool is_setting_arg(std::string_view arg);
 
+// An error when the assignment holds a control character (a newline would be a second setting
+// in a shim's trailer or .nvcc-forge-policy).
+Status check_setting_value(std::string_view assignment, std::string_view origin);
+
 // Applies `assignments` ("NVCC_FORGE_ARCH_LIST=8.0 9.0", ...) to `env`, `origin` naming where they
 // come from ("the launcher's arguments", "the shim /x"). A policy setting (ARCH_LIST, PACKAGE,
 // TORCH, PLATFORM, POLICY, PACKAGES_DIR) replaces the environment's whole policy: one the

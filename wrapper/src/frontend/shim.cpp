@@ -53,6 +53,8 @@ Status copy_with_trailer(const fs::path& wrapper, const fs::path& nvcc,
                          const std::vector<std::string>& settings) {
     std::ifstream in(wrapper, std::ios::binary);
     if (!in) return Error{"cannot read the wrapper", wrapper.string()};
+    for (const auto& a : settings)
+        FORGE_TRY_STATUS(check_setting_value(a, "the shim's settings"));
     auto identity = bound_identity(wrapper, settings);
     if (!identity) return identity.error();
     const fs::path tmp = fmt::format("{}.{}.tmp", nvcc.string(), ::getpid());
@@ -181,8 +183,7 @@ Result<fs::path> bind_policy_shim(const fs::path& root_in, const fs::path& wrapp
     auto identity = bound_identity(wrapper, settings);
     if (!identity) return identity.error();
     const fs::path shims = root / kBoundShimsDir;
-    const fs::path dest =
-        shims / sha256_hex(*identity + "|" + real->string()).substr(0, 16);
+    const fs::path dest = shims / sha256_hex(*identity + "|" + real->string()).substr(0, 16);
     if (is_shim(dest)) return dest;
     std::error_code ec;
     fs::create_directories(shims, ec);

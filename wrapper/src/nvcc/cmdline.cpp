@@ -24,6 +24,19 @@ using arch::Suffix;
 using arch::Target;
 
 constexpr int kMaxOptionsFileDepth = 32;
+// What options files may add up to across one command line: files that fan out without a cycle
+// (depth 7, fan-out 10) made 10^7 arguments and 1.58 GB, and `-optf /dev/zero` grows without end.
+// A real command line (300,000 -gencode flags is about 12 MB, a build reads a few files) stays
+// far below each bound.
+constexpr std::uint64_t kMaxOptionsFileBytes = 64ull << 20;
+constexpr std::uint64_t kMaxExpandedArgs = 2'000'000;
+constexpr std::uint64_t kMaxOptionsFileReads = 10'000;
+
+struct ExpandBudget {
+    std::uint64_t bytes_left = kMaxOptionsFileBytes;
+    std::uint64_t args_left = kMaxExpandedArgs;
+    std::uint64_t reads_left = kMaxOptionsFileReads;
+};
 
 bool is_space(char c) {
     return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
@@ -110,10 +123,28 @@ Error arg_error(std::string message, const Arg& where, std::string_view key) {
 
 // Expands options files in place; everything else is copied, and a value-taking option's separate
 // argument is copied without being looked at (so `-o -optf` does not read a file named by -o).
-Status expand(const std::vector<Arg>& in, const std::string& cwd, int depth,
+// At most `budget.bytes_left` bytes of the file, and whether there was more.
+bool read_bounded(std::ifstream& f, ExpandBudget& budget, std::string& text) {
+    std::vector<char> chunk(1 << 16);
+    while (f) {
+        f.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+        const auto got = static_cast<std::uint64_t>(f.gcount());
+        if (got > budget.bytes_left) return false;
+        budget.bytes_left -= got;
+        text.append(chunk.data(), static_cast<std::size_t>(got));
+    }
+    return true;
+}
+
+Status expand(const std::vector<Arg>& in, const std::string& cwd, int depth, ExpandBudget& budget,
               std::vector<Arg>& out) {
     for (std::size_t i = 0; i < in.size(); ++i) {
         const Arg& a = in[i];
+        if (budget.args_left == 0)
+            return arg_error(
+                fmt::format("options files expand to more than {} arguments", kMaxExpandedArgs), a,
+                a.text);
+        --budget.args_left;
         TokenMatch m = match_token(a.text);
         if (!m.spec) {
             out.push_back(a);
@@ -140,15 +171,28 @@ Status expand(const std::vector<Arg>& in, const std::string& cwd, int depth,
             // nvcc resolves nested options files against the cwd, not the including file.
             std::filesystem::path p(name);
             if (p.is_relative() && !cwd.empty()) p = std::filesystem::path(cwd) / p;
+            if (budget.reads_left == 0)
+                return arg_error(fmt::format("more than {} options files read for one command "
+                                             "line (they fan out)",
+                                             kMaxOptionsFileReads),
+                                 a, a.text);
+            --budget.reads_left;
             std::ifstream f(p, std::ios::binary);
             if (!f) {
                 Error e{fmt::format("could not open options file '{}'", name), p.string()};
                 e.key = a.text;
                 return e;
             }
-            std::stringstream ss;
-            ss << f.rdbuf();
-            auto tokens = tokenize_options_file(ss.str());
+            std::string text;
+            if (!read_bounded(f, budget, text)) {
+                Error e{fmt::format("options files add up to more than {} bytes (this one and "
+                                    "those read before it)",
+                                    kMaxOptionsFileBytes),
+                        p.string()};
+                e.key = a.text;
+                return e;
+            }
+            auto tokens = tokenize_options_file(text);
             if (!tokens) {
                 Error e = std::move(tokens).error();
                 e.file = p.string();
@@ -158,7 +202,7 @@ Status expand(const std::vector<Arg>& in, const std::string& cwd, int depth,
             std::vector<Arg> nested;
             for (auto& t : *tokens)
                 nested.push_back(Arg{std::move(t), Arg::Source::OptionsFile, p.string(), -1});
-            FORGE_TRY_STATUS(expand(nested, cwd, depth + 1, out));
+            FORGE_TRY_STATUS(expand(nested, cwd, depth + 1, budget, out));
         }
     }
     return ok_status();
@@ -932,7 +976,8 @@ Result<Invocation> parse_invocation(const std::vector<std::string>& argv,
     for (auto& t : *app)
         raw.push_back(Arg{std::move(t), Arg::Source::AppendEnv, "NVCC_APPEND_FLAGS", -1});
     std::vector<Arg> effective;
-    FORGE_TRY_STATUS(expand(raw, cwd, 0, effective));
+    ExpandBudget budget;
+    FORGE_TRY_STATUS(expand(raw, cwd, 0, budget, effective));
     return analyze(argv, std::move(effective), caps);
 }
 

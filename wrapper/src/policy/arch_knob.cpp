@@ -6,6 +6,9 @@
 #include <cctype>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <optional>
+#include <string_view>
+#include <utility>
 
 namespace forge::policy {
 
@@ -18,10 +21,64 @@ constexpr std::pair<KnobForm, std::string_view> kForms[] = {
 constexpr std::pair<KnobPtx, std::string_view> kPtx[] = {
     {KnobPtx::None, "none"}, {KnobPtx::Suffix, "suffix"}, {KnobPtx::Newest, "newest"}};
 
-bool is_variable_name(std::string_view s) {
-    auto word = [](char c) { return c == '_' || std::isalnum(static_cast<unsigned char>(c)); };
-    return !s.empty() && std::isdigit(static_cast<unsigned char>(s.front())) == 0 &&
-           std::all_of(s.begin(), s.end(), word);
+// A knob's name is exported into the user's shell (`env` after `eval`), a build's environment and
+// CMake's cache: it must be a package's own variable. The pattern: upper case, digits and '_',
+// starting with a letter, with at least one '_' (every single word a shell, loader or build tool
+// reads - PATH, IFS, HOME, CC, CXX, ENV, SHELL - is one word).
+bool is_knob_name(std::string_view s) {
+    auto word = [](char c) { return c == '_' || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); };
+    return !s.empty() && s.front() >= 'A' && s.front() <= 'Z' && !s.ends_with('_') &&
+           s.find('_') != std::string_view::npos && std::all_of(s.begin(), s.end(), word);
+}
+
+// Names of that pattern something else reads, and why: a knob may set none of them.
+constexpr std::pair<std::string_view, std::string_view> kDeniedPrefixes[] = {
+    {"NVCC_FORGE_", "nvcc-forge's own settings"},
+    {"NVCC_", "nvcc reads NVCC_PREPEND_FLAGS, NVCC_APPEND_FLAGS, NVCC_CCBIN"},
+    {"LD_", "the dynamic loader reads LD_PRELOAD, LD_LIBRARY_PATH, LD_AUDIT"},
+    {"DYLD_", "the macOS loader"},
+    {"BASH_", "bash reads BASH_ENV and imports BASH_FUNC_ functions"},
+    {"CMAKE_", "CMake reads CMAKE_* variables (CMAKE_CUDA_COMPILER_LAUNCHER runs a program)"},
+    {"CUDA_", "CUDA's tools and the build scripts read CUDA_HOME, CUDA_PATH, CUDA_VISIBLE_DEVICES"},
+    {"PYTHON", "Python reads PYTHONPATH, PYTHONHOME, PYTHONSTARTUP"},
+    {"PIP_", "pip reads every PIP_* as an option (PIP_INDEX_URL)"},
+    {"UV_", "uv reads UV_* as options"},
+    {"SETUPTOOLS_", "setuptools reads SETUPTOOLS_* settings"},
+    {"GIT_", "git reads GIT_* (GIT_SSH_COMMAND runs a program)"},
+    {"MAKE", "make reads MAKEFLAGS and MAKEFILES"},
+    {"GCONV_", "glibc loads modules from GCONV_PATH"},
+    {"MALLOC_", "glibc's allocator"},
+    {"GLIBC_", "glibc's tunables"},
+    {"LC_", "the locale"},
+    {"SSH_", "ssh and its agent"},
+    {"SUDO_", "sudo"},
+    {"XDG_", "where programs find their configuration and caches"},
+    {"CCACHE_", "ccache reads CCACHE_* (CCACHE_PREFIX runs a program)"},
+    {"SCCACHE_", "sccache reads SCCACHE_*"},
+    {"TORCH_", "torch's build reads TORCH_* (TORCH_CUDA_ARCH_LIST is the list itself)"},
+    {"CONDA_", "conda's activation"},
+};
+constexpr std::pair<std::string_view, std::string_view> kDeniedNames[] = {
+    {"PROMPT_COMMAND", "bash runs it before every prompt"},
+    {"PS1", "the shell's prompt"},
+    {"HOST_CC", "a build's host compiler"},
+    {"LOCPATH", "glibc loads locales from it"},
+    {"NLSPATH", "message catalogues are loaded from it"},
+    {"HOSTALIASES", "the resolver reads it"},
+    {"RES_OPTIONS", "the resolver reads it"},
+    {"TMPDIR", "where every tool creates its temporary files"},
+    {"HISTFILE", "the shell writes its history there"},
+    {"VIRTUAL_ENV", "the active Python environment"},
+    {"MAX_JOBS", "torch's build reads it"},
+};
+
+// Why another program reads `name` (nullopt when none of the list does).
+std::optional<std::string_view> denied_because(std::string_view name) {
+    for (const auto& [n, why] : kDeniedNames)
+        if (name == n) return why;
+    for (const auto& [prefix, why] : kDeniedPrefixes)
+        if (name.starts_with(prefix)) return why;
+    return std::nullopt;
 }
 
 Result<std::string> knob_field(const std::string& file, const YAML::Node& item,
@@ -48,8 +105,12 @@ Result<E> knob_enum(const std::string& file, const YAML::Node& node, const std::
 
 Status check_variable(const std::string& file, const YAML::Node& node, const std::string& where,
                       const std::string& name) {
-    if (!is_variable_name(name))
-        return error_at(file, node, where, fmt::format("'{}' is not a variable name", name));
+    if (!is_knob_name(name))
+        return error_at(file, node, where,
+                        fmt::format("'{}' is not a variable name a knob may have: upper-case "
+                                    "letters, digits and '_', a letter first, at least one '_' "
+                                    "(FLASH_ATTN_CUDA_ARCHS)",
+                                    name));
     if (name == "TORCH_CUDA_ARCH_LIST")
         return error_at(file, node, where,
                         "TORCH_CUDA_ARCH_LIST is exported from the list already; the form a build "
@@ -57,6 +118,11 @@ Status check_variable(const std::string& file, const YAML::Node& node, const std
     if (name.starts_with("NVCC_FORGE_"))
         return error_at(file, node, where,
                         fmt::format("{} is nvcc-forge's own variable, not a package's", name));
+    if (auto why = denied_because(name))
+        return error_at(file, node, where,
+                        fmt::format("{} is not a package's own variable ({}): a knob is exported "
+                                    "into the user's shell and the build",
+                                    name, *why));
     return ok_status();
 }
 

@@ -519,7 +519,26 @@ std::vector<std::string> package_dir_candidates(std::string_view name) {
     return out;
 }
 
+// A distribution name as Python packaging writes one (PEP 508: letters, digits, '.', '_', '-',
+// a letter or digit at each end). The name is written into shells, a shim's trailer and
+// `.nvcc-forge-policy`: a newline in it would be a second setting.
+bool is_package_name(std::string_view name) {
+    auto alnum = [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    };
+    return !name.empty() && name.size() <= 200 && alnum(name.front()) && alnum(name.back()) &&
+           std::all_of(name.begin(), name.end(),
+                       [&](char c) { return alnum(c) || c == '.' || c == '_' || c == '-'; });
+}
+
 Result<PackageOverride> load_package(const fs::path& packages_dir, std::string_view name) {
+    if (!is_package_name(name)) {
+        Error e{fmt::format("'{}' is not a package name (letters, digits, '.', '_' and '-', a "
+                            "letter or digit at each end)",
+                            shown_value(name))};
+        e.key = "--package";
+        return e;
+    }
     std::error_code ec;
     for (const auto& cand : package_dir_candidates(name)) {
         fs::path dir = packages_dir / cand;
@@ -548,10 +567,15 @@ Result<PackageOverride> load_package(const fs::path& packages_dir, std::string_v
         pkg.name = cand;
         return pkg;
     }
-    // Most packages need no override: the policy row applies (the resolution says so).
-    PackageOverride none;
-    none.name = std::string(name);
-    return none;
+    // A name with no directory is refused: the package would silently get the policy row, and a
+    // typo (or a name smuggling a setting) would pass for a package nvcc-forge knows.
+    const std::string near = near_package_name(packages_dir, name);
+    Error e{fmt::format("unknown package '{}': no directory {} (nor with '-' and '_' swapped) in "
+                        "{}{}",
+                        name, (packages_dir / std::string(name)).string(), packages_dir.string(),
+                        near.empty() ? std::string() : fmt::format("; did you mean '{}'?", near))};
+    e.key = "--package";
+    return e;
 }
 
 std::vector<std::string> list_packages(const fs::path& packages_dir) {

@@ -134,9 +134,10 @@ Status check_packages_dir(std::string_view value, std::string_view origin);
 // keyed on the files of exactly these directories (frontend/policy_source.cpp).
 std::vector<std::string> package_dir_candidates(std::string_view name);
 
-// Loads the first of package_dir_candidates(name) that is a directory. No directory: an empty
-// override (both file fields ""), since most packages ride the policy row. A directory without
-// either file is an error (exit 2).
+// Loads the first of package_dir_candidates(name) that is a directory. A name that is not a
+// package name (PEP 508: a newline would be a second setting where it is written), no directory
+// (an unknown package: named with the nearest one), or a directory without either file is an
+// error (exit 2).
 Result<PackageOverride> load_package(const std::filesystem::path& packages_dir,
                                      std::string_view name);
 Result<PackageOverride> parse_arch_override(std::string_view text, const std::string& file);

@@ -5,6 +5,7 @@
 // it stands and the stamp is replaced or appended; then the new file is flushed and renamed over
 // the original, so a crash leaves the old wheel or the new one, never half of one.
 #include "binary/zip_io.h"
+#include "core/file.h"
 #include "core/json.h"
 #include "provenance/stamp.h"
 
@@ -148,60 +149,61 @@ Result<WheelLayout> layout_of(zipio::Archive& z, const std::string& path) {
                  path};
 }
 
-Status copy_file(const std::string& from, int to_fd, const std::string& to_path) {
-    int in = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
-    if (in < 0) return Error{fmt::format("cannot open: {}", std::strerror(errno)), from};
+// The bytes of the descriptor `from` (from its first byte: the file this run wrote, read through
+// the descriptor, never reopened by a name another user could swap) into `to_fd`.
+Status copy_fd(int from, const std::string& from_path, int to_fd, const std::string& to_path) {
     std::vector<char> buf(1 << 20);
-    while (true) {
-        ssize_t n = ::read(in, buf.data(), buf.size());
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            Error e{fmt::format("cannot read: {}", std::strerror(errno)), from};
-            ::close(in);
-            return e;
-        }
+    for (off_t at = 0;;) {
+        const ssize_t n = ::pread(from, buf.data(), buf.size(), at);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return Error{fmt::format("cannot read: {}", std::strerror(errno)), from_path};
         if (n == 0) break;
+        at += n;
         for (ssize_t off = 0; off < n;) {
-            ssize_t w = ::write(to_fd, buf.data() + off, static_cast<size_t>(n - off));
-            if (w < 0) {
-                if (errno == EINTR) continue;
-                Error e{fmt::format("cannot write: {}", std::strerror(errno)), to_path};
-                ::close(in);
-                return e;
-            }
+            const ssize_t w = ::write(to_fd, buf.data() + off, static_cast<size_t>(n - off));
+            if (w < 0 && errno == EINTR) continue;
+            if (w < 0) return Error{fmt::format("cannot write: {}", std::strerror(errno)), to_path};
             off += w;
         }
     }
-    ::close(in);
     return ok_status();
 }
 
-Status fsync_path(const std::string& path, bool directory) {
-    int fd = ::open(path.c_str(), (directory ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
+Status fsync_dir(const std::string& path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) return Error{fmt::format("cannot open to flush: {}", std::strerror(errno)), path};
     int rc = ::fsync(fd);
     int err = errno;
     ::close(fd);
     // Some filesystems refuse fsync on a directory; the rename is still atomic there.
-    if (rc != 0 && !(directory && (err == EINVAL || err == EBADF)))
+    if (rc != 0 && err != EINVAL && err != EBADF)
         return Error{fmt::format("cannot flush: {}", std::strerror(err)), path};
     return ok_status();
 }
 
 // Writes the bytes of `from` over the file `to` (same inode), then cuts it to their length.
-Status overwrite_with(const std::string& from, const std::string& to, const std::string& shown) {
-    int fd = ::open(to.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0) return Error{fmt::format("cannot open to write: {}", std::strerror(errno)), shown};
-    Status copied = copy_file(from, fd, shown);
+Status overwrite_with(int from, const std::string& from_path, const std::string& to,
+                      const std::string& shown) {
+    auto out = open_file(to, O_WRONLY, FileKind::Regular);
+    if (!out) return Error{fmt::format("cannot open to write: {}", out.error().message), shown};
+    Status copied = copy_fd(from, from_path, out->get(), shown);
     struct stat st {};
-    if (copied.ok() && ::stat(from.c_str(), &st) != 0)
-        copied = Error{fmt::format("cannot stat: {}", std::strerror(errno)), from};
-    if (copied.ok() && ::ftruncate(fd, st.st_size) != 0)
+    if (copied.ok() && ::fstat(from, &st) != 0)
+        copied = Error{fmt::format("cannot stat: {}", std::strerror(errno)), from_path};
+    if (copied.ok() && ::ftruncate(out->get(), st.st_size) != 0)
         copied = Error{fmt::format("cannot truncate: {}", std::strerror(errno)), shown};
-    if (copied.ok() && ::fsync(fd) != 0)
+    if (copied.ok() && ::fsync(out->get()) != 0)
         copied = Error{fmt::format("cannot flush: {}", std::strerror(errno)), shown};
-    ::close(fd);
     return copied;
+}
+
+// Whether `path` is still the file open as `fd` (the directory's owner may have swapped the
+// name: then the rename would move their file, or their link, and not ours).
+bool names_file(const std::string& path, int fd) {
+    struct stat by_name {};
+    struct stat by_fd {};
+    return ::lstat(path.c_str(), &by_name) == 0 && ::fstat(fd, &by_fd) == 0 &&
+           by_name.st_ino == by_fd.st_ino && by_name.st_dev == by_fd.st_dev;
 }
 
 // Removes the temporary file unless released.
@@ -322,19 +324,18 @@ Result<StampResult> stamp_wheel(const std::string& wheel_path, const policy::Res
     const int record_method =
         record_entry.method == zipio::kMethodStore ? zipio::kMethodStore : zipio::kMethodDeflate;
 
-    // The new wheel, in the wheel's directory so the rename is atomic.
+    // The new wheel, in the wheel's directory so the rename is atomic; created O_EXCL under a
+    // random name and then only worked on through its descriptor (core/file.h).
     fs::path dir = wheel.has_parent_path() ? wheel.parent_path() : fs::path(".");
-    std::string tmpl = (dir / ("." + wheel.filename().string() + ".stamp-XXXXXX")).string();
-    std::vector<char> buf(tmpl.begin(), tmpl.end());
-    buf.push_back('\0');
-    int fd = ::mkstemp(buf.data());
-    if (fd < 0)
+    std::string temp_path;
+    auto created = create_unique(dir, "." + wheel.filename().string() + ".stamp-", &temp_path);
+    if (!created)
         return Error{fmt::format("cannot create a temporary file next to the wheel: {}",
-                                 std::strerror(errno)),
+                                 created.error().message),
                      wheel_path};
-    TempFile temp{buf.data()};
-    ::close(fd);
-    auto out = zipio::Writer::create(temp.path);
+    TempFile temp{temp_path};
+    const int fd = created->get();
+    auto out = zipio::Writer::onto(fd, temp.path);
     if (!out) return Error{out.error().message, temp.path};
     auto written = [&](Status s) -> Status {
         if (!s) return named(std::move(s).error());
@@ -359,19 +360,28 @@ Result<StampResult> stamp_wheel(const std::string& wheel_path, const policy::Res
     // leaves a damaged wheel, the price of not breaking the links).
     bool in_place = original.st_nlink > 1;
     if (!in_place && (original.st_uid != ::geteuid() || original.st_gid != ::getegid()))
-        in_place = ::chown(temp.path.c_str(), original.st_uid, original.st_gid) != 0;
+        in_place = ::fchown(fd, original.st_uid, original.st_gid) != 0;
     if (in_place) {
-        FORGE_TRY_STATUS(overwrite_with(temp.path, wheel.string(), wheel_path));
+        FORGE_TRY_STATUS(overwrite_with(fd, temp.path, wheel.string(), wheel_path));
         return result;
     }
-    // mkstemp made the file 0600; give the result the wheel's mode.
-    if (::chmod(temp.path.c_str(), original.st_mode & 07777) != 0)
+    // create_unique made the file 0600; give the result the wheel's mode.
+    if (::fchmod(fd, original.st_mode & 07777) != 0)
         return Error{fmt::format("cannot set the mode: {}", std::strerror(errno)), temp.path};
-    FORGE_TRY_STATUS(fsync_path(temp.path, false));
+    if (::fsync(fd) != 0)
+        return Error{fmt::format("cannot flush: {}", std::strerror(errno)), temp.path};
+    if (!names_file(temp.path, fd))
+        return Error{"the temporary file was replaced by another (the directory is writable by "
+                     "another user?): the wheel is left as it was",
+                     temp.path};
     if (::rename(temp.path.c_str(), wheel.c_str()) != 0)
         return Error{fmt::format("cannot replace the wheel: {}", std::strerror(errno)), wheel_path};
     temp.path.clear();
-    FORGE_TRY_STATUS(fsync_path(dir.string(), true));
+    if (!names_file(wheel.string(), fd))
+        return Error{"the wheel was replaced while it was stamped (the directory is writable by "
+                     "another user?)",
+                     wheel_path};
+    FORGE_TRY_STATUS(fsync_dir(dir.string()));
     return result;
 }
 
