@@ -115,15 +115,15 @@ class Ledger::Builder {
             lines[kept++] = lines[i];
         }
         lines.resize(kept);
-        ledger_.with_modules_.reserve(modules);
-        for (const Line& l : lines)
-            if (l.distribution != 0)
-                ledger_.with_modules_.push_back({l.distribution, l.line, l.length, l.offset});
-        std::sort(ledger_.with_modules_.begin(), ledger_.with_modules_.end(),
-                  [](const Versioned& a, const Versioned& b) {
-                      return a.distribution != b.distribution ? a.distribution < b.distribution
-                                                              : a.line < b.line;
-                  });
+        lines.shrink_to_fit();
+        auto& with = ledger_.with_modules_;
+        with.reserve(modules);
+        for (size_t i = 0; i < lines.size(); ++i)
+            if (lines[i].distribution != 0) with.push_back(static_cast<std::uint32_t>(i));
+        std::sort(with.begin(), with.end(), [&](std::uint32_t a, std::uint32_t b) {
+            return std::pair(lines[a].distribution, lines[a].line) <
+                   std::pair(lines[b].distribution, lines[b].line);
+        });
     }
 
   private:
@@ -243,22 +243,18 @@ Result<std::optional<LedgerEntry>> Ledger::previous_wheel(std::string_view wheel
     std::uint32_t before = std::numeric_limits<std::uint32_t>::max();
     if (const Line* own = find_line(wheel)) before = own->line;
     const std::uint64_t d = distribution_digest(dist);
-    auto key = [](const Versioned& v) { return std::pair(v.distribution, v.line); };
-    auto first =
-        std::lower_bound(with_modules_.begin(), with_modules_.end(), std::pair(d, std::uint32_t{0}),
-                         [&](const Versioned& v, const std::pair<std::uint64_t, std::uint32_t>& k) {
-                             return key(v) < k;
-                         });
-    auto end =
-        std::lower_bound(first, with_modules_.end(), std::pair(d, before),
-                         [&](const Versioned& v, const std::pair<std::uint64_t, std::uint32_t>& k) {
-                             return key(v) < k;
-                         });
+    auto below = [&](std::uint32_t i, const std::pair<std::uint64_t, std::uint32_t>& k) {
+        return std::pair(by_name_[i].distribution, by_name_[i].line) < k;
+    };
+    auto first = std::lower_bound(with_modules_.begin(), with_modules_.end(),
+                                  std::pair(d, std::uint32_t{0}), below);
+    auto end = std::lower_bound(first, with_modules_.end(), std::pair(d, before), below);
     // The latest first; one that another distribution's digest brought here is passed over.
     while (end != first) {
         --end;
         ++counters_->examined;
-        auto e = read_line(end->offset, end->length, end->line);
+        const Line& at = by_name_[*end];
+        auto e = read_line(at.offset, at.length, at.line);
         if (!e) return std::move(e).error();
         if (e->wheel != wheel && distribution_key(e->wheel) == dist && lists_modules(e->record))
             return std::optional<LedgerEntry>(std::move(*e));

@@ -2,11 +2,11 @@
 // a later line for the same wheel replaces the earlier one), as `audit` reads it. An audit asks it
 // two things per wheel: the wheel's own record and the previous wheel of its distribution. Both
 // are answered from an index built in one pass over the file, which holds no record: a digest of
-// each wheel's name with where its latest line is (40 bytes a line), and the wheels whose latest
-// line lists `modules`, by a digest of their distribution (24 bytes each). A record is read back
-// from the file when asked for, so what an audit holds does not grow with the ledger's records, and
-// no lookup looks at more than the entries of one name or one distribution (docs/policy.md, "The
-// ledger").
+// each wheel's name with where its latest line is and a digest of its distribution (40 bytes a
+// line), and the wheels whose latest line lists `modules`, by distribution (4 bytes each). A record
+// is read back from the file when asked for, so what an audit holds does not grow with the ledger's
+// records, and no lookup looks at more than the entries of one name or one distribution
+// (docs/policy.md, "The ledger").
 #pragma once
 
 #include "core/result.h"
@@ -14,6 +14,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -75,12 +76,6 @@ class Ledger {
         std::uint32_t line;
         std::uint64_t distribution; // its digest when the line lists modules, else 0
     };
-    struct Versioned { // a wheel whose latest line lists modules
-        std::uint64_t distribution;
-        std::uint32_t line;
-        std::uint32_t length;
-        std::uint64_t offset;
-    };
     struct Counters {
         std::atomic<std::uint64_t> passes{0}, lines{0}, records_read{0}, examined{0};
     };
@@ -93,8 +88,10 @@ class Ledger {
 
     std::string path_;
     int fd_ = -1;
-    std::vector<Line> by_name_;           // sorted by name
-    std::vector<Versioned> with_modules_; // sorted by (distribution, line)
+    // A deque: it grows by blocks, so the pass never holds the index twice, as a vector's
+    // doubling would (peak 3x).
+    std::deque<Line> by_name_;                // sorted by name
+    std::vector<std::uint32_t> with_modules_; // lines of by_name_, sorted by (distribution, line)
     std::unique_ptr<Counters> counters_ = std::make_unique<Counters>();
 };
 
