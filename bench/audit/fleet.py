@@ -208,10 +208,11 @@ def render(results, note, rows_files):
     rows = []
     for path in rows_files:
         for line in open(path):
-            n, mode, build, wall, kb, rc, check = line.rstrip("\n").split("\t")
+            n, mode, build, wall, kb, rc, check, *cpu = line.rstrip("\n").split("\t")
             rows.append(dict(n=int(n), mode=mode, build=build, wall=float(wall),
-                             mib=int(kb) / 1024, rc=rc, check=json.loads(check)))
-    rows.sort(key=lambda r: (r["mode"], r["build"], r["n"]))
+                             cpu=float(cpu[0]) if cpu else None, mib=int(kb) / 1024, rc=rc,
+                             check=json.loads(check)))
+    rows.sort(key=lambda r: (r["mode"] != "none", r["build"], r["n"]))
     sizes = sorted({r["n"] for r in rows})
     load = open("/proc/loadavg").read().split()[:3]
     out = [f"## Audit at fleet scale ({datetime.date.today()}, issue 38)", "",
@@ -221,21 +222,25 @@ def render(results, note, rows_files):
            "right, moved, wrong, lost, ledger-only and unprovenanced wheels, every 997th cut in "
            "half), the report piped to a checker of every classification; /usr/bin/time's wall "
            "and maximum resident set. " + note, "",
-           "| wheels | ledger | build | wall (s) | peak (MiB) | wheels/s | misclassified | "
-           "× time | × memory |",
-           "|-------:|--------|-------|---------:|-----------:|---------:|--------------:|"
-           "-------:|---------:|"]
+           "| wheels | ledger | build | wall (s) | CPU (s) | peak (MiB) | wheels/CPU s | "
+           "misclassified | × wall | × CPU | × memory |",
+           "|-------:|--------|-------|---------:|--------:|-----------:|-------------:|"
+           "--------------:|-------:|------:|---------:|"]
     prev = {}
     for r in rows:
         key = (r["mode"], r["build"])
         p = prev.get(key)
-        growth = (f"{r['wall'] / p['wall']:.1f} | {r['mib'] / p['mib']:.2f}"
-                  if p and p["wall"] > 0 else "— | —")
+        def ratio(field, digits):
+            if not p or not p[field] or r[field] is None:
+                return "—"
+            return f"{r[field] / p[field]:.{digits}f}"
         prev[key] = r
-        rate = r["check"]["entries"] / r["wall"] if r["wall"] > 0 else 0
+        cpu = "—" if r["cpu"] is None else f"{r['cpu']:.1f}"
+        rate = "—" if not r["cpu"] else f"{r['check']['entries'] / r['cpu']:.0f}"
         out.append(f"| {r['n']} | {'yes' if r['mode'] == 'ledger' else 'no'} | {r['build']} | "
-                   f"{r['wall']:.2f} | {r['mib']:.1f} | {rate:.0f} | "
-                   f"{r['check']['misclassified']} of {r['check']['entries']} | {growth} |")
+                   f"{r['wall']:.1f} | {cpu} | {r['mib']:.1f} | {rate} | "
+                   f"{r['check']['misclassified']} of {r['check']['entries']} | "
+                   f"{ratio('wall', 1)} | {ratio('cpu', 1)} | {ratio('mib', 2)} |")
     text = open(results).read().rstrip() + "\n\n" + "\n".join(out) + "\n"
     open(results, "w").write(text)
 

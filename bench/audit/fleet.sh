@@ -3,7 +3,7 @@
 # (bench/audit/fleet.py: stamped with `stamp`, a known mix of right, moved, wrong, lost,
 # ledger-only and unprovenanced wheels), audit it with and without the ledger, check every
 # classification against the generator's truth, then delete it. Appends a dated section with wall
-# time, peak RSS, wheels/s and the growth factors between sizes to bench/RESULTS.md.
+# time, CPU time, peak RSS, wheels/s and the growth factors between sizes to bench/RESULTS.md.
 #   bench/audit/fleet.sh NVCC_FORGE [WORKDIR]
 # Env: SIZES ("6800 68000"; add 680000 for the largest, run it at nice -n 19), JOBS (2),
 # BEFORE (another nvcc-forge audited beside this one at the sizes in BEFORE_SIZES, "6800"),
@@ -51,16 +51,17 @@ for n in $SIZES; do
       exe="$FORGE"
       [[ "$build" == before ]] && exe="$BEFORE"
       set +e
-      nice -n "$NICE" /usr/bin/time -f "%e %M" -o "$WORK/time.txt" "$exe" audit "${args[@]}" \
+      nice -n "$NICE" /usr/bin/time -f "%e %M %U %S" -o "$WORK/time.txt" "$exe" audit "${args[@]}" \
         2>"$WORK/stderr.txt" | python3 "$HERE/fleet.py" check "$n" "$mode" > "$WORK/check.json"
       status=("${PIPESTATUS[@]}")
       set -e
-      read -r wall kb < <(tail -n 1 "$WORK/time.txt")
+      read -r wall kb user sys < <(tail -n 1 "$WORK/time.txt")
+      cpu="$(python3 -c "print(round($user + $sys, 2))")"
       check="$(cat "$WORK/check.json")"
       [[ "${status[1]}" == 0 ]] || { bad=1; echo "MISCLASSIFIED ($build, $mode): $check" >&2; }
-      echo "$n $mode $build: ${wall} s, $((kb >> 10)) MiB, exit ${status[0]}: $check" >&2
-      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$n" "$mode" "$build" "$wall" "$kb" "${status[0]}" \
-        "$check" >> "$rows"
+      echo "$n $mode $build: ${wall} s, $cpu s CPU, $((kb >> 10)) MiB, exit ${status[0]}: $check" >&2
+      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$n" "$mode" "$build" "$wall" "$kb" \
+        "${status[0]}" "$check" "$cpu" >> "$rows"
     done
   done
   rm -rf "$dir"
