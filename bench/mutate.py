@@ -360,6 +360,14 @@ MUTANTS = [
      "        try {\n            pool.emplace_back(work);\n        } catch (const std::system_error&) {\n"
      "            break; // the threads started so far and this one share the rest\n        }",
      "        pool.emplace_back(work);", ["test_core"] + TOOLS, r"^Workers\."),
+    # ---- the ledger as audit reads it (provenance/ledger.cpp) ----
+    ("ledger.scan_per_wheel", "wrapper/src/provenance/ledger.cpp",
+     "auto end = std::lower_bound(first, with_modules_.end(), std::pair(d, before), below);",
+     "first = with_modules_.begin(); auto end = with_modules_.end();",
+     ["test_provenance"] + TOOLS, r"^(LedgerIndex|AuditExtensionLost|provenance\.)"),
+    ("ledger.earlier_line_wins", "wrapper/src/provenance/ledger.cpp",
+     "if (i + 1 < lines.size() && lines[i + 1].name == lines[i].name) continue;", "",
+     ["test_provenance"] + TOOLS, r"^(LedgerIndex|AuditLedger|AuditExtensionLost|provenance\.)"),
 ]
 
 

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 namespace fs = std::filesystem;
@@ -177,9 +178,13 @@ TEST(AuditLedger, LaterLinesWinAndErrorsNameTheLine) {
     auto l = load_ledger(path);
     ASSERT_TRUE(l.ok()) << l.error().to_string();
     EXPECT_EQ(l->size(), 2u);
-    EXPECT_EQ(l->at("a-1.0-py3-none-any.whl").record["arch_list"], "9.0");
-    EXPECT_EQ(l->at("a-1.0-py3-none-any.whl").where, path + ":2");
-    EXPECT_FALSE(l->at("b-1.0-py3-none-any.whl").record.contains("wheel"));
+    auto a = l->find("a-1.0-py3-none-any.whl");
+    ASSERT_TRUE(a.ok() && *a);
+    EXPECT_EQ((*a)->record["arch_list"], "9.0");
+    EXPECT_EQ((*a)->where, path + ":2");
+    auto b = l->find("b-1.0-py3-none-any.whl");
+    ASSERT_TRUE(b.ok() && *b);
+    EXPECT_FALSE((*b)->record.contains("wheel"));
 
     std::ofstream(path, std::ios::app) << "{\"arch_list\": \"8.0\"}\n";
     auto e = load_ledger(path);
@@ -210,6 +215,39 @@ TEST(AuditSweep, CollectsWheelsAndSharedObjectsRecursively) {
     ASSERT_FALSE(missing.ok());
     EXPECT_EQ(missing.error().exit_code, kExitInput);
     EXPECT_NE(missing.error().file.find("nope"), std::string::npos);
+    fs::remove_all(dir);
+}
+
+// The walk holds no list, yet gives the order of a sorted list of every full path: a file "a.so"
+// before the directory "a/" ('.' sorts before '/'), "a-b/" before "a/" ('-' too), each path once
+// when directories overlap; a link to a directory is not followed, a link to a file is a file.
+TEST(AuditSweep, TheWalkGivesTheSortedListOnce) {
+    auto dir = temp_dir("sorted_walk");
+    for (auto d : {"a/b", "a-b", "a0", "z"})
+        fs::create_directories(dir / d);
+    for (auto p : {"a.so", "a/x.so", "a/b/libz.so.1", "a-b/y.whl", "a0/q.pyd", "a/b.so", "z/w.whl",
+                   "a/skip.txt"})
+        std::ofstream(dir / p) << "x";
+    fs::create_directory_symlink(dir / "z", dir / "a/zlink");
+    fs::create_symlink(dir / "z/w.whl", dir / "a/wlink.whl");
+    std::set<std::string> want;
+    for (auto p : {"a.so", "a/x.so", "a/b/libz.so.1", "a-b/y.whl", "a0/q.pyd", "a/b.so", "z/w.whl",
+                   "a/wlink.whl"})
+        want.insert((dir / p).string());
+    auto files = collect_audit_files(
+        {(dir / "a").string(), dir.string(), (dir / "a.so").string(), (dir / "a/x.so").string()});
+    ASSERT_TRUE(files.ok()) << files.error().to_string();
+    EXPECT_EQ(*files, std::vector<std::string>(want.begin(), want.end()));
+
+    auto list = AuditFileList::collect({dir.string(), (dir / "a").string()});
+    ASSERT_TRUE(list.ok()) << list.error().to_string();
+    ASSERT_EQ(list->size(), want.size());
+    for (const auto& w : want) {
+        auto f = list->next();
+        ASSERT_TRUE(f.ok()) << f.error().to_string();
+        EXPECT_EQ(*f, w);
+    }
+    EXPECT_FALSE(list->next().ok()); // no more than size()
     fs::remove_all(dir);
 }
 

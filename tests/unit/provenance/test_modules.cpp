@@ -1,4 +1,5 @@
 // The modules a stamp records, and audit's extension-lost from the ledger's previous wheel.
+#include "../temp_dir.h"
 #include "provenance/audit.h"
 #include "provenance/modules.h"
 #include "provenance/stamp.h"
@@ -81,25 +82,38 @@ TEST(StampModules, ModuleKeyDropsTheInterpreterSuffix) {
 }
 
 TEST(AuditExtensionLost, PreviousWheelIsTheLatestEarlierStampOfTheDistribution) {
-    Ledger l;
-    l["sa-1.0-cp311-cp311-linux_x86_64.whl"] = {modules_record({"sa/_a.so"}), "l:1", 1};
-    l["sa-1.1-cp311-cp311-linux_x86_64.whl"] = {modules_record({"sa/_b.so"}), "l:2", 2};
-    l["other-9.0-cp311-cp311-linux_x86_64.whl"] = {modules_record({"o/_c.so"}), "l:3", 3};
-    l["sa-1.2-cp311-cp311-linux_x86_64.whl"] = {{{"arch_list", "8.0"}}, "l:4", 4}; // no modules
-    l["sa-1.3-cp311-cp311-linux_x86_64.whl"] = {
-        {{"arch_list", "8.0"}, {"modules", nullptr}}, "l:4", 4}; // its modules could not be read
-    l["sa-2.0-cp311-cp311-linux_x86_64.whl"] = {modules_record({"sa/_d.so"}), "l:5", 5};
-    std::string name;
-    const LedgerEntry* p = previous_wheel(l, "sa-2.0-cp311-cp311-linux_x86_64.whl", &name);
-    ASSERT_NE(p, nullptr);
-    EXPECT_EQ(name, "sa-1.1-cp311-cp311-linux_x86_64.whl");
+    auto dir = forge::test::temp_dir("previous");
+    const std::string path = (dir / "ledger.jsonl").string();
+    auto add = [&](const char* wheel, const nlohmann::json& record) {
+        ASSERT_TRUE(append_ledger(path, wheel, record).ok());
+    };
+    add("sa-1.0-cp311-cp311-linux_x86_64.whl", modules_record({"sa/_a.so"}));
+    add("sa-1.1-cp311-cp311-linux_x86_64.whl", modules_record({"sa/_b.so"}));
+    add("other-9.0-cp311-cp311-linux_x86_64.whl", modules_record({"o/_c.so"}));
+    add("sa-1.2-cp311-cp311-linux_x86_64.whl", {{"arch_list", "8.0"}}); // no modules
+    // Its modules could not be read.
+    add("sa-1.3-cp311-cp311-linux_x86_64.whl", {{"arch_list", "8.0"}, {"modules", nullptr}});
+    add("sa-2.0-cp311-cp311-linux_x86_64.whl", modules_record({"sa/_d.so"}));
+    auto l = load_ledger(path);
+    ASSERT_TRUE(l.ok()) << l.error().to_string();
+    auto previous = [&](const char* wheel) {
+        auto p = l->previous_wheel(wheel);
+        EXPECT_TRUE(p.ok()) << p.error().to_string();
+        return p.ok() && *p ? (*p)->wheel : std::string("none");
+    };
+    EXPECT_EQ(previous("sa-2.0-cp311-cp311-linux_x86_64.whl"),
+              "sa-1.1-cp311-cp311-linux_x86_64.whl");
+    auto p = l->previous_wheel("sa-2.0-cp311-cp311-linux_x86_64.whl");
+    ASSERT_TRUE(p.ok() && *p);
+    EXPECT_EQ((*p)->where, path + ":2");
+    EXPECT_EQ((*p)->record["modules"][0]["module"], "sa/_b.so");
     // A wheel the ledger does not know: the latest stamp of its distribution.
-    p = previous_wheel(l, "sa-3.0-cp311-cp311-linux_x86_64.whl", &name);
-    ASSERT_NE(p, nullptr);
-    EXPECT_EQ(name, "sa-2.0-cp311-cp311-linux_x86_64.whl");
-    EXPECT_EQ(previous_wheel(l, "sa-1.0-cp311-cp311-linux_x86_64.whl"), nullptr);
-    EXPECT_EQ(previous_wheel(l, "new-1.0-py3-none-any.whl"), nullptr);
-    EXPECT_EQ(previous_wheel(l, "not-a-wheel.so"), nullptr);
+    EXPECT_EQ(previous("sa-3.0-cp311-cp311-linux_x86_64.whl"),
+              "sa-2.0-cp311-cp311-linux_x86_64.whl");
+    EXPECT_EQ(previous("sa-1.0-cp311-cp311-linux_x86_64.whl"), "none");
+    EXPECT_EQ(previous("new-1.0-py3-none-any.whl"), "none");
+    EXPECT_EQ(previous("not-a-wheel.so"), "none");
+    std::filesystem::remove_all(dir);
 }
 
 TEST(AuditExtensionLost, LackingAModuleThePreviousWheelCarried) {

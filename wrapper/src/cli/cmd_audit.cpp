@@ -107,7 +107,7 @@ void catch_audit_signals() {
 
 // Audits the fleet, writing the report as the results arrive (memory does not grow with the
 // fleet), and ends as an interrupted run must.
-int audit_fleet(const std::vector<std::string>& files, const provenance::Ledger* ledger,
+int audit_fleet(provenance::AuditFileList& files, const provenance::Ledger* ledger,
                 const provenance::AuditPolicy& policy, int jobs, const std::string& format) {
     std::optional<ProgressBar> bar;
     provenance::AuditProgress progress;
@@ -120,7 +120,7 @@ int audit_fleet(const std::vector<std::string>& files, const provenance::Ledger*
         std::cout, format == "json" ? provenance::AuditFormat::Json : provenance::AuditFormat::Text,
         policy, files.size());
     provenance::audit_stream(
-        files, ledger, policy, jobs,
+        files.size(), [&] { return files.next(); }, ledger, policy, jobs,
         [&](provenance::AuditResult&& r) {
             if (!bar) return report.add(r);
             bar->clear();
@@ -130,7 +130,8 @@ int audit_fleet(const std::vector<std::string>& files, const provenance::Ledger*
         progress, &g_audit_stop);
     const bool interrupted = g_audit_stop.load();
     report.finish(interrupted);
-    if (files.empty()) fmt::print(stderr, "nvcc-forge audit: no wheel or shared object found\n");
+    if (files.size() == 0)
+        fmt::print(stderr, "nvcc-forge audit: no wheel or shared object found\n");
     if (interrupted) {
         if (bar) bar->end_line();
         const int sig = g_audit_signal.load();
@@ -184,7 +185,7 @@ int run_audit(int argc, char** argv) {
     if (vm.count("jobs") && jobs < 1)
         return report_error("audit", Error(fmt::format("--jobs must be at least 1, not {}", jobs)));
 
-    auto files = provenance::collect_audit_files(paths);
+    auto files = provenance::AuditFileList::collect(paths);
     if (!files) return report_error("audit", files.error());
     std::optional<provenance::Ledger> ledger;
     if (vm.count("ledger")) {

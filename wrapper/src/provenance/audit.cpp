@@ -1,4 +1,4 @@
-// The fleet audit: classification, the ledger, the directory sweep and the worker pool.
+// The fleet audit: classification, the directory sweep and the worker pool (the ledger: ledger.h).
 #include "provenance/audit.h"
 
 #include "core/workers.h"
@@ -66,38 +66,6 @@ Result<Provenance> provenance_from_record(const nlohmann::json& record, std::str
         }
     }
     return p;
-}
-
-Result<Ledger> load_ledger(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return Error{"cannot open the ledger", path};
-    Ledger ledger;
-    std::string line;
-    int n = 0;
-    while (std::getline(in, line)) {
-        ++n;
-        if (!line.empty() && line.back() == '\r') line.pop_back();
-        if (line.find_first_not_of(" \t") == std::string::npos) continue;
-        auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-        Error e{"", path};
-        e.line = n;
-        if (j.is_discarded() || !j.is_object()) {
-            e.message = "not a JSON object";
-            return e;
-        }
-        auto w = j.find("wheel");
-        if (w == j.end() || !w->is_string() || w->get<std::string>().empty()) {
-            e.key = "wheel";
-            e.message = "no wheel filename";
-            return e;
-        }
-        std::string wheel = w->get<std::string>();
-        j.erase("wheel");
-        // Later lines win: a re-stamp appends the newer record.
-        ledger[wheel] = LedgerEntry{std::move(j), fmt::format("{}:{}", path, n), n};
-    }
-    if (in.bad()) return Error{"cannot read the ledger", path};
-    return ledger;
 }
 
 bool carries_list(const std::vector<binary::Extension>& extensions, const arch::ArchList& list,
@@ -225,41 +193,6 @@ AuditResult classify(const std::string& file, const std::vector<binary::Extensio
     return r;
 }
 
-namespace {
-
-std::string distribution_key(const std::string& wheel_filename) {
-    auto name = parse_wheel_filename(wheel_filename);
-    if (!name) return "";
-    std::string key;
-    for (char c : name->distribution)
-        key += c == '-' || c == '.'
-                   ? '_'
-                   : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return key;
-}
-
-} // namespace
-
-const LedgerEntry* previous_wheel(const Ledger& ledger, const std::string& wheel_filename,
-                                  std::string* previous_filename) {
-    const std::string dist = distribution_key(wheel_filename);
-    if (dist.empty()) return nullptr;
-    int before = std::numeric_limits<int>::max();
-    if (auto own = ledger.find(wheel_filename); own != ledger.end()) before = own->second.line;
-    const LedgerEntry* best = nullptr;
-    for (const auto& [name, entry] : ledger) {
-        if (name == wheel_filename || entry.line >= before) continue;
-        auto modules = entry.record.find("modules");
-        if (modules == entry.record.end() || !modules->is_array() || distribution_key(name) != dist)
-            continue;
-        if (best == nullptr || entry.line > best->line) {
-            best = &entry;
-            if (previous_filename) *previous_filename = name;
-        }
-    }
-    return best;
-}
-
 void check_lost_extensions(AuditResult& r, const std::vector<binary::Extension>& extensions,
                            const LedgerEntry& previous, const std::string& previous_filename) {
     if (r.status == kAuditUnreadable) return;
@@ -314,9 +247,11 @@ AuditResult audit_file(const std::string& file, const Ledger* ledger, const Audi
             provenance = std::move(*p);
         }
     }
-    const LedgerEntry* entry = nullptr;
+    std::optional<LedgerEntry> entry;
     if (ledger) {
-        if (auto it = ledger->find(filename); it != ledger->end()) entry = &it->second;
+        auto found = ledger->find(filename);
+        if (!found) return unreadable(found.error());
+        entry = std::move(*found);
     }
     if (!provenance && entry) {
         auto p = provenance_from_record(entry->record, "ledger", entry->where);
@@ -329,43 +264,15 @@ AuditResult audit_file(const std::string& file, const Ledger* ledger, const Audi
                 fmt::format("the ledger ({}) says {}, the stamp says {}; the stamp wins",
                             entry->where, p->list.to_string(), provenance->list.to_string());
     }
+    entry.reset(); // its record lives on in the provenance
     AuditResult r = classify(file, *exts, provenance, policy);
     if (!ledger_note.empty()) r.details.push_back(ledger_note);
     if (ledger && filename.ends_with(".whl")) {
-        std::string previous_name;
-        if (const LedgerEntry* previous = previous_wheel(*ledger, filename, &previous_name))
-            check_lost_extensions(r, *exts, *previous, previous_name);
+        auto previous = ledger->previous_wheel(filename);
+        if (!previous) return unreadable(previous.error());
+        if (*previous) check_lost_extensions(r, *exts, **previous, (*previous)->wheel);
     }
     return r;
-}
-
-Result<std::vector<std::string>> collect_audit_files(const std::vector<std::string>& paths) {
-    namespace fs = std::filesystem;
-    std::set<std::string> out;
-    auto wanted = [](const fs::path& p) {
-        std::string name = p.filename().string();
-        return name.ends_with(".whl") || name.ends_with(".so") || name.ends_with(".pyd") ||
-               name.find(".so.") != std::string::npos;
-    };
-    for (const auto& path : paths) {
-        std::error_code ec;
-        auto st = fs::status(path, ec);
-        if (ec || !fs::exists(st)) return Error{"no such file or directory", path};
-        if (!fs::is_directory(st)) {
-            out.insert(path);
-            continue;
-        }
-        fs::recursive_directory_iterator it(path, fs::directory_options::skip_permission_denied,
-                                            ec);
-        if (ec) return Error{fmt::format("cannot list: {}", ec.message()), path};
-        for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
-            if (ec) return Error{fmt::format("cannot list: {}", ec.message()), it->path().string()};
-            std::error_code fe;
-            if (it->is_regular_file(fe) && wanted(it->path())) out.insert(it->path().string());
-        }
-        if (ec) return Error{fmt::format("cannot list: {}", ec.message()), path};
-    }
-    return std::vector<std::string>(out.begin(), out.end());
 }
 
 namespace {
@@ -379,11 +286,14 @@ class InOrderDelivery {
                     const AuditProgress& progress)
         : total_(total), window_(window), sink_(sink), progress_(progress) {}
 
-    // The next file to start, or nullopt when there is none or the audit stops.
-    std::optional<size_t> claim(const std::atomic<bool>* stop) {
+    // The next file to start (its index and path), or nullopt when there is none or the audit
+    // stops.
+    std::optional<std::pair<size_t, Result<std::string>>> claim(const NextAuditFile& next,
+                                                                const std::atomic<bool>* stop) {
         std::unique_lock lock(mutex_);
         if (stopped(stop) || next_ >= total_) return std::nullopt;
         const size_t i = next_++;
+        Result<std::string> file = next();
         // `stop` is set by a signal handler, which cannot notify: the wait looks at it again
         // every so often, not only when a delivery wakes it.
         constexpr auto kLookAgain = std::chrono::milliseconds(100);
@@ -391,7 +301,7 @@ class InOrderDelivery {
                                [&] { return i < delivered_ + window_ || stopped(stop); })) {
         }
         if (stopped(stop)) return std::nullopt; // stopped while waiting
-        return i;
+        return std::pair(i, std::move(file));
     }
 
     void done(size_t i, AuditResult&& r) {
@@ -429,21 +339,40 @@ class InOrderDelivery {
 
 } // namespace
 
-size_t audit_stream(const std::vector<std::string>& files, const Ledger* ledger,
+size_t audit_stream(size_t total, const NextAuditFile& next, const Ledger* ledger,
                     const AuditPolicy& policy, int jobs, const AuditSink& sink,
                     const AuditProgress& progress, const std::atomic<bool>* stop) {
     if (jobs <= 0) jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    jobs = static_cast<int>(
-        std::min<size_t>(static_cast<size_t>(jobs), std::max<size_t>(files.size(), 1)));
+    jobs =
+        static_cast<int>(std::min<size_t>(static_cast<size_t>(jobs), std::max<size_t>(total, 1)));
     constexpr size_t kWindowPerJob = 16;
-    InOrderDelivery delivery(files.size(), kWindowPerJob * static_cast<size_t>(jobs), sink,
-                             progress);
+    InOrderDelivery delivery(total, kWindowPerJob * static_cast<size_t>(jobs), sink, progress);
     auto worker = [&] {
-        while (auto i = delivery.claim(stop))
-            delivery.done(*i, audit_file(files[*i], ledger, policy));
+        while (auto claimed = delivery.claim(next, stop)) {
+            auto& [i, file] = *claimed;
+            if (!file) {
+                AuditResult r;
+                r.file = "(the list of files)";
+                r.status = kAuditUnreadable;
+                r.error = file.error().to_string();
+                r.details.push_back(r.error);
+                delivery.done(i, std::move(r));
+                continue;
+            }
+            delivery.done(i, audit_file(*file, ledger, policy));
+        }
     };
     run_workers(static_cast<unsigned>(jobs), worker); // the calling thread is one of them
     return delivery.delivered();
+}
+
+size_t audit_stream(const std::vector<std::string>& files, const Ledger* ledger,
+                    const AuditPolicy& policy, int jobs, const AuditSink& sink,
+                    const AuditProgress& progress, const std::atomic<bool>* stop) {
+    size_t at = 0;
+    return audit_stream(
+        files.size(), [&]() -> Result<std::string> { return files[at++]; }, ledger, policy, jobs,
+        sink, progress, stop);
 }
 
 std::vector<AuditResult> audit_files(const std::vector<std::string>& files, const Ledger* ledger,

@@ -7,11 +7,14 @@
 #include "arch/arch.h"
 #include "binary/reader.h"
 #include "core/result.h"
+#include "provenance/ledger.h"
 
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
@@ -49,16 +52,6 @@ struct AuditPolicy {
     // binary/result_cache.h); nullptr reads every image.
     binary::ResultCache* image_cache = nullptr;
 };
-
-// Ledger: wheel filename -> its latest record (a re-stamp appends a newer line).
-struct LedgerEntry {
-    nlohmann::json record;
-    std::string where; // "ledger.jsonl:12"
-    int line = 0;      // 12: later lines were stamped later
-};
-using Ledger = std::map<std::string, LedgerEntry>;
-// Errors (exit 2): unreadable file, a line that is not a JSON object with a string "wheel".
-Result<Ledger> load_ledger(const std::string& path);
 
 // What a file was built to carry.
 struct Provenance {
@@ -101,13 +94,6 @@ bool carries_list(const std::vector<binary::Extension>& extensions, const arch::
 AuditResult classify(const std::string& file, const std::vector<binary::Extension>& extensions,
                      const std::optional<Provenance>& provenance, const AuditPolicy& policy);
 
-// The ledger's previous wheel of the same distribution as `wheel_filename`: the latest entry
-// before this wheel's own (or the latest at all when it has none) whose record lists `modules`
-// (a stamp that could not read its modules records null: it is skipped).
-// nullptr when there is none.
-const LedgerEntry* previous_wheel(const Ledger& ledger, const std::string& wheel_filename,
-                                  std::string* previous_filename = nullptr);
-
 // Marks `r` extension-lost when `extensions` lack a module (modules.h module_key) that
 // `previous` (a ledger record with `modules`) lists. Unreadable results are left alone.
 void check_lost_extensions(AuditResult& r, const std::vector<binary::Extension>& extensions,
@@ -118,8 +104,32 @@ void check_lost_extensions(AuditResult& r, const std::vector<binary::Extension>&
 AuditResult audit_file(const std::string& file, const Ledger* ledger, const AuditPolicy& policy);
 
 // Wheels (*.whl) and shared objects (*.so, *.so.N, *.pyd) under the directories, recursively,
-// plus every file given directly; sorted, unique. Error (exit 2) when a path does not exist.
+// plus every file given directly; sorted, unique. Error (exit 2) when a path does not exist or a
+// directory cannot be listed. The walk holds one directory's names per level, not the list.
+Status walk_audit_files(const std::vector<std::string>& paths,
+                        const std::function<Status(const std::string& file)>& each);
 Result<std::vector<std::string>> collect_audit_files(const std::vector<std::string>& paths);
+
+// The same files, kept in an unnamed temporary file: what the audit holds does not grow with the
+// fleet, and the report can say how many files there are before the first one is read.
+class AuditFileList {
+  public:
+    static Result<AuditFileList> collect(const std::vector<std::string>& paths);
+    [[nodiscard]] size_t size() const { return size_; }
+    // The next path, in order; called at most size() times.
+    Result<std::string> next();
+
+  private:
+    struct Close {
+        void operator()(std::FILE* f) const;
+    };
+    std::unique_ptr<std::FILE, Close> file_;
+    size_t size_ = 0;
+    size_t read_ = 0;
+};
+
+// The files to audit, in order, one call at a time (at most `total` calls).
+using NextAuditFile = std::function<Result<std::string>()>;
 
 // Audits `files` with `jobs` worker threads (<= 0: hardware concurrency), handing each result to
 // `sink` in the order of `files` as soon as every file before it is done (one call at a time):
@@ -129,6 +139,11 @@ Result<std::vector<std::string>> collect_audit_files(const std::vector<std::stri
 using AuditSink = std::function<void(AuditResult&& result)>;
 using AuditProgress = std::function<void(size_t done, size_t total)>;
 size_t audit_stream(const std::vector<std::string>& files, const Ledger* ledger,
+                    const AuditPolicy& policy, int jobs, const AuditSink& sink,
+                    const AuditProgress& progress = {}, const std::atomic<bool>* stop = nullptr);
+// The same over `total` files from `next` (AuditFileList's): a file that `next` cannot give is
+// an unreadable result.
+size_t audit_stream(size_t total, const NextAuditFile& next, const Ledger* ledger,
                     const AuditPolicy& policy, int jobs, const AuditSink& sink,
                     const AuditProgress& progress = {}, const std::atomic<bool>* stop = nullptr);
 // The same, collected (tests, small sets).
