@@ -226,7 +226,7 @@ def case_host_only(t):
 # ---- inject, then pass: the invariant over every package file ---------------------------------
 
 LANES = ("linux_x86_64", "linux_aarch64")
-ROW_ONLY = "policy-row-only"  # a package without a directory: the policy row alone
+ROW_ONLY = "(the policy row)"  # no package: the policy row alone (an unknown package is an error)
 KERNEL = "__global__ void k(float* p) { p[threadIdx.x] += 1.0f; }\n"
 MODES = ("observe", "strict", "inject")
 
@@ -241,9 +241,19 @@ def package_names(t):
     return names + [ROW_ONLY]
 
 
-def builds_as(t, package, lane, cuda):
-    j = t.forge_json("resolve", "--package", package, "--cuda", cuda, "--platform", lane, "--format", "json")
-    return j["builds_as"]
+def package_flags(package):
+    return [] if package == ROW_ONLY else ["--package", package]
+
+
+def resolved(t, package, lane, cuda):
+    return t.forge_json("resolve", *package_flags(package), "--cuda", cuda, "--platform", lane, "--format", "json")
+
+
+def policy_env(t, package, lane, cuda):
+    """How a build names its policy to the wrapper: the package, or (no package) the row's list."""
+    if package != ROW_ONLY:
+        return {"NVCC_FORGE_PACKAGE": package}
+    return {"NVCC_FORGE_ARCH_LIST": resolved(t, package, lane, cuda)["builds_as_list"]}
 
 
 def tu_shapes(expected, emittable):
@@ -272,7 +282,7 @@ def tu_shapes(expected, emittable):
 
 def gate_view(t, product, package, lane, cuda):
     """verify --package on the product: (missing targets, waived targets, extra, the module's verdict)."""
-    r = t.forge("verify", product, "--package", package, "--cuda", cuda, "--platform", lane, "--format", "json")
+    r = t.forge("verify", product, *package_flags(package), "--cuda", cuda, "--platform", lane, "--format", "json")
     check(r.rc in (0, 1), f"verify {product}: {r!r}")
     mod = ft.only(r.json()["extensions"], what="module")
     return (sorted(mod["missing_sass"] + mod["missing_ptx"]), sorted(w.split()[0] for w in mod["waived"]),
@@ -307,7 +317,6 @@ def judge_case(t, root, job):
     package, lane, shape, mode, args, rdc, env, cuda = job
     case = f"{package}.{lane}.{shape}.{mode}"
     recs, rcs, product = compile_case(t, root, case, dict(env, NVCC_FORGE_MODE=mode,
-                                                         NVCC_FORGE_PACKAGE=package,
                                                          NVCC_FORGE_PLATFORM=lane), args, rdc)
     said = sorted({m for r in recs for m in r["missing"]})
     dropped = sorted({m for r in recs for m in r["missing"] if m not in r["injected"]})
@@ -363,7 +372,8 @@ def case_inject_then_pass(t):
     full = os.environ.get("FORGE_INVARIANT_FULL") == "1"
     pairs = [(p, lane) for p in packages for lane in LANES]
     for i, (package, lane) in enumerate(pairs):
-        shapes = tu_shapes(builds_as(t, package, lane, cuda), emittable)
+        shapes = tu_shapes(resolved(t, package, lane, cuda)["builds_as"], emittable)
+        cell_env = dict(env, **policy_env(t, package, lane, cuda))
         # Sampled: observe and strict run every shape (the call as given: one compile each,
         # shared by every package), inject every arch-specific shape (nothing is added) and two
         # generic shapes per (package, lane), rotating, so that each shape meets several packages
@@ -375,7 +385,7 @@ def case_inject_then_pass(t):
             for mode in MODES:
                 if mode == "inject" and shape not in sampled and not full:
                     continue
-                jobs.append((package, lane, shape, mode, args, rdc, env, cuda))
+                jobs.append((package, lane, shape, mode, args, rdc, cell_env, cuda))
     check(jobs, "no case to run")
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         results = list(pool.map(lambda j: judge_case(t, root, j), jobs))

@@ -306,13 +306,9 @@ TEST(ResolveInputs, EveryFileReadAndWhereAPackagesFilesWouldAppear) {
         const std::string want = fs::absolute(p).lexically_normal().string();
         return std::find(r.inputs.begin(), r.inputs.end(), want) != r.inputs.end();
     };
-    // No package directory yet: the packages directory is where one would appear.
-    auto none = must(resolve_with(mini(), "12.8", "", "linux_x86_64", "later", "", dir.string()));
-    EXPECT_TRUE(has(none, mini()));
-    EXPECT_TRUE(has(none, shipped_gpus()));
-    EXPECT_TRUE(has(none, dir));
-    EXPECT_EQ(none.inputs.size(), 3u);
-    // Both of its files, and its own directory (a file added there later) instead.
+    // No package directory yet: an unknown package is an error (no resolution to depend on).
+    EXPECT_FALSE(resolve_with(mini(), "12.8", "", "linux_x86_64", "later", "", dir.string()).ok());
+    // Both of its files, and its own directory (a file added there later).
     fs::create_directories(dir / "later");
     std::ofstream(dir / "later" / "arch_override.yml")
         << "arch_list:\n  list: \"8.0 9.0\"\n  reason: \"x\"\n  source: \"x\"\n";
