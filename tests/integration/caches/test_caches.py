@@ -457,16 +457,19 @@ def cmake_every_input_an_edge(t):
     src, build = os.path.join(t.work, "src"), os.path.join(t.work, "b")
     packages = os.path.join(t.work, "packages")
     os.makedirs(packages)
+    pkg = os.path.join(packages, "edge")
+    # The package exists before the configure: an unknown package is an error (issue 36).
+    ft.write(os.path.join(pkg, "arch_override.yml"),
+             'arch_list:\n  list: "8.0 9.0"\n  reason: "test"\n  source: "test"\n')
     ft.write(os.path.join(src, "CMakeLists.txt"), EDGES_PROJECT)
     env = base_env(t)
     r = t.run(["cmake", "-S", src, "-B", build, "-G", "Ninja", f"-DFORGE_SOURCE_DIR={t.source}",
                f"-DFORGE_PACKAGES_DIR={packages}", f"-DNvccForge_EXECUTABLE={t.forge_exe}"], env=env)
     ft.check(r.rc == 0, f"configure: {r!r}")
-    pkg = os.path.join(packages, "edge")
     row = ft.read(os.path.join(build, "archs.txt"))
     edits = [  # (what, path, text): each changes the list
-        ("the package's directory created later", os.path.join(pkg, "arch_override.yml"),
-         'arch_list:\n  list: "8.0 9.0"\n  reason: "test"\n  source: "test"\n'),
+        ("the package's arch_override.yml edited", os.path.join(pkg, "arch_override.yml"),
+         'arch_list:\n  list: "8.0 8.6 9.0"\n  reason: "test"\n  source: "test"\n'),
         ("a build_matrix.yml added beside it (its combination wins)", os.path.join(pkg, "build_matrix.yml"),
          'combinations:\n  - {cuda: "13.0", platform: linux_x86_64, arch_list: "8.6"}\n'),
         ("the winning build_matrix.yml row edited", os.path.join(pkg, "build_matrix.yml"),

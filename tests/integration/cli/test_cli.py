@@ -108,7 +108,7 @@ def verify_missing_file(t):
     missing = os.path.join(t.work, "nonexistent.whl")
     r = t.forge("verify", missing, "--arch-list", "8.0").expect_rc(2)
     r.expect_output(missing)
-    r.expect_output("1 input(s) could not be read")
+    r.expect_output("1 input(s) not read")
     ft.check("allow-pure-python" not in r.out + r.err, f"a wrong remedy: {r.out}{r.err}")
     ft.check("nothing carries GPU code" not in r.out + r.err, f"a false statement: {r.out}{r.err}")
 

@@ -118,7 +118,9 @@ def actions_steps_as_script(t):
                env, log)
     ft.check_eq(env.get("NVCC_FORGE_ARCH_LIST"), "7.5 8.0", "GITHUB_ENV's arch list")
     shim = os.path.join(t.work, "nvcc-forge-shim")
-    ft.check_eq(env.get("CUDA_HOME"), shim, "CUDA_HOME")
+    # env binds the policy's own shim under the root (frontend/shim.h)
+    ft.check(env.get("CUDA_HOME", "").startswith(os.path.join(shim, ".policies") + os.sep),
+             f"CUDA_HOME {env.get('CUDA_HOME')} is not a shim bound under {shim}")
     ft.check_eq(env.get("NVCC_FORGE_LOG"), os.path.join(shim, "nvcc-forge.log"), "the default log")
     # the user's build: nvcc from PATH is the shim's, which injects the policy's sm_80
     with open(os.path.join(t.work, "k.cu"), "w", encoding="utf-8") as f:
@@ -179,8 +181,8 @@ def cibuildwheel_config(t):
             continue  # the wheel phase (.ci/wheel) tests the install itself
         t.run(["bash", "-c", here(cmd)], env=env).expect_rc(0)
         ran += 1
-    for k, v in linux["environment"].items():
-        env[k] = here(v).replace("$PATH", env["PATH"])
+    for k, v in linux["environment"].items():  # as cibuildwheel does: bash syntax, $(...) too
+        env[k] = t.run(["bash", "-c", f'printf %s "{here(v)}"'], env=env).expect_rc(0).out
     with open(os.path.join(project, "k.cu"), "w", encoding="utf-8") as f:
         f.write("__global__ void k(float* x) { x[0] = 1.0f; }\n")
     so_args = ["-shared", "-Xcompiler", "-fPIC", "k.cu", "-gencode=arch=compute_80,code=sm_80", "-o"]
@@ -224,8 +226,9 @@ def readme_first_screen(t):
     r = t.run(["bash", "-c", script], env=env)
     ft.check(r.rc == 0, r)
     shim = os.path.join(t.work, ".cache", "cuda-shim")
-    r.expect_out(f"{shim}/bin/nvcc\n")
-    r.expect_out(f"CUDA_HOME={shim}\n")
+    r.expect_out(f"{shim}/.policies/")  # the policy's own shim under the root (frontend/shim.h)
+    ft.check(re.search(rf"^CUDA_HOME={re.escape(shim)}/\.policies/[0-9a-f]+$", r.out, re.M), r.out)
+    ft.check(re.search(rf"^{re.escape(shim)}/\.policies/[0-9a-f]+/bin/nvcc$", r.out, re.M), r.out)
     r.expect_err(f"nvcc-forge env: the compile log is '{shim}/nvcc-forge.log'")
     ft.check(os.path.getsize(os.path.join(shim, "nvcc-forge.log")) > 0, "no compile log")
 

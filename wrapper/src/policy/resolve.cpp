@@ -516,8 +516,9 @@ std::vector<std::string> resolution_inputs(const ResolveRequest& req, const Pack
     if (!pkg) return out;
     add(pkg->override_file);
     add(pkg->matrix_file);
-    const auto dir = req.packages_dir / pkg->name;
-    add(std::filesystem::is_directory(dir, ec) ? dir : req.packages_dir);
+    // The directory load_package() read (a package file added there later changes the list).
+    add(std::filesystem::path(!pkg->override_file.empty() ? pkg->override_file : pkg->matrix_file)
+            .parent_path());
     return out;
 }
 
