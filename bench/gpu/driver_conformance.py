@@ -8,8 +8,11 @@ nothing) against what the driver does with each registered fatbin container of t
 
 TOOLS is nvcc-forge (or nvcc-forge-tools); PRODUCTS_DIR is where build.py wrote the cells.
 A claim of native or jit must be matched by every container with kernels loading; a claim of
-nothing by a container the driver refuses for this GPU. A relocatable image (-rdc objects, the
-inputs of a device link) is never loaded by the driver on its own: reported apart, not judged.
+nothing by a container the driver refuses for this GPU. In a linked file of an -rdc build the
+runtime falls back to the objects' relocatable images (__nv_relfatbin) when the device link's
+cubin does not fit the GPU, and JIT-links their PTX (rdc_ptx_trial.sh ran such a kernel on an
+H200 whose device link held sm_80 only): there the linked container or every relocatable one must
+load.
 Prints one row per product and a summary; exit 1 on a disagreement.
 """
 import ctypes
@@ -61,7 +64,8 @@ class Driver:
 def containers(tools, path):
     """{fatbin_offset: [rows]} of the file's registered containers (not inside an archive or a
     wheel member)."""
-    r = subprocess.run([tools, "list", "--format", "json", path], capture_output=True, text=True)
+    r = subprocess.run([tools, "list", "--toolkit", "--format", "json", path], capture_output=True,
+                       text=True)
     if r.returncode != 0:
         return None, r.stderr.strip().splitlines()[-1:] or [f"exit {r.returncode}"]
     out = {}
@@ -75,17 +79,11 @@ def claim(tools, path, cc):
     r = subprocess.run([tools, "coverage", path, "--format", "json"], capture_output=True, text=True)
     if r.returncode not in (0, 1):
         return f"exit {r.returncode}"
-    doc = json.loads(r.stdout)
-    modules = doc if isinstance(doc, list) else doc.get("modules", [doc])
     tiers = set()
-    for m in modules:
-        cov = m.get("coverage")
-        if not cov:
-            continue
-        for g in cov.get("gpus", []):
-            if g.get("cc") == cc:
-                tiers.add(g.get("tier"))
-    return "/".join(sorted(t for t in tiers if t)) or "none"
+    for m in json.loads(r.stdout)["extensions"]:
+        if m.get("coverage") and cc in m["coverage"]:
+            tiers.add(m["coverage"][cc]["tier"])
+    return "/".join(sorted(tiers)) or "not rated"
 
 
 def is_relocatable(data):
@@ -115,7 +113,7 @@ def main():
                     rows.append((cell["name"], product, said, f"list failed: {err}"))
                     bad.append(product)
                     continue
-                loads = []
+                loads, rel_loads = [], []
                 for off, entries in sorted(found.items()):
                     if struct.unpack_from("<I", data, off)[0] != FATBIN_MAGIC:
                         loads.append("not-a-container")
@@ -123,19 +121,30 @@ def main():
                     hsize = struct.unpack_from("<H", data, off + 6)[0]
                     fsize = struct.unpack_from("<Q", data, off + 8)[0]
                     blob = data[off:off + hsize + fsize]
-                    kernels = sum(e["kernels"] or 0 for e in entries)
-                    if all(e["kind"] == "sass" for e in entries) and not kernels:
+                    # PTX is code; a cubin without kernels (nvlink's stub) is not.
+                    if not any(e["kind"] == "ptx" or (e["kernels"] or 0) > 0 for e in entries):
                         loads.append("stub")
                         continue
                     res = drv.load(blob)
+                    if entries[0]["section"] == "__nv_relfatbin" and len(found) > 1:
+                        rel_loads.append(res)
+                        res = "rel:" + res
                     loads.append(res)
-            judged = [x for x in loads if x not in ("stub", "relocatable")]
+                if rel_loads:  # the runtime's fallback: the linked image, else the relocatable ones
+                    linked = [x for x in loads if not x.startswith("rel:") and x != "stub"]
+                    fallback = "ok" if all(x == "ok" for x in rel_loads) else "CUDA_ERROR_NO_BINARY_FOR_GPU"
+                    loads = loads + [f"=> {'ok' if any(x == 'ok' for x in linked) else fallback}"]
+            judged = [x for x in loads if x not in ("stub", "relocatable") and not x.startswith("rel:")]
+            if any(x.startswith("=> ") for x in judged):
+                judged = [x[3:] for x in judged if x.startswith("=> ")]
             if not judged:
                 verdict = "not judged (relocatable or stub only)"
-            elif said in ("native", "jit"):
+            elif said == "dead":
+                verdict = "agree" if any(x != "ok" for x in judged) else "DISAGREE"
+            elif said in ("native", "jit", "jit/native"):
                 verdict = "agree" if all(x == "ok" for x in judged) else "DISAGREE"
             else:
-                verdict = "agree" if any(x != "ok" for x in judged) else "DISAGREE"
+                verdict = f"DISAGREE (coverage: {said})"
             if verdict == "DISAGREE":
                 bad.append(product)
             rows.append((cell["name"], product, said, ",".join(loads) + " -> " + verdict))
