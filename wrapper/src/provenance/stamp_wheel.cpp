@@ -258,6 +258,42 @@ Result<std::optional<StampFound>> read_stamp(const std::string& wheel_path) {
     return std::optional<StampFound>(StampFound{member, std::move(j)});
 }
 
+namespace {
+
+// The stamped copy (the temporary file open as `fd`) in the wheel's place: renamed over it, or
+// written into it where a rename would lose its owner, mode or hard links.
+Status put_in_place(int fd, TempFile& temp, const struct stat& original, const std::string& wheel,
+                    const std::string& wheel_path) {
+    // A rename puts a new inode in place: right when it can carry the wheel's owner and mode and
+    // no other name shares the old one. Otherwise the stamped bytes are written into the wheel
+    // itself, which keeps its inode, owner, mode and hard links (not atomic: a crash in between
+    // leaves a damaged wheel, the price of not breaking the links).
+    bool in_place = original.st_nlink > 1;
+    if (!in_place && (original.st_uid != ::geteuid() || original.st_gid != ::getegid()))
+        in_place = ::fchown(fd, original.st_uid, original.st_gid) != 0;
+    if (in_place) return overwrite_with(fd, temp.path, wheel, wheel_path);
+    // create_unique made the file 0600; give the result the wheel's mode.
+    if (::fchmod(fd, original.st_mode & 07777) != 0)
+        return Error{fmt::format("cannot set the mode: {}", std::strerror(errno)), temp.path};
+    if (::fsync(fd) != 0)
+        return Error{fmt::format("cannot flush: {}", std::strerror(errno)), temp.path};
+    if (!names_file(temp.path, fd))
+        return Error{"the temporary file was replaced by another (the directory is writable by "
+                     "another user?): the wheel is left as it was",
+                     temp.path};
+    if (::rename(temp.path.c_str(), wheel.c_str()) != 0)
+        return Error{fmt::format("cannot replace the wheel: {}", std::strerror(errno)), wheel_path};
+    temp.path.clear();
+    if (!names_file(wheel, fd))
+        return Error{"the wheel was replaced while it was stamped (the directory is writable by "
+                     "another user?)",
+                     wheel_path};
+    const std::filesystem::path dir = std::filesystem::path(wheel).parent_path();
+    return fsync_dir(dir.empty() ? std::string(".") : dir.string());
+}
+
+} // namespace
+
 Result<StampResult> stamp_wheel(const std::string& wheel_path, const policy::Resolution& r,
                                 const EnvLookup& env) {
     namespace fs = std::filesystem;
@@ -354,34 +390,7 @@ Result<StampResult> stamp_wheel(const std::string& wheel_path, const policy::Res
             written(out->add(result.member, info_bytes, zipio::kMethodDeflate, in.time)));
     FORGE_TRY_STATUS(written(out->close(z->global_comment())));
 
-    // A rename puts a new inode in place: right when it can carry the wheel's owner and mode and
-    // no other name shares the old one. Otherwise the stamped bytes are written into the wheel
-    // itself, which keeps its inode, owner, mode and hard links (not atomic: a crash in between
-    // leaves a damaged wheel, the price of not breaking the links).
-    bool in_place = original.st_nlink > 1;
-    if (!in_place && (original.st_uid != ::geteuid() || original.st_gid != ::getegid()))
-        in_place = ::fchown(fd, original.st_uid, original.st_gid) != 0;
-    if (in_place) {
-        FORGE_TRY_STATUS(overwrite_with(fd, temp.path, wheel.string(), wheel_path));
-        return result;
-    }
-    // create_unique made the file 0600; give the result the wheel's mode.
-    if (::fchmod(fd, original.st_mode & 07777) != 0)
-        return Error{fmt::format("cannot set the mode: {}", std::strerror(errno)), temp.path};
-    if (::fsync(fd) != 0)
-        return Error{fmt::format("cannot flush: {}", std::strerror(errno)), temp.path};
-    if (!names_file(temp.path, fd))
-        return Error{"the temporary file was replaced by another (the directory is writable by "
-                     "another user?): the wheel is left as it was",
-                     temp.path};
-    if (::rename(temp.path.c_str(), wheel.c_str()) != 0)
-        return Error{fmt::format("cannot replace the wheel: {}", std::strerror(errno)), wheel_path};
-    temp.path.clear();
-    if (!names_file(wheel.string(), fd))
-        return Error{"the wheel was replaced while it was stamped (the directory is writable by "
-                     "another user?)",
-                     wheel_path};
-    FORGE_TRY_STATUS(fsync_dir(dir.string()));
+    FORGE_TRY_STATUS(put_in_place(fd, temp, original, wheel.string(), wheel_path));
     return result;
 }
 
