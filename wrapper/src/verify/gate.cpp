@@ -9,7 +9,6 @@
 namespace forge::verify {
 
 using arch::Kind;
-using arch::Suffix;
 using arch::Target;
 
 namespace {
