@@ -14,7 +14,6 @@
 #include <cstdio>
 #include <fmt/format.h>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 namespace {
@@ -35,25 +34,28 @@ std::string listing(const std::vector<std::uint8_t>& zip) {
     const Bytes bytes{zip.data(), zip.size(), 0};
     auto archive = zipio::Archive::open_memory(bytes);
     if (!archive) return fmt::format("refused: {}\n", archive.error().message);
-    std::unordered_map<std::string, std::string> digests; // by stored name
+    // In central-directory order, one per file member that is not empty (two members may carry
+    // the same bytes as a name under different UTF-8 flags: names cannot key them).
+    std::vector<std::string> digests;
     ZipOptions options;
     options.max_member_bytes = 4ull << 30; // the reader's defaults (binary/reader.h)
     options.max_total_inflated = 16ull << 30;
     const Where where{"input", std::nullopt};
     const Status walked = for_each_zip_member(
         bytes, where, options, [](const Bytes&) { return true; },
-        [&](const std::string& name, const Bytes& data) {
-            digests[name] = sha256_hex(data.view());
+        [&](const std::string&, const Bytes& data) {
+            digests.push_back(sha256_hex(data.view()));
             return ok_status();
         });
     if (!walked.ok()) return fmt::format("refused: {}\n", walked.error().message);
     std::string out;
+    std::size_t next = 0;
     for (const zipio::Entry& e : archive->entries()) {
         if (e.is_directory()) continue;
         const auto path = zipio::install_path(zipio::decoded_name(e));
-        if (!path) return "refused: no install path after the walk accepted it (driver bug)\n";
-        const auto it = digests.find(e.name);
-        const std::string digest = it != digests.end() ? it->second : sha256_hex({});
+        if (!path || (e.size > 0 && next == digests.size()))
+            return "refused: the walk and the directory disagree (driver bug)\n";
+        const std::string digest = e.size > 0 ? digests[next++] : sha256_hex({});
         out += fmt::format("{} {} {}\n", hex(*path), e.size, digest);
     }
     return out;

@@ -61,6 +61,8 @@ STRICTER = [
     (r"no end of central directory record", "end-record-window"),
     (r"no local header at", "local-header-place"),
     (r"zip64 extra field is too short", "zip64-extra"),
+    (r"deflate stream is cut short", "deflate-stream-incomplete"),
+    (r"over the limit of \d+ bytes|exceed the total limit", "member-size-limit"),
 ]
 
 

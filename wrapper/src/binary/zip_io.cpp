@@ -76,6 +76,9 @@ constexpr std::uint32_t kRegularFile0644 = 0100644u << 16;
 constexpr std::uint32_t kFlagEncrypted = 1u << 0;
 constexpr std::uint32_t kFlagDataDescriptor = 1u << 3;
 constexpr std::uint32_t kFlagUtf8 = 1u << 11;
+constexpr std::uint32_t kFlagPatched = 1u << 5;
+constexpr std::uint32_t kFlagStrongEncryption = 1u << 6;
+constexpr std::uint32_t kVersionMaxRead = 63; // zipfile's MAX_EXTRACT_VERSION
 constexpr std::uint32_t kHostUnix = 3;
 constexpr std::uint32_t kHostMacOs = 19;
 constexpr std::int64_t kDosEpoch = 315532800; // 1980-01-01T00:00:00Z
@@ -104,6 +107,10 @@ struct Le {
         return *this;
     }
 };
+
+bool has_high_bytes(std::string_view s) {
+    return std::any_of(s.begin(), s.end(), [](char c) { return (c & 0x80) != 0; });
+}
 
 std::uint64_t le_at(const std::uint8_t* p, int n) {
     std::uint64_t v = 0;
@@ -145,17 +152,30 @@ struct EndRecords {
     std::string note; // said with every error about the directory: why its values may be off
 };
 
-// The end record is searched where a zip ends, in its last 22 + 65,535 bytes (the comment is at
-// most that long); the last signature there is the record (a comment may hold another).
+// The end record is searched as Python's zipfile (pip's reader) searches it: the last 22 bytes
+// when they are a record without a comment, else the last signature in the last 22 + 65,536
+// bytes; one with fewer than 22 bytes after it ends the search (zipfile takes no earlier one, so
+// neither may we: a comment ending in "PK\5\6" would make the two readers see two zips).
 Result<std::uint64_t> find_end_record(const ZipSource& src, std::vector<std::uint8_t>& tail,
                                       std::uint64_t& from) {
-    const std::uint64_t window = std::min<std::uint64_t>(src.size(), kEndSize + kMax16);
+    const std::uint64_t window = std::min<std::uint64_t>(src.size(), kEndSize + kMax16 + 1);
     from = src.size() - window;
     tail.resize(window);
     if (window == 0) return zip_error(0, "an empty file, not a zip");
     if (!src.read(from, window, tail.data())) return zip_error(from, "cannot read the zip's end");
-    for (std::uint64_t k = window; k >= kEndSize; --k)
-        if (le_at(tail.data() + k - kEndSize, 4) == kSigEnd) return k - kEndSize;
+    if (window >= kEndSize && le_at(tail.data() + window - kEndSize, 4) == kSigEnd &&
+        le_at(tail.data() + window - 2, 2) == 0)
+        return window - kEndSize;
+    for (std::uint64_t k = window; k >= 4; --k) {
+        if (le_at(tail.data() + k - 4, 4) != kSigEnd) continue;
+        if (window - (k - 4) < kEndSize)
+            return zip_error(from + k - 4,
+                             fmt::format("the last end of central directory signature, at "
+                                         "0x{:x}, has fewer than {} bytes after it: Python's "
+                                         "zipfile (and pip) take the file for no zip",
+                                         from + k - 4, kEndSize));
+        return k - 4;
+    }
     return zip_error(from, fmt::format("no end of central directory record: its signature "
                                        "PK\\5\\6 is in none of the last {} bytes "
                                        "(0x{:x}..0x{:x}), where a zip ends; the file is not a "
@@ -233,29 +253,35 @@ Result<EndRecords> read_end_records(const ZipSource& src) {
     return r;
 }
 
-// The zip64 extra block's values for the fields whose 32-bit value is 0xFFFFFFFF, in APPNOTE's
-// order (4.5.3): inflated size, stored size, local header offset. False when the block is too
-// short for them; without a block the 32-bit values stand (as Python's zipfile reads them).
-bool apply_zip64_extra(const std::string& extra, Entry& e) {
+// The zip64 extra blocks' values for the fields whose 32-bit value is 0xFFFFFFFF, in APPNOTE's
+// order (4.5.3): inflated size, stored size, local header offset; every block applied in turn,
+// as Python's zipfile does. An error when a block is too short for them or runs past the field
+// (zipfile: "Corrupt extra field"); without a block the 32-bit values stand.
+std::optional<std::string> apply_zip64_extra(const std::string& extra, Entry& e) {
     std::size_t at = 0;
     while (at + 4 <= extra.size()) {
         const auto* p = reinterpret_cast<const std::uint8_t*>(extra.data()) + at;
         const std::size_t len = le_at(p + 2, 2);
-        if (len > extra.size() - at - 4) return true; // not blocks: nothing to read from
+        if (len > extra.size() - at - 4)
+            return fmt::format("its extra field's block 0x{:04x} at byte {} declares {} bytes, "
+                               "past the field's end: Python's zipfile (and pip) refuse it",
+                               le_at(p, 2), at, len);
         if (le_at(p, 2) == kZip64ExtraId) {
             std::size_t k = 0;
-            auto take = [&](std::uint64_t& field) {
-                if (field != kMax32) return true;
+            auto take = [&](std::uint64_t& field, bool size) {
+                if (field != kMax32 && !(size && field == UINT64_MAX)) return true;
                 if (k + 8 > len) return false;
                 field = le_at(p + 4 + k, 8);
                 k += 8;
                 return true;
             };
-            return take(e.size) && take(e.comp_size) && take(e.local_offset);
+            if (!take(e.size, true) || !take(e.comp_size, false) || !take(e.local_offset, false))
+                return std::string("its zip64 extra field is too short for the sizes and offset "
+                                   "it stands for");
         }
         at += 4 + len;
     }
-    return true;
+    return std::nullopt;
 }
 
 // One central-directory header at `at` of `cd`; `next` past it.
@@ -293,11 +319,24 @@ Result<Entry> parse_central(const std::vector<std::uint8_t>& cd, std::uint64_t a
     e.encrypted = (e.flags & kFlagEncrypted) != 0;
     e.index = index;
     e.header_offset = where;
-    if (!apply_zip64_extra(e.extra, e))
-        return zip_error(where, fmt::format("central directory entry {} ('{}'): its zip64 extra "
-                                            "field is too short for the sizes and offset it "
-                                            "stands for",
-                                            index, e.name));
+    if (auto bad = apply_zip64_extra(e.extra, e))
+        return zip_error(where,
+                         fmt::format("central directory entry {} ('{}'): {}", index, e.name, *bad));
+    // Python's zipfile refuses a member needing a later zip version than 6.3 (the low byte of
+    // "version needed") and, on reading it, flag bits 5 (patched data) and 6 (strong encryption).
+    if ((e.version_needed & 0xFF) > kVersionMaxRead)
+        return zip_error(where, fmt::format("central directory entry {} ('{}') needs zip version "
+                                            "{}.{}, past 6.3: Python's zipfile (and pip) refuse "
+                                            "it",
+                                            index, e.name, (e.version_needed & 0xFF) / 10,
+                                            (e.version_needed & 0xFF) % 10));
+    if ((e.flags & (kFlagPatched | kFlagStrongEncryption)) != 0)
+        return zip_error(where, fmt::format("central directory entry {} ('{}') is flagged {}: "
+                                            "Python's zipfile (and pip) do not read it",
+                                            index, e.name,
+                                            (e.flags & kFlagPatched) != 0
+                                                ? "compressed patched data (bit 5)"
+                                                : "strongly encrypted (bit 6)"));
     next = at + kCentralSize + name_len + extra_len + comment_len;
     return e;
 }
@@ -380,10 +419,23 @@ std::optional<std::string> install_path(std::string_view name, std::string* why)
     if (parts.empty()) return refuse("it names the installation directory itself");
     // pip installs `<dist>.data/<scheme>/<path>` into the scheme's directory: platlib and
     // purelib are where the wheel's root goes too (the binary distribution format, "The .data
-    // directory"), so `demo-1.0.data/platlib/demo/_C.so` is the file `demo/_C.so`.
-    if (parts.size() > 2 && parts[0].ends_with(".data") &&
-        (parts[1] == "platlib" || parts[1] == "purelib"))
-        parts.erase(parts.begin(), parts.begin() + 2);
+    // directory"), so `demo-1.0.data/platlib/demo/_C.so` is the file `demo/_C.so`. pip 23 tells
+    // such a member by the first component of the name as written, then takes the scheme from
+    // the normalised one: `x.data/../y/platlib/_C.so` is `_C.so`, `a/../x.data/platlib/_C.so`
+    // a file in the root. A directory entry pip skips.
+    if (name.substr(0, name.find('/')).ends_with(".data") && !name.ends_with('/')) {
+        if (parts.size() < 3)
+            return refuse("a member of a .data directory that is not <scheme>/<path> (pip "
+                          "refuses it)");
+        static constexpr std::string_view kSchemes[] = {"platlib", "purelib", "headers", "scripts",
+                                                        "data"};
+        if (std::find(std::begin(kSchemes), std::end(kSchemes), parts[1]) == std::end(kSchemes))
+            return refuse(fmt::format("'{}' is no install scheme (pip knows platlib, purelib, "
+                                      "headers, scripts and data, and refuses it)",
+                                      parts[1]));
+        if (parts[1] == "platlib" || parts[1] == "purelib")
+            parts.erase(parts.begin(), parts.begin() + 2);
+    }
     std::string out;
     for (const auto& p : parts) {
         if (!out.empty()) out += '/';
@@ -527,6 +579,13 @@ Result<Archive::Stored> Archive::stored(const Entry& e, std::string* local_extra
         return zip_error(at, fmt::format("the local header names '{}', the central directory "
                                          "'{}'",
                                          name, e.name));
+    // Python's zipfile decodes the local name by the local header's own UTF-8 flag and compares
+    // the text: the same bytes under another flag are another name to it.
+    if ((le_at(h + 6, 2) & kFlagUtf8) != (e.flags & kFlagUtf8) && has_high_bytes(name))
+        return zip_error(at, fmt::format("the local header's UTF-8 flag differs from the central "
+                                         "directory's for '{}': Python's zipfile (and pip) read "
+                                         "two names and refuse it",
+                                         e.name));
     if (static_cast<int>(le_at(h + 8, 2)) != e.method)
         return zip_error(at, fmt::format("the local header says compression method {}, the "
                                          "central directory {}",
@@ -673,10 +732,6 @@ std::uint32_t dos_datetime(std::int64_t mtime, bool* ok) {
     const auto time =
         static_cast<std::uint32_t>((tm.tm_hour << 11) | (tm.tm_min << 5) | (tm.tm_sec / 2));
     return (date << 16) | time;
-}
-
-bool has_high_bytes(std::string_view s) {
-    return std::any_of(s.begin(), s.end(), [](char c) { return (c & 0x80) != 0; });
 }
 
 } // namespace
