@@ -62,6 +62,7 @@ STRICTER = [
     (r"no local header at", "local-header-place"),
     (r"zip64 extra field is too short", "zip64-extra"),
     (r"deflate stream is cut short", "deflate-stream-incomplete"),
+    (r"it is an absolute path", "absolute-directory-entry"),
     (r"over the limit of \d+ bytes|exceed the total limit", "member-size-limit"),
 ]
 

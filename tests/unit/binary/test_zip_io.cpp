@@ -486,5 +486,100 @@ TEST(ZipIo, ReadsAMemberPast4GiB) {
     ASSERT_TRUE(exts.ok()) << exts.error().to_string();
 }
 
+// Issue 36, the zip differential (bench/fuzz/zip_diff.py): what Python's zipfile (pip's reader)
+// refuses, the reader refuses; these are the classes the differential found accepted.
+Status open_zip(const std::vector<std::uint8_t>& zip) {
+    auto a = zipio::Archive::open_memory(Bytes{zip.data(), zip.size()});
+    return a ? ok_status() : Status(std::move(a).error());
+}
+
+// The central header's offset of the first entry (zip_of writes one end record, no comment).
+std::size_t central_at(const std::vector<std::uint8_t>& zip) {
+    std::uint32_t cd = 0;
+    std::memcpy(&cd, &zip[zip.size() - 6], 4);
+    return cd;
+}
+
+TEST(ZipDifferential, AnEndSignatureWithoutItsRecordIsNoZip) {
+    // zipfile takes the last "PK\5\6" for the record; with fewer than 22 bytes after it the file
+    // is no zip to it, whatever record comes before.
+    const auto zip = zip_of({stored("pkg/a.so", kElf)}, std::string("xPK\x05\x06", 5));
+    const Status s = open_zip(zip);
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.error().message.find("fewer than 22 bytes after it"), std::string::npos)
+        << s.error().message;
+    EXPECT_TRUE(open_zip(zip_of({stored("pkg/a.so", kElf)}, "a comment")).ok());
+}
+
+TEST(ZipDifferential, EntriesZipfileDoesNotReadAreRefused) {
+    auto version = zip_of({stored("pkg/a.so", kElf)});
+    Buf b{version};
+    b.put16(central_at(version) + 6, 64); // needs zip 6.4
+    Status s = open_zip(b.b);
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.error().message.find("needs zip version 6.4"), std::string::npos)
+        << s.error().message;
+    for (std::uint16_t bit : {5, 6}) {
+        RawEntry e = stored("pkg/a.so", kElf);
+        e.flags = static_cast<std::uint16_t>(1u << bit);
+        RawEntry dir = stored("pkg/", "");
+        dir.flags = e.flags; // a directory pip never opens
+        std::vector<std::string> names;
+        EXPECT_TRUE(visit_all(zip_of({dir}), &names).ok()) << bit;
+        s = visit_all(zip_of({e}), &names);
+        ASSERT_FALSE(s.ok()) << bit;
+        EXPECT_NE(s.error().message.find(fmt::format("(bit {})", bit)), std::string::npos)
+            << s.error().message;
+    }
+    RawEntry corrupt = stored("pkg/a.so", kElf);
+    corrupt.extra = std::string("\x34\x12\x28\x00xxxx", 8); // 40 bytes declared, 4 there
+    s = open_zip(zip_of({corrupt}));
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.error().message.find("block 0x1234 at byte 0 declares 40 bytes"), std::string::npos)
+        << s.error().message;
+}
+
+TEST(ZipDifferential, ALocalNameUnderAnotherUtf8FlagIsRefused) {
+    RawEntry e = stored("lib\xc3\x87.so", kElf);
+    e.flags = 1u << 11;
+    auto zip = zip_of({e});
+    Buf b{zip};
+    b.put16(6, 0); // the local header's flags: cp437, so another name to zipfile
+    auto a = zipio::Archive::open_memory(Bytes{b.b.data(), b.b.size()});
+    ASSERT_TRUE(a.ok()) << a.error().to_string();
+    auto r = zipio::MemberReader::open(*a, a->entries()[0]);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().message.find("UTF-8 flag differs"), std::string::npos) << r.error().message;
+}
+
+TEST(ZipDifferential, AnEmptyMemberIsReadToItsEnd) {
+    std::vector<std::string> names;
+    EXPECT_TRUE(visit_all(zip_of({stored("pkg/empty.py", "")}), &names).ok());
+    RawEntry crc = stored("pkg/empty.py", "");
+    crc.crc = 1; // zipfile: "Bad CRC-32"
+    Status s = visit_all(zip_of({crc}), &names);
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.error().message.find("CRC error"), std::string::npos) << s.error().message;
+    RawEntry garbage{"pkg/empty.py", 8, "\xff\xff\xff", 0, 0}; // no deflate stream
+    s = visit_all(zip_of({garbage}), &names);
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.error().message.find("cannot inflate"), std::string::npos) << s.error().message;
+}
+
+TEST(ZipDifferential, DataMembersAsPip23InstallsThem) {
+    // The scheme is told by the first component as written, read after normalising.
+    EXPECT_EQ(zipio::install_path("x.data/../y/platlib/demo/_C.so"), "demo/_C.so");
+    EXPECT_EQ(zipio::install_path("x.data/platlib/../purelib/demo/_C.so"), "demo/_C.so");
+    EXPECT_EQ(zipio::install_path("a/../x.data/platlib/demo/_C.so"), "x.data/platlib/demo/_C.so");
+    EXPECT_EQ(zipio::install_path("x.data/headers/demo.h"), "x.data/headers/demo.h");
+    std::string why;
+    for (const char* refused : {"x.data/_C.so", "x.data/platlib", "x.data/lib/demo/_C.so",
+                                "x.data/../demo/_C.so", ".data/x"}) {
+        EXPECT_FALSE(zipio::install_path(refused, &why)) << refused;
+        EXPECT_FALSE(why.empty()) << refused;
+    }
+    EXPECT_EQ(zipio::install_path("x.data/"), "x.data"); // a directory: pip skips it
+}
+
 } // namespace
 } // namespace forge::binary::test

@@ -322,21 +322,15 @@ Result<Entry> parse_central(const std::vector<std::uint8_t>& cd, std::uint64_t a
     if (auto bad = apply_zip64_extra(e.extra, e))
         return zip_error(where,
                          fmt::format("central directory entry {} ('{}'): {}", index, e.name, *bad));
-    // Python's zipfile refuses a member needing a later zip version than 6.3 (the low byte of
-    // "version needed") and, on reading it, flag bits 5 (patched data) and 6 (strong encryption).
+    // Python's zipfile refuses a zip with a member needing a later zip version than 6.3 (the low
+    // byte of "version needed"), a directory included.
     if ((e.version_needed & 0xFF) > kVersionMaxRead)
         return zip_error(where, fmt::format("central directory entry {} ('{}') needs zip version "
                                             "{}.{}, past 6.3: Python's zipfile (and pip) refuse "
                                             "it",
                                             index, e.name, (e.version_needed & 0xFF) / 10,
                                             (e.version_needed & 0xFF) % 10));
-    if ((e.flags & (kFlagPatched | kFlagStrongEncryption)) != 0)
-        return zip_error(where, fmt::format("central directory entry {} ('{}') is flagged {}: "
-                                            "Python's zipfile (and pip) do not read it",
-                                            index, e.name,
-                                            (e.flags & kFlagPatched) != 0
-                                                ? "compressed patched data (bit 5)"
-                                                : "strongly encrypted (bit 6)"));
+
     next = at + kCentralSize + name_len + extra_len + comment_len;
     return e;
 }
@@ -601,6 +595,13 @@ Result<Archive::Stored> Archive::stored(const Entry& e, std::string* local_extra
 
 Result<MemberReader> MemberReader::open(const Archive& archive, const Entry& entry) {
     if (entry.encrypted) return make_error("encrypted zip member");
+    // Python's zipfile refuses to open these (pip skips directories, which it never opens).
+    if ((entry.flags & (kFlagPatched | kFlagStrongEncryption)) != 0)
+        return make_error(fmt::format("a zip member flagged {}: Python's zipfile (and pip) do "
+                                      "not read it",
+                                      (entry.flags & kFlagPatched) != 0
+                                          ? "compressed patched data (bit 5)"
+                                          : "strongly encrypted (bit 6)"));
     if (entry.method != kMethodStore && entry.method != kMethodDeflate)
         return make_error(fmt::format("zip compression method {} is not supported (only stored "
                                       "and deflated members are read)",
