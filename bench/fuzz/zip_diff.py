@@ -63,6 +63,7 @@ STRICTER = [
     (r"zip64 extra field is too short", "zip64-extra"),
     (r"deflate stream is cut short", "deflate-stream-incomplete"),
     (r"it is an absolute path", "absolute-directory-entry"),
+    (r"Unicode Path extra field", "unicode-path-field"),
     (r"over the limit of \d+ bytes|exceed the total limit", "member-size-limit"),
 ]
 

@@ -566,6 +566,26 @@ TEST(ZipDifferential, AnEmptyMemberIsReadToItsEnd) {
     EXPECT_NE(s.error().message.find("cannot inflate"), std::string::npos) << s.error().message;
 }
 
+TEST(ZipDifferential, AUnicodePathFieldNamingAnotherFileIsRefused) {
+    RawEntry e = stored("readme.txt", kElf);
+    const std::string other = "demo/_C.so";
+    Buf x;
+    x.u16(0x7075).u16(static_cast<std::uint16_t>(5 + other.size())).u8(1).u32(crc_of(e.name));
+    x.str(other);
+    e.extra.assign(x.b.begin(), x.b.end());
+    Status s = open_zip(zip_of({e}));
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.error().message.find("names 'demo/_C.so'"), std::string::npos) << s.error().message;
+    // The same name, or a CRC of another name (the field is stale): one name to every reader.
+    Buf same;
+    same.u16(0x7075).u16(15).u8(1).u32(crc_of(e.name)).str(e.name);
+    e.extra.assign(same.b.begin(), same.b.end());
+    EXPECT_TRUE(open_zip(zip_of({e})).ok());
+    x.put32(5, crc_of(e.name) ^ 1);
+    e.extra.assign(x.b.begin(), x.b.end());
+    EXPECT_TRUE(open_zip(zip_of({e})).ok());
+}
+
 TEST(ZipDifferential, DataMembersAsPip23InstallsThem) {
     // The scheme is told by the first component as written, read after normalising.
     EXPECT_EQ(zipio::install_path("x.data/../y/platlib/demo/_C.so"), "demo/_C.so");

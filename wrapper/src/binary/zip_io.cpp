@@ -59,6 +59,7 @@ constexpr std::size_t kWriteBuffer = 1u << 20;
 constexpr std::uint64_t kMax32 = 0xFFFFFFFFu;
 constexpr std::uint64_t kMax16 = 0xFFFFu;
 constexpr std::uint16_t kZip64ExtraId = 0x0001;
+constexpr std::uint16_t kUnicodePathExtraId = 0x7075;
 constexpr std::uint32_t kSigLocal = 0x04034b50;
 constexpr std::uint32_t kSigCentral = 0x02014b50;
 constexpr std::uint32_t kSigEnd = 0x06054b50;
@@ -364,6 +365,23 @@ void append_utf8(std::string& out, std::uint32_t cp) {
     }
 }
 
+// The name an Info-ZIP Unicode Path extra field (0x7075: version 1, the CRC-32 of the name as
+// stored, the name in UTF-8) gives the member, when it applies; Python's zipfile reads it as the
+// member's name from 3.12 on.
+std::optional<std::string> unicode_path(const Entry& e) {
+    std::size_t at = 0;
+    while (at + 4 <= e.extra.size()) {
+        const auto* p = reinterpret_cast<const std::uint8_t*>(e.extra.data()) + at;
+        const std::size_t len = le_at(p + 2, 2);
+        if (len > e.extra.size() - at - 4) break;
+        const auto crc = crc32_z(0, reinterpret_cast<const Bytef*>(e.name.data()), e.name.size());
+        if (le_at(p, 2) == kUnicodePathExtraId && len > 5 && p[4] == 1 && le_at(p + 5, 4) == crc)
+            return std::string(reinterpret_cast<const char*>(p + 9), len - 5);
+        at += 4 + len;
+    }
+    return std::nullopt;
+}
+
 } // namespace
 
 std::string decoded_name(const Entry& e) {
@@ -535,6 +553,11 @@ Status Archive::check_names() const {
         if ((e.flags & kFlagUtf8) != 0 && first_invalid_utf8(e.name))
             return refuse("the member's name is flagged UTF-8 and is not: Python's zipfile (and "
                           "pip) cannot decode it");
+        if (auto other = unicode_path(e); other && *other != decoded_name(e))
+            return refuse(fmt::format("its Info-ZIP Unicode Path extra field (0x7075) names "
+                                      "'{}': Python 3.12's zipfile installs the member under "
+                                      "that name, earlier ones under this one",
+                                      *other));
         std::string why;
         auto path = install_path(decoded_name(e), &why);
         if (!path)
