@@ -586,6 +586,20 @@ TEST(ZipDifferential, AUnicodePathFieldNamingAnotherFileIsRefused) {
     EXPECT_TRUE(open_zip(zip_of({e})).ok());
 }
 
+TEST(ZipDifferential, OneByteMoreThanDeclaredIsNamedSoNotACrcError) {
+    // zipfile stops at the declared size and checks the CRC of that: the size is what is wrong.
+    const std::string head = kElf.substr(0, kElf.size() - 1);
+    RawEntry e{"pkg/_C.so", 8, deflated(kElf), crc_of(head),
+               static_cast<std::uint32_t>(head.size())};
+    std::vector<std::string> names;
+    const Status s = visit_all(zip_of({e}), &names);
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(
+        s.error().message.find(fmt::format("more than the {} bytes it declares", head.size())),
+        std::string::npos)
+        << s.error().message;
+}
+
 TEST(ZipDifferential, DataMembersAsPip23InstallsThem) {
     // The scheme is told by the first component as written, read after normalising.
     EXPECT_EQ(zipio::install_path("x.data/../y/platlib/demo/_C.so"), "demo/_C.so");

@@ -663,6 +663,11 @@ Result<std::uint64_t> MemberReader::read_stored(std::uint8_t* out, std::uint64_t
 
 Status MemberReader::finish() {
     done_ = true;
+    // The CRC covers what was produced: past the declared size the size is what is wrong
+    // (Python's zipfile stops at the declared size and checks the CRC of that).
+    if (inflated_ > entry_.size)
+        return make_error(
+            fmt::format("zip member inflates to more than the {} bytes it declares", entry_.size));
     if (crc_ != entry_.crc)
         return make_error(fmt::format("cannot inflate zip member: CRC error (0x{:08x}, the entry "
                                       "declares 0x{:08x})",
@@ -683,6 +688,7 @@ Result<std::uint64_t> MemberReader::read(std::uint8_t* out, std::uint64_t n) {
                 break;
             }
             crc_ = static_cast<std::uint32_t>(crc32_z(crc_, out + produced, *got));
+            inflated_ += *got;
             produced += *got;
             continue;
         }
@@ -698,6 +704,7 @@ Result<std::uint64_t> MemberReader::read(std::uint8_t* out, std::uint64_t n) {
         const int rc = inflate(strm_.get(), Z_NO_FLUSH);
         const std::uint64_t made = room - strm_->avail_out;
         crc_ = static_cast<std::uint32_t>(crc32_z(crc_, out + produced, made));
+        inflated_ += made;
         produced += made;
         if (rc == Z_STREAM_END) {
             FORGE_TRY_STATUS(finish());

@@ -137,6 +137,7 @@ class MemberReader {
     std::vector<std::uint8_t> in_;
     bool done_ = false;
     std::uint32_t crc_ = 0;
+    std::uint64_t inflated_ = 0; // bytes produced so far
 };
 
 // Writes a new zip file: members copied from another archive as they are stored (no
