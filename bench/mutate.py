@@ -103,9 +103,10 @@ MUTANTS = [
      "c.ok = r.toolkit_violations.empty();", "c.ok = true;",
      ["test_verify"] + TOOLS, r"^(Gate\.|verify\.)"),
     # ---- verify's command line and report ----
-    ("verify.unreadable_exits_1", "wrapper/src/cli/verify_gate.cpp",
-     "if (unreadable) return kExitInput;", "if (unreadable) return kExitPolicy;",
-     TOOLS, r"^verify\."),
+    ("verify.unreadable_exits_1", "wrapper/src/verify/judge.cpp",
+     "if (!unreadable.empty()) return Outcome::Error;",
+     "if (!unreadable.empty()) return Outcome::Fail;",
+     ["test_verify"] + TOOLS, r"^(Judge\.|verify\.)"),
     ("verify.no_extension_passes", "wrapper/src/verify/gate.cpp",
      'return {false, fmt::format("{}: nothing carries GPU code; a package without any is "',
      'return {true, fmt::format("{}: nothing carries GPU code; a package without any is "',

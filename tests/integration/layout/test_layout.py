@@ -432,4 +432,119 @@ def package_dir_named_by_policy(t):
                 "package directories named in the probe tree")
 
 
+# Issue 40's "one home" facts, each a pattern that marks a second home of the fact.
+ONE_HOMES = {
+    # The gate's verdict: its words and exit codes (verify/judge.h, Outcome); plan uses it.
+    "verdict": (("verify/",),
+                re.compile(r'\bverdict\w*\s*(?:==|!=|=)\s*"(?:pass|fail|error)"'
+                           r'|\?\s*kExitOk\s*:\s*kExitPolicy|\?\s*kExitPolicy\s*:\s*kExitOk'),
+                # lint's and audit's own verdicts, not the gate's
+                lambda rel, text: "verify/" in text or "plan/" in text),
+    # A user's value shown in text: escaped and cut by core/text.h (shown_value, escaped_byte).
+    "shown value": (("core/text.cpp",), re.compile(r'"\\\\x\{:02x\}"|=\s*\'\?\'\s*;'), None),
+    # The UTF-8 table (RFC 3629's lead bytes): core/text.h's utf8_sequence_length.
+    "UTF-8": (("core/",), re.compile(r"(?:[<>]=?|==)\s*0x(?:[cC]2|[eE][dD]|[fF][04])\b"), None),
+    # A CUDA "X.Y" version: core/version.h. A regex of digits, a dot, digits; or digits read
+    # (from_chars) just after a '.' is looked for.
+    "CUDA version": (("core/version.cpp",), re.compile(r"\\d\+?\)?\\\.\(?\\d"), None),
+    # "Has this file changed": core/file_stamp.h's fields.
+    "file stamp": (("core/file_stamp.cpp",), re.compile(r"\bst_[mc]tim\b"), None),
+}
+ONE_HOME_EXEMPT = {
+    # The bound shim's identity: the wrapper's size and mtime, from which the copy's drawn mtime
+    # is derived (frontend/shim.cpp, issue 40: not yet on core/file_stamp.h).
+    ("file stamp", "frontend/shim.cpp"),
+}
+DOT_CHAR = re.compile(r"'\.'")
+FROM_CHARS = re.compile(r"\bfrom_chars\s*\(")
+
+
+def second_homes(src_root, fact):
+    """file:line of each place outside the fact's home that holds it again."""
+    homes, pattern, applies = ONE_HOMES[fact]
+    out = []
+    for rel, path in source_files(src_root):
+        if rel.startswith(homes) or (fact, rel) in ONE_HOME_EXEMPT:
+            continue
+        lines = list(code_lines(path))
+        if applies and not applies(rel, "\n".join(code for _, code in lines)):
+            continue
+        out += [f"{rel}:{n}" for n, code in lines if pattern.search(code)]
+        if fact == "CUDA version":
+            dots = [n for n, code in lines if DOT_CHAR.search(code)]
+            out += [f"{rel}:{n}" for n, code in lines
+                    if FROM_CHARS.search(code) and any(0 <= n - d <= 4 for d in dots)]
+    return sorted(set(out))
+
+
+def check_one_home(t, fact, use, probe_files, expected):
+    bad = second_homes(t.src("wrapper", "src"), fact)
+    ft.check(not bad, f"a second home of the {fact} (use {use}):\n" + "\n".join("  " + b for b in bad))
+    probe = t.path("src_" + fact.replace(" ", "_").replace("-", ""))
+    for rel, text in probe_files.items():
+        ft.write(os.path.join(probe, rel), text)
+    ft.check_eq(second_homes(probe, fact), expected, f"second homes of the {fact} in the probe tree")
+
+
+@ft.case("layout.verdicts_by_verify")
+def verdicts_by_verify(t):
+    """The gate's verdict, its words and its exit codes, live in verify/judge.h (Outcome): plan
+    once kept its own string verdicts beside verify's."""
+    check_one_home(t, "verdict", "verify::Outcome, outcome_word, outcome_exit_code", {
+        "verify/judge.cpp": 'return pass ? kExitOk : kExitPolicy;\n',
+        "plan/report.cpp": '#include "verify/judge.h"\n// r.verdict = "pass" in a comment\n'
+                           'r.verdict = "error";\nif (verdict == "pass") return 0;\n',
+        "cli/verify_gate.cpp": '#include "verify/gate.h"\nreturn pass ? kExitOk : kExitPolicy;\n',
+        "cli/cmd_lint.cpp": 'return n > 0 ? kExitPolicy : kExitOk;\n',
+    }, ["cli/verify_gate.cpp:2", "plan/report.cpp:3", "plan/report.cpp:4"])
+
+
+@ft.case("layout.shown_values_by_core")
+def shown_values_by_core(t):
+    """A user's value in a message is escaped and cut by core/text.h only (shown_value,
+    escaped_byte): the entry once cut at 64 and wrote '?' where core cut at 120 and wrote \\xHH."""
+    check_one_home(t, "shown value", "shown_value, escape_control, escaped_byte", {
+        "core/text.cpp": 'return fmt::format("\\\\x{:02x}", c);\n',
+        "entry/a.cpp": "// c = '?'; in a comment\nif (c < 0x20) c = '?';\n",
+        "ci/b.cpp": 'out += fmt::format("\\\\x{:02x}", c);\nif (c == \'?\') {}\n',
+    }, ["ci/b.cpp:1", "entry/a.cpp:2"])
+
+
+@ft.case("layout.utf8_by_core")
+def utf8_by_core(t):
+    """Which bytes are UTF-8 is decided by core/text.h alone (utf8_sequence_length,
+    first_invalid_utf8): ci/junit.cpp once had a second table."""
+    check_one_home(t, "UTF-8", "utf8_sequence_length", {
+        "core/text.cpp": "if (c >= 0xc2 && c <= 0xdf) {}\n",
+        "ci/a.cpp": "// b0 >= 0xC2 in a comment\nif (b0 >= 0xC2 && b0 <= 0xDF) n = 2;\nif (b0 == 0xED) hi = 0x9F;\n"
+                    "if (b0 <= 0xF4) n = 4;\n",
+        "binary/b.cpp": "constexpr std::uint8_t kGuid[] = {0xc2, 0xed, 0xf4};\n",
+    }, ["ci/a.cpp:2", "ci/a.cpp:3", "ci/a.cpp:4"])
+
+
+@ft.case("layout.cuda_versions_by_one_parser")
+def cuda_versions_by_one_parser(t):
+    """A CUDA "X.Y" version is parsed by core/version.h alone (parse_cuda_version,
+    leading_cuda_version): seven parsers once disagreed, and three threw on 99999999999.0."""
+    check_one_home(t, "CUDA version", "parse_cuda_version, leading_cuda_version", {
+        "core/version.cpp": "auto d = s.find('.');\nstd::from_chars(b, e, major);\n",
+        "toolkit/a.cpp": '// R"((\\d+)\\.(\\d+))" in a comment\nstatic const std::regex re(R"(release\\s+(\\d+)\\.(\\d+))");\n',
+        "bundle/b.cpp": 'std::regex re(R"((\\d+\\.\\d+)(\\+?))");\nstd::regex sm(R"((?:sm_)?(\\d{2,3}))");\n',
+        "verify/c.cpp": "auto dot = s.find('.');\nauto a = s.substr(0, dot);\nint x = 0;\n"
+                        "auto r = std::from_chars(a.data(), a.data() + a.size(), x);\n",
+        "arch/d.cpp": "auto r = std::from_chars(s.data(), s.data() + s.size(), out);\n",
+    }, ["bundle/b.cpp:1", "toolkit/a.cpp:2", "verify/c.cpp:4"])
+
+
+@ft.case("layout.file_stamps_by_core")
+def file_stamps_by_core(t):
+    """Whether a file has changed is decided by core/file_stamp.h's rule alone (device, inode,
+    size, mtime and ctime in nanoseconds): the front end once left out ctime and the device."""
+    check_one_home(t, "file stamp", "stamp_of, file_stamp", {
+        "core/file_stamp.cpp": "s.mtime_ns = nanoseconds(st.st_mtim);\n",
+        "frontend/config.cpp": "// st.st_mtim in a comment\nlong long ns = st.st_mtim.tv_sec;\n",
+        "binary/b.cpp": "s.ctime_ns = st.st_ctim.tv_sec * kNs;\n",
+    }, ["binary/b.cpp:1", "frontend/config.cpp:2"])
+
+
 sys.exit(ft.main())

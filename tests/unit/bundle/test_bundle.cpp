@@ -270,6 +270,17 @@ TEST(BundleLayoutTest, OrNewerWordingIsAccepted) {
     EXPECT_TRUE(check->mismatches.empty()) << check->mismatches.front();
 }
 
+TEST(BundleLayoutTest, AVersionTooLargeForAnIntIsRefusedNotThrown) {
+    // std::stoi threw on these (issue 40): a layout's toolkit and a bundle's release are input.
+    auto r =
+        parse_bundle_layout("blobs:\n  - {toolkit: \"99999999999.0+\", sms: [90]}\n", "layout.yml");
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().line.value_or(-1), 2) << r.error().to_string();
+    auto l = layout_of("blobs:\n  - {toolkit: \"13.0+\", sms: [110]}\n");
+    EXPECT_FALSE(l.blobs[0].accepts("99999999999.0"));
+    EXPECT_FALSE(l.blobs[0].accepts("13.99999999999"));
+}
+
 TEST(VerifyBundleTest, HonestBundlePasses) {
     auto check = verify_bundle(sample_bundle(), layout_of(kGoodLayout), "h.h",
                                fake_reader(honest_contents()));

@@ -28,6 +28,16 @@ SmToolkitPolicy policy_of(const std::string& yaml) {
 
 } // namespace
 
+TEST(VersionSpecTest, AVersionTooLargeForAnIntIsAnErrorNotACrash) {
+    // std::stoi threw std::out_of_range on these (issue 40).
+    for (const char* text : {">=99999999999.0", "==12.99999999999"}) {
+        auto spec = parse_version_spec(text);
+        ASSERT_FALSE(spec.ok()) << text;
+        EXPECT_EQ(spec.error().key, text);
+    }
+    EXPECT_FALSE(parse_version_text("99999999999.0").ok());
+}
+
 TEST(VersionSpecTest, ExactAndAtLeast) {
     auto exact = parse_version_spec("==12.8");
     ASSERT_TRUE(exact.ok());

@@ -3,8 +3,12 @@
 #include "core/text.h"
 
 #include <gtest/gtest.h>
+#include <optional>
+#include <string_view>
 
 using forge::escape_control;
+using forge::first_invalid_utf8;
+using forge::utf8_sequence_length;
 
 TEST(Text, ControlCharactersAreEscapedEverythingElseIsKept) {
     EXPECT_EQ(escape_control("pkg/_C.so"), "pkg/_C.so");
@@ -22,4 +26,18 @@ TEST(Text, ErrorsEscapeTheFileTheKeyAndTheMessage) {
     EXPECT_EQ(e.to_string(),
               "dir/a\\nb.whl: at byte 16 (0x10): 'pkg/\\x1b.so': bad \\x1b]0;title\\x07 "
               "name\nsecond line");
+}
+
+TEST(TextTest, Utf8SequenceLengthIsTheOneTable) {
+    // The table JUnit's XML and the YAML check share (issue 40: junit.cpp had a second one).
+    EXPECT_EQ(utf8_sequence_length("a", 0), 1u);
+    EXPECT_EQ(utf8_sequence_length("\xc3\xa9", 0), 2u);
+    EXPECT_EQ(utf8_sequence_length("\xe2\x82\xac", 0), 3u);
+    EXPECT_EQ(utf8_sequence_length("\xf0\x9f\x98\x80", 0), 4u);
+    EXPECT_EQ(utf8_sequence_length("x\xc3\xa9", 1), 2u);
+    for (std::string_view bad : {"\x80", "\xc0\x80", "\xe0\x80\x80", "\xed\xa0\x80",
+                                 "\xf4\x90\x80\x80", "\xf5\x80\x80\x80", "\xc3", "\xe2\x82"})
+        EXPECT_EQ(utf8_sequence_length(bad, 0), 0u) << escape_control(bad);
+    EXPECT_EQ(first_invalid_utf8("ok \xc3\xa9 \xff"), std::optional<std::size_t>(6));
+    EXPECT_EQ(first_invalid_utf8("ok \xc3\xa9"), std::nullopt);
 }

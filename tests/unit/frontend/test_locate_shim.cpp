@@ -378,6 +378,31 @@ TEST(Cache, FileStampChangesWithContent) {
     EXPECT_EQ(file_stamp(f), file_stamp(f));
 }
 
+TEST(Cache, FileStampSeesALargeFileEditedWithItsMtimePutBack) {
+    // Past 1 MiB no content is hashed: a same-size edit with the mtime put back is seen by ctime
+    // alone, which the stamp lacked before it took core/file_stamp.h's rule (issue 40).
+    auto dir = temp_dir("stamp_large");
+    auto f = dir / "nvcc";
+    std::ofstream(f, std::ios::binary) << std::string((2u << 20), 'a');
+    struct stat before {};
+    ASSERT_EQ(::stat(f.c_str(), &before), 0);
+    const std::string s1 = file_stamp(f);
+    struct stat now {};
+    do { // until the coarse clock the kernel stamps ctime with has moved on
+        ASSERT_EQ(::chmod(f.c_str(), 0644), 0);
+        ASSERT_EQ(::stat(f.c_str(), &now), 0);
+    } while (now.st_ctim.tv_sec == before.st_ctim.tv_sec &&
+             now.st_ctim.tv_nsec == before.st_ctim.tv_nsec);
+    {
+        std::fstream io(f, std::ios::binary | std::ios::in | std::ios::out);
+        io.seekp(100);
+        io.put('b');
+    }
+    const struct timespec times[2] = {before.st_atim, before.st_mtim};
+    ASSERT_EQ(::utimensat(AT_FDCWD, f.c_str(), times, 0), 0);
+    EXPECT_NE(file_stamp(f), s1);
+}
+
 TEST(Cache, CapsJsonRoundTrip) {
     toolkit::ToolkitCaps caps;
     caps.version.major = 13;

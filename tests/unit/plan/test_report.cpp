@@ -32,19 +32,19 @@ TEST(PlanJudge, RestoredDropsPassUnrestoredFail) {
     PlanReport r;
     r.calls = {record("injected", {"sm_90"}, {"sm_90"}), record("passthrough", {}, {})};
     judge(r);
-    EXPECT_EQ(r.verdict, "pass");
+    EXPECT_EQ(r.verdict, verify::Outcome::Pass);
     EXPECT_EQ(r.tus.size(), 1u); // passthroughs are not TUs
     EXPECT_EQ(r.exit_code(), 0);
 
     r.calls.push_back(record("injected", {"sm_90", "sm_110"}, {"sm_90"}));
     judge(r);
-    EXPECT_EQ(r.verdict, "fail");
+    EXPECT_EQ(r.verdict, verify::Outcome::Fail);
     EXPECT_NE(r.reason.find("csrc/k.cu (sm_110)"), std::string::npos) << r.reason;
     EXPECT_EQ(r.exit_code(), 1);
 
     r.calls = {record("refused", {"sm_90"}, {})}; // strict: nothing restored
     judge(r);
-    EXPECT_EQ(r.verdict, "fail");
+    EXPECT_EQ(r.verdict, verify::Outcome::Fail);
 }
 
 TEST(PlanJudge, GateAndBuildDecide) {
@@ -53,19 +53,19 @@ TEST(PlanJudge, GateAndBuildDecide) {
     r.gated = true;
     r.gate = {
         {"verdict", "fail"}, {"reason", "sm_90 missing"}, {"extensions", nlohmann::json::array()}};
-    r.gate_pass = false;
+    r.gate_outcome = verify::Outcome::Fail;
     judge(r);
-    EXPECT_EQ(r.verdict, "fail");
+    EXPECT_EQ(r.verdict, verify::Outcome::Fail);
     EXPECT_NE(r.reason.find("sm_90 missing"), std::string::npos);
 
-    r.gate_unreadable = true;
+    r.gate_outcome = verify::Outcome::Error;
     judge(r);
     EXPECT_EQ(r.exit_code(), 2);
 
-    r.gate_unreadable = false;
+    r.gate_outcome = verify::Outcome::Fail;
     r.build_exit = 3; // the build failing wins over everything
     judge(r);
-    EXPECT_EQ(r.verdict, "error");
+    EXPECT_EQ(r.verdict, verify::Outcome::Error);
     EXPECT_EQ(r.exit_code(), 2);
     EXPECT_NE(r.reason.find("exited 3"), std::string::npos) << r.reason;
 }
@@ -75,7 +75,7 @@ TEST(PlanVerdict, ABuildThatNeverRanOrWasKilledSaysSo) {
     r.build_exit = std::nullopt;
     r.build_error = "the build command could not start: 'x': not found on PATH";
     judge(r);
-    EXPECT_EQ(r.verdict, "error");
+    EXPECT_EQ(r.verdict, verify::Outcome::Error);
     EXPECT_EQ(r.reason, r.build_error);
     auto j = to_json(r);
     EXPECT_TRUE(j["build_exit"].is_null()) << j.dump();
@@ -84,7 +84,7 @@ TEST(PlanVerdict, ABuildThatNeverRanOrWasKilledSaysSo) {
     killed.build_exit = 128 + SIGKILL;
     killed.build_signal = SIGKILL;
     judge(killed);
-    EXPECT_EQ(killed.verdict, "error");
+    EXPECT_EQ(killed.verdict, verify::Outcome::Error);
     EXPECT_NE(killed.reason.find("killed by SIGKILL"), std::string::npos) << killed.reason;
     EXPECT_EQ(to_json(killed)["build_exit"], 128 + SIGKILL);
     EXPECT_NE(to_github(killed).find("the build was killed by SIGKILL"), std::string::npos);
@@ -116,7 +116,7 @@ TEST(PlanFormat, GithubAnnotatesUnrestoredTusInjectionsTheBuildAndTheGate) {
     linked.sources = {"a.cu", "b.cu"}; // several sources: annotated on no file
     r.calls = {record("injected", {"sm_90", "sm_110"}, {"sm_90"}), linked};
     r.gated = true;
-    r.gate_pass = true;
+    r.gate_outcome = verify::Outcome::Pass;
     r.gate = {{"verdict", "pass"}, {"extensions", nlohmann::json::array()}};
     r.gate_github = "::error file=ext.so,title=verify::from the gate\nnvcc-forge verify: PASS\n";
     judge(r);
@@ -129,7 +129,7 @@ TEST(PlanFormat, GithubAnnotatesUnrestoredTusInjectionsTheBuildAndTheGate) {
               "nvcc-forge verify: PASS\n"
               "nvcc-forge plan: " +
                   r.verdict + " (" + r.reason + ")\n");
-    EXPECT_EQ(r.verdict, "fail");
+    EXPECT_EQ(r.verdict, verify::Outcome::Fail);
 
     r.build_exit = 2;
     judge(r);

@@ -32,6 +32,15 @@ using forge::test::slurp;
 
 } // namespace
 
+TEST(ProbeTest, AVersionTooLargeForAnIntIsAnErrorNotACrash) {
+    // std::stoi threw std::out_of_range on these (issue 40): nvcc's output is input.
+    EXPECT_FALSE(parse_nvcc_version("Cuda compilation tools, release 99999999999.0").ok());
+    auto v = parse_nvcc_version("release 12.8, V12.8.99999999999");
+    ASSERT_TRUE(v.ok()) << v.error().to_string(); // the release alone, as without a V-string
+    EXPECT_EQ(v->full(), "12.8");
+    EXPECT_FALSE(parse_version_text("12.99999999999").ok());
+}
+
 TEST(ToolkitParsers, VersionFromRealOutput) {
     EXPECT_EQ(parse_nvcc_version(slurp(fixtures() + "/nvcc-13.0/version.txt"))->full(), "13.0.88");
     EXPECT_EQ(parse_nvcc_version(slurp(fixtures() + "/nvcc-13.2/version.txt"))->full(), "13.2.86");

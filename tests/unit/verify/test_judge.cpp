@@ -193,3 +193,23 @@ TEST(Judge, NothingReadIsAboutTheInputs) {
     EXPECT_EQ(j.verdict.reason.find("allow-pure-python"), std::string::npos) << j.verdict.reason;
     EXPECT_EQ(j.verdict.reason.find("GPU code"), std::string::npos) << j.verdict.reason;
 }
+
+// The one verdict of a gating command: its word and exit code (verify's and plan's), and an
+// input not judged an error even where what was read passes.
+TEST(Judge, OutcomeIsTheOneVerdict) {
+    EXPECT_EQ(outcome_word(Outcome::Pass), "pass");
+    EXPECT_EQ(outcome_word(Outcome::Fail), "fail");
+    EXPECT_EQ(outcome_word(Outcome::Error), "error");
+    EXPECT_EQ(outcome_exit_code(Outcome::Pass), kExitOk);
+    EXPECT_EQ(outcome_exit_code(Outcome::Fail), kExitPolicy);
+    EXPECT_EQ(outcome_exit_code(Outcome::Error), kExitInput);
+
+    JudgeRun r;
+    r.add("pkg.whl", {judge_module_of(kJudgeModule, {entry("sm_80")})});
+    EXPECT_EQ(r.run(judge_setup("8.0")).outcome(), Outcome::Pass);
+    EXPECT_EQ(r.run(judge_setup("8.0 9.0")).outcome(), Outcome::Fail);
+    r.add_unreadable("bad.whl", "not a zip");
+    const Judgement lenient = r.run(judge_setup("8.0"));
+    EXPECT_TRUE(lenient.verdict.pass);
+    EXPECT_EQ(lenient.outcome(), Outcome::Error);
+}

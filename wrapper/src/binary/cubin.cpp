@@ -1,10 +1,10 @@
 #include "binary/cubin.h"
 
 #include "binary/mapped_file.h"
+#include "core/version.h"
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <fmt/format.h>
 #include <lz4.h>
 #include <new>
@@ -65,12 +65,9 @@ std::optional<std::string> release_from_tool_version(std::string_view s) {
     auto pos = s.find("release ");
     if (pos == std::string_view::npos) return std::nullopt;
     s = s.substr(pos + 8);
-    int major = 0, minor = 0;
-    auto [p1, e1] = std::from_chars(s.data(), s.data() + s.size(), major);
-    if (e1 != std::errc() || p1 == s.data() + s.size() || *p1 != '.') return std::nullopt;
-    auto [p2, e2] = std::from_chars(p1 + 1, s.data() + s.size(), minor);
-    if (e2 != std::errc() || p2 == p1 + 1) return std::nullopt;
-    return fmt::format("{}.{}", major, minor);
+    const auto v = leading_cuda_version(s);
+    if (!v) return std::nullopt;
+    return fmt::format("{}.{}", v->version.major, v->version.minor);
 }
 
 // "-arch sm_100f -m 64 " -> "sm_100f"

@@ -323,22 +323,6 @@ ImageKey image_key_of(const std::uint8_t* data, std::uint64_t size, Compression 
 
 ResultCache::ResultCache(fs::path dir) : dir_(std::move(dir)) {}
 
-std::optional<std::pair<FileStamp, bool>> file_stamp(const struct stat& st) {
-    if (!S_ISREG(st.st_mode)) return std::nullopt;
-    struct timespec now {};
-    ::clock_gettime(CLOCK_REALTIME, &now);
-    constexpr std::int64_t kNs = 1000000000;
-    FileStamp s;
-    s.dev = static_cast<std::uint64_t>(st.st_dev);
-    s.ino = static_cast<std::uint64_t>(st.st_ino);
-    s.size = static_cast<std::uint64_t>(st.st_size);
-    s.mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * kNs + st.st_mtim.tv_nsec;
-    s.ctime_ns = static_cast<std::int64_t>(st.st_ctim.tv_sec) * kNs + st.st_ctim.tv_nsec;
-    const std::int64_t now_ns = static_cast<std::int64_t>(now.tv_sec) * kNs + now.tv_nsec;
-    const std::int64_t last_change = std::max(s.mtime_ns, s.ctime_ns);
-    return std::pair{s, last_change < now_ns - kStableSeconds * kNs};
-}
-
 std::shared_ptr<ResultCache::Pack>
 ResultCache::pack(const std::string& file, const std::optional<std::string>& member,
                   const std::optional<std::pair<FileStamp, bool>>& stamp) {

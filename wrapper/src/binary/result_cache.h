@@ -16,6 +16,7 @@
 #include "binary/bytes.h"
 #include "binary/reader.h"
 #include "core/env.h"
+#include "core/file_stamp.h"
 #include "core/paths.h"
 
 #include <array>
@@ -59,22 +60,7 @@ ImageKey image_key(const Bytes& stream, Compression c, std::uint64_t uncompresse
 ImageKey image_key_of(const std::uint8_t* data, std::uint64_t size, Compression c,
                       std::uint64_t uncompressed_size, std::uint16_t kind);
 
-// What stat(2) says of a file: a write to it changes ctime (the kernel sets it; no call sets it
-// back), so an equal stamp means the bytes hashed with it are still the file's, as long as the
-// file had not changed within the file system's clock tick of the hashing (git's "racy clean"
-// rule): `stable` says the file was last changed more than kStableSeconds before it was stat'ed.
-struct FileStamp {
-    std::uint64_t dev = 0;
-    std::uint64_t ino = 0;
-    std::uint64_t size = 0;
-    std::int64_t mtime_ns = 0;
-    std::int64_t ctime_ns = 0;
-    bool operator==(const FileStamp&) const = default;
-};
-inline constexpr int kStableSeconds = 2;
-// The stamp of a file from fstat of the descriptor that reads it (taken before it is read), and
-// whether it is stable; nullopt when it is not a regular file.
-std::optional<std::pair<FileStamp, bool>> file_stamp(const struct stat& st);
+// The index is kept with the file's stamp (core/file_stamp.h: FileStamp, file_stamp).
 
 // `toolkit/` under the cache root (NVCC_FORGE_CACHE_DIR, else the XDG/HOME default); empty
 // when there is none.

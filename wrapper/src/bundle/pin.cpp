@@ -1,5 +1,7 @@
 #include "bundle/pin.h"
 
+#include "core/text.h"
+#include "core/version.h"
 #include "policy/yaml_util.h"
 
 #include <fmt/format.h>
@@ -22,17 +24,21 @@ bool VersionSpec::matches(const toolkit::CudaVersion& v) const {
 }
 
 Result<VersionSpec> parse_version_spec(std::string_view text) {
-    static const std::regex re(R"(\s*(==|>=)\s*(\d+)\.(\d+)\s*)");
+    static const std::regex re(R"(\s*(==|>=)\s*([0-9.]+)\s*)");
     std::match_results<std::string_view::const_iterator> m;
-    if (!std::regex_match(text.begin(), text.end(), m, re)) {
-        Error e(fmt::format("bad toolkit spec '{}': expected \"==X.Y\" or \">=X.Y\"", text));
+    const auto version = std::regex_match(text.begin(), text.end(), m, re)
+                             ? parse_cuda_version(m[2].str(), false)
+                             : Result<DottedVersion>(Error{"no ==/>= X.Y"});
+    if (!version) {
+        Error e(fmt::format("bad toolkit spec '{}': expected \"==X.Y\" or \">=X.Y\"",
+                            shown_value(text)));
         e.key = std::string(text);
         return e;
     }
     VersionSpec spec;
     spec.op = m[1].str() == "==" ? VersionSpec::Op::Exact : VersionSpec::Op::AtLeast;
-    spec.major = std::stoi(m[2].str());
-    spec.minor = std::stoi(m[3].str());
+    spec.major = version->major;
+    spec.minor = version->minor;
     return spec;
 }
 

@@ -1,5 +1,6 @@
 #include "bundle/verify.h"
 
+#include "core/version.h"
 #include "policy/yaml_util.h"
 
 #include <fmt/format.h>
@@ -7,7 +8,6 @@
 
 #include <algorithm>
 #include <fstream>
-#include <regex>
 #include <set>
 #include <sstream>
 
@@ -21,18 +21,18 @@ Error layout_error(std::string msg, const std::string& file, const YAML::Node& a
     return policy::yamlx::error_at(file, at, std::move(key), std::move(msg));
 }
 
-std::string release_of(std::string_view version) { // "12.8.93" -> "12.8"
-    static const std::regex re(R"((\d+)\.(\d+)(?:\.\d+)?)");
-    std::match_results<std::string_view::const_iterator> m;
-    if (!std::regex_match(version.begin(), version.end(), m, re)) return std::string(version);
-    return m[1].str() + "." + m[2].str();
+// "12.8.93" -> "12.8", as written; anything else as it is (it then matches no blob).
+std::string release_of(std::string_view version) {
+    const auto v = parse_cuda_version(version);
+    if (!v || !v->patch) return std::string(version);
+    return std::string(version.substr(0, version.rfind('.')));
 }
 
+// {-1, -1} for what is not a CUDA version (a number too large for an int included).
 std::pair<int, int> major_minor(std::string_view release) {
-    static const std::regex re(R"((\d+)\.(\d+)(?:\.\d+)?)");
-    std::match_results<std::string_view::const_iterator> m;
-    if (!std::regex_match(release.begin(), release.end(), m, re)) return {-1, -1};
-    return {std::stoi(m[1].str()), std::stoi(m[2].str())};
+    const auto v = parse_cuda_version(release);
+    if (!v) return {-1, -1};
+    return {v->major, v->minor};
 }
 
 std::string sm_names(const std::vector<int>& sms) {
@@ -75,15 +75,15 @@ Result<BundleLayout> parse_bundle_layout(std::string_view yaml_text, const std::
         LayoutBlob lb;
         lb.line = b.Mark().line + 1;
         const YAML::Node tk = b["toolkit"];
-        static const std::regex release_re(R"((\d+\.\d+)(\+?))");
-        std::smatch m;
         const std::string text = tk && tk.IsScalar() ? tk.Scalar() : std::string();
-        if (!tk || !tk.IsScalar() || !std::regex_match(text, m, release_re))
+        const bool or_newer = text.ends_with('+');
+        const std::string release = or_newer ? text.substr(0, text.size() - 1) : text;
+        if (!tk || !tk.IsScalar() || !parse_cuda_version(release, false))
             return layout_error("toolkit must be a CUDA release \"X.Y\" or \"X.Y+\" (e.g. "
                                 "\"12.8\", \"13.0+\")",
                                 file, tk ? tk : b, where + ".toolkit");
-        lb.toolkit = m[1].str();
-        lb.or_newer = m[2].length() > 0;
+        lb.toolkit = release;
+        lb.or_newer = or_newer;
         const YAML::Node sms = b["sms"];
         if (!sms || !sms.IsSequence() || sms.size() == 0)
             return layout_error("sms must be a non-empty list of SM numbers", file, sms ? sms : b,

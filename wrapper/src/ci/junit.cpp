@@ -9,34 +9,6 @@ namespace forge::ci {
 
 namespace {
 
-// Length of the well-formed UTF-8 sequence at s[i] (RFC 3629: no overlongs, no surrogates,
-// nothing above U+10FFFF), 0 when the byte there starts none.
-std::size_t utf8_length(std::string_view s, std::size_t i) {
-    const auto b0 = static_cast<unsigned char>(s[i]);
-    std::size_t n = 0;
-    unsigned char lo = 0x80, hi = 0xBF; // the second byte's range
-    if (b0 >= 0xC2 && b0 <= 0xDF) {
-        n = 2;
-    } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-        n = 3;
-        if (b0 == 0xE0) lo = 0xA0;
-        if (b0 == 0xED) hi = 0x9F;
-    } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-        n = 4;
-        if (b0 == 0xF0) lo = 0x90;
-        if (b0 == 0xF4) hi = 0x8F;
-    } else {
-        return 0;
-    }
-    if (i + n > s.size()) return 0;
-    for (std::size_t k = 1; k < n; ++k) {
-        const auto b = static_cast<unsigned char>(s[i + k]);
-        const unsigned char l = k == 1 ? lo : 0x80, h = k == 1 ? hi : 0xBF;
-        if (b < l || b > h) return 0;
-    }
-    return n;
-}
-
 std::string status_element(const TestCase& c) {
     const char* tag = c.status == TestCase::Status::Failure ? "failure"
                       : c.status == TestCase::Status::Error ? "error"
@@ -63,13 +35,13 @@ std::string xml_escape(std::string_view s, bool attribute) {
                 continue;
             }
             if (c > kDel) {
-                if (std::size_t n = utf8_length(s, i); n > 0) {
+                if (std::size_t n = utf8_sequence_length(s, i); n > 0) {
                     out.append(s.substr(i, n));
                     i += n;
                     continue;
                 }
             }
-            out += fmt::format("\\x{:02x}", c);
+            out += escaped_byte(c);
             ++i;
             continue;
         }

@@ -233,8 +233,7 @@ Status gate_products(const PlanOptions& o, const policy::Resolution& resolution,
     report.gate = gate->json;
     report.gate_text = gate->text;
     report.gate_github = gate->github;
-    report.gate_pass = gate->pass;
-    report.gate_unreadable = gate->unreadable;
+    report.gate_outcome = gate->outcome;
     return ok_status();
 }
 

@@ -1,6 +1,6 @@
 // nvcc-forge verify FILE... (--arch-list LIST | resolve options) [--allow-missing sm_X,...]
 //   [--allow-pure-python] [--allow-extra] [--max-toolkit SM=X.Y]... [--format text|json|github]
-//   [--junit FILE] [--backend native] [--expect-extension GLOB]...
+//   [--junit FILE] [--expect-extension GLOB]...
 // Exit 0 pass, 1 fail, 2 unreadable input.
 #include "cli/colour.h"
 #include "cli/command.h"
@@ -22,7 +22,7 @@ namespace {
 int run_verify(int argc, char** argv) {
     po::options_description desc("nvcc-forge verify FILE... (--arch-list LIST | resolve options)");
     std::vector<std::string> files, allow_missing, max_toolkit, expect_extension;
-    std::string format = "text", backend = "native", junit;
+    std::string format = "text", junit;
     desc.add_options()("help,h", "show this help")("file", po::value(&files),
                                                    "files: .so, .o, .a, .cubin, .fatbin, .whl")(
         "allow-missing", po::value(&allow_missing)->composing(),
@@ -35,9 +35,7 @@ int run_verify(int argc, char** argv) {
         "GLOB: a module the wheel (or the files given) must contain, with device code; repeatable")(
         "format", po::value(&format), "text | json | github (GitHub Actions workflow commands)")(
         "junit", po::value(&junit),
-        "FILE: also write a JUnit XML report (a case per module and check)")(
-        "backend", po::value(&backend),
-        "native (the only reader the gate judges with; `list --backend cuobjdump` is the oracle)");
+        "FILE: also write a JUnit XML report (a case per module and check)");
     add_resolve_options(desc, /*with_arch_list=*/true);
     po::positional_options_description pos;
     pos.add("file", -1);
@@ -52,7 +50,6 @@ int run_verify(int argc, char** argv) {
         return report_error(
             "verify",
             Error(fmt::format("--format must be text, json or github, not '{}'", format)));
-    if (backend != "native") return report_error("verify", Error("--backend must be native"));
 
     auto resolution = resolve_from_options(vm);
     if (!resolution) return report_error("verify", resolution.error());

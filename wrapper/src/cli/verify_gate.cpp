@@ -27,7 +27,6 @@ Result<std::vector<verify::Waiver>> parse_waivers(const std::vector<std::string>
 Result<verify::Options> gate_options(const boost::program_options::variables_map& vm,
                                      const policy::Resolution& resolution, const GateArgs& args) {
     verify::Options opts;
-    opts.source = "native";
     auto gpus = gpus_from_options(vm);
     if (!gpus) return std::move(gpus).error();
     opts.gpus = std::move(*gpus);
@@ -66,11 +65,6 @@ std::vector<verify::ExpectedModule> expected_modules(const policy::Resolution& r
 
 } // namespace
 
-int GateOutcome::exit_code() const {
-    if (unreadable) return kExitInput;
-    return pass ? kExitOk : kExitPolicy;
-}
-
 Result<GateOutcome> run_gate(const boost::program_options::variables_map& vm,
                              const policy::Resolution& resolution, const GateArgs& args) {
     auto opts = gate_options(vm, resolution, args);
@@ -88,7 +82,6 @@ Result<GateOutcome> run_gate(const boost::program_options::variables_map& vm,
     const std::vector<verify::ExtensionReport>& reports = judged.reports;
     verify::RunContext run{judged.verdict, {}, &judged.extensions, judged.unreadable};
     GateOutcome out;
-    out.unreadable = !judged.unreadable.empty();
     for (const auto& n : resolution.narrowed)
         run.narrowed.push_back(
             fmt::format("{} (dropped against {}: {})", n.token, n.against, n.reason));
@@ -105,7 +98,7 @@ Result<GateOutcome> run_gate(const boost::program_options::variables_map& vm,
     out.github =
         ci::to_github(verify::to_findings(reports, run)) + verify::verdict_line(reports, run);
     out.junit = ci::to_junit("nvcc-forge verify", verify::to_test_cases(reports, run));
-    out.pass = run.verdict.pass;
+    out.outcome = judged.outcome();
     return out;
 }
 

@@ -4,6 +4,7 @@
 
 #include "core/result.h"
 #include "policy/resolve.h"
+#include "verify/judge.h"
 
 #include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
@@ -34,9 +35,8 @@ struct GateOutcome {
     std::string text;    // verify's table
     std::string github;  // verify --format github: workflow commands, then the verdict line
     std::string junit;   // verify --junit FILE: the JUnit XML report
-    bool pass = false;
-    bool unreadable = false; // some input could not be judged (its message is on stderr)
-    [[nodiscard]] int exit_code() const;
+    verify::Outcome outcome = verify::Outcome::Error; // verify::Judgement::outcome()
+    [[nodiscard]] int exit_code() const { return verify::outcome_exit_code(outcome); }
 };
 
 // `vm` supplies --gpus; `resolution` the list, the package's waivers and expected extensions.

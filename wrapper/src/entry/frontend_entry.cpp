@@ -5,6 +5,7 @@
 #include "core/env.h"
 #include "core/paths.h"
 #include "core/result.h"
+#include "core/text.h"
 #include "frontend/notice.h"
 #include "frontend/settings.h"
 #include "frontend/wrapper.h"
@@ -41,14 +42,6 @@ toolkit::LocateInput locate_input(const FrontendEnv& env, std::string argv0) {
     return in;
 }
 
-// The marker's value for a message: control characters shown as '?', long values cut.
-std::string shown(const std::string& value) {
-    std::string out = value.substr(0, 64);
-    for (char& c : out)
-        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
-    return value.size() > 64 ? out + "..." : out;
-}
-
 // The depth of this wrapper. Only a marker set by a wrapper of this very call chain counts (see
 // toolkit::read_depth_marker); anything else is ignored, once and aloud, and the policy applies.
 // A wrapper started by a wrapper (depth 1) runs the real nvcc untouched; deeper than that is a
@@ -59,13 +52,14 @@ bool read_depth(Call& call) {
         fmt::print(stderr,
                    "nvcc-forge: warning: ignoring {}={}: not set by an nvcc-forge running this "
                    "call (inherited or stale); the policy applies\n",
-                   toolkit::kDepthEnv, shown(call.env.depth));
+                   toolkit::kDepthEnv, shown_value(call.env.depth));
     call.depth = reading.depth;
     if (call.depth < toolkit::kMaxDepth) return true;
     fmt::print(stderr,
                "nvcc-forge: refusing to run: {}={} means nvcc-forge has started itself {} times "
                "(check NVCC_FORGE_REAL_NVCC, PATH and the shim's {})\n",
-               toolkit::kDepthEnv, shown(call.env.depth), call.depth, toolkit::kRealNvccMarker);
+               toolkit::kDepthEnv, shown_value(call.env.depth), call.depth,
+               toolkit::kRealNvccMarker);
     return false;
 }
 

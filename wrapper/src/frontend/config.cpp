@@ -2,6 +2,7 @@
 
 #include "core/env.h"
 #include "core/file.h"
+#include "core/file_stamp.h"
 #include "core/glob.h"
 #include "core/json.h"
 #include "core/paths.h"
@@ -84,13 +85,10 @@ fs::path cache_dir(const FrontendEnv& env) {
 std::string file_stamp(const fs::path& p) {
     struct stat st {};
     if (::stat(p.c_str(), &st) != 0) return p.string() + "|absent";
-    long long ns = static_cast<long long>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec;
-    std::string stamp =
-        fmt::format("{}|{}|{}|{}", p.string(), ns, static_cast<long long>(st.st_size),
-                    static_cast<unsigned long long>(st.st_ino));
-    // A same-size edit within one tick of the file system's coarse clock (or with its mtime put
-    // back, as `cp -p` and `touch -r` do) keeps size, inode and mtime: small files (the policy
-    // and package data) also stamp their content. The toolkit's nvcc, large, keeps the cheap form.
+    std::string stamp = p.string() + "|" + stamp_of(st).text(); // core/file_stamp.h's rule
+    // A same-size edit within one tick of the file system's coarse clock keeps every field of
+    // the stamp: small files (the policy and package data) also stamp their content. The toolkit's
+    // nvcc, large, keeps the cheap form.
     constexpr long long kHashedBytes = 1 << 20;
     if (S_ISREG(st.st_mode) && st.st_size <= kHashedBytes) {
         std::ifstream in(p, std::ios::binary);

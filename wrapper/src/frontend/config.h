@@ -57,8 +57,8 @@ struct EffectivePolicy {
 
 // NVCC_FORGE_CACHE_DIR, else $XDG_CACHE_HOME/nvcc-forge, else $HOME/.cache/nvcc-forge.
 std::filesystem::path cache_dir(const FrontendEnv& env);
-// "path|mtime_ns|size|inode[|content hash]" of a file (the hash for files up to 1 MiB),
-// "path|absent" when it does not exist.
+// "path|dev:ino:size:ctime_ns:mtime_ns[|content hash]" of a file (core/file_stamp.h; the hash
+// for files up to 1 MiB), "path|absent" when it does not exist.
 std::string file_stamp(const std::filesystem::path& p);
 // A cache entry is one file named by a hash of its key; the key is stored inside and compared on
 // read, so a hash collision reads as a miss. Writes go to a temp file renamed into place.

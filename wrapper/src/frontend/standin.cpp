@@ -1,5 +1,6 @@
 #include "frontend/standin.h"
 
+#include "core/file_stamp.h"
 #include "core/json.h"
 #include "core/plan_marker.h"
 #include "core/process.h"
@@ -413,11 +414,7 @@ Result<StubFile> StubFile::open(const fs::path& path) {
         return Error{fmt::format("cannot read: {}", std::strerror(errno)), path.string()};
     f.size_ = static_cast<std::uint64_t>(st.st_size);
     f.perms_ = static_cast<fs::perms>(st.st_mode & 07777);
-    f.identity_ =
-        fmt::format("{}:{}:{}:{}.{}:{}.{}", static_cast<unsigned long long>(st.st_dev),
-                    static_cast<unsigned long long>(st.st_ino), static_cast<long long>(st.st_size),
-                    static_cast<long long>(st.st_ctim.tv_sec), st.st_ctim.tv_nsec,
-                    static_cast<long long>(st.st_mtim.tv_sec), st.st_mtim.tv_nsec);
+    f.identity_ = stamp_of(st).text();
     return f;
 }
 

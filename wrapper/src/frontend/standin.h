@@ -112,8 +112,8 @@ class StubLock {
 };
 
 // What identifies the toolkit a stub comes from: the real nvcc and the programs and files of its
-// root that take part in a compile (file_stamp of each: path, mtime, size, inode). A stub kept
-// across plan runs is served only to the toolkit that built it.
+// root that take part in a compile (file_stamp of each: path, core/file_stamp.h's fields). A stub
+// kept across plan runs is served only to the toolkit that built it.
 std::string toolkit_identity(const std::filesystem::path& nvcc);
 
 // The stub cache's key for one compile: the toolkit's identity, the flags, the environment's

@@ -63,12 +63,6 @@ constexpr NamedFormatter kFormatters[] = {
 
 } // namespace
 
-int PlanReport::exit_code() const {
-    if (verdict == "pass") return kExitOk;
-    if (verdict == "fail") return kExitPolicy;
-    return kExitInput;
-}
-
 Result<std::vector<frontend::LogRecord>> read_log(const fs::path& path) {
     std::vector<frontend::LogRecord> out;
     std::error_code ec;
@@ -106,7 +100,7 @@ void judge(PlanReport& r) {
         if (!t.dropped.empty())
             short_tus.push_back(fmt::format("{} ({})", t.tu, fmt::join(t.dropped, ", ")));
     if (!r.build_error.empty() || r.build_exit != 0) {
-        r.verdict = "error";
+        r.verdict = verify::Outcome::Error;
         if (!r.build_error.empty())
             r.reason = r.build_error;
         else if (!r.build_exit)
@@ -118,8 +112,8 @@ void judge(PlanReport& r) {
             r.reason = fmt::format("the build command exited {}; nothing was gated", *r.build_exit);
         return;
     }
-    if (r.gated && r.gate_unreadable) {
-        r.verdict = "error";
+    if (r.gated && r.gate_outcome == verify::Outcome::Error) {
+        r.verdict = verify::Outcome::Error;
         r.reason = "the gate could not read every file (see the messages above)";
         return;
     }
@@ -127,9 +121,9 @@ void judge(PlanReport& r) {
     if (!short_tus.empty())
         why.push_back(fmt::format("{} TU(s) miss targets the mode does not restore: {}",
                                   short_tus.size(), fmt::join(short_tus, "; ")));
-    if (r.gated && !r.gate_pass)
+    if (r.gated && r.gate_outcome != verify::Outcome::Pass)
         why.push_back("the gate fails: " + r.gate.value("reason", std::string("see its table")));
-    r.verdict = why.empty() ? "pass" : "fail";
+    r.verdict = why.empty() ? verify::Outcome::Pass : verify::Outcome::Fail;
     if (why.empty())
         r.reason = r.gated ? "every TU carries the policy and the gate passes"
                            : "every TU carries the policy (nothing gated: no --gate)";
@@ -138,8 +132,8 @@ void judge(PlanReport& r) {
 }
 
 std::string to_text(const PlanReport& r) {
-    std::string out =
-        fmt::format("nvcc-forge plan: {} ({})\n", r.verdict, escape_control(r.reason));
+    std::string out = fmt::format("nvcc-forge plan: {} ({})\n", verify::outcome_word(r.verdict),
+                                  escape_control(r.reason));
     out += fmt::format("policy: {}{}\n", r.list, r.mode.empty() ? "" : " (mode " + r.mode + ")");
     for (const auto& k : r.knobs)
         out += fmt::format("knob: {}={} ({})\n", k.variable, escape_control(k.value),
@@ -194,7 +188,8 @@ std::string to_github(const PlanReport& r) {
                                 : fmt::format("the build exited {}", r.build_exit.value_or(-1))});
     std::string out = ci::to_github(findings);
     if (r.gated) out += r.gate_github;
-    out += fmt::format("nvcc-forge plan: {} ({})\n", r.verdict, escape_control(r.reason));
+    out += fmt::format("nvcc-forge plan: {} ({})\n", verify::outcome_word(r.verdict),
+                       escape_control(r.reason));
     return out;
 }
 
@@ -218,7 +213,7 @@ nlohmann::json to_json(const PlanReport& r) {
         knobs.push_back({{"variable", k.variable},
                          {"value", k.value},
                          {"set_by", k.from_caller ? "caller" : "plan"}});
-    return {{"verdict", r.verdict},
+    return {{"verdict", std::string(verify::outcome_word(r.verdict))},
             {"reason", r.reason},
             {"list", r.list},
             {"arch_knobs", knobs},

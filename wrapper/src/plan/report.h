@@ -1,10 +1,12 @@
-// `nvcc-forge plan`'s verdict and report: the stand-in's compile log (frontend/compile_log.h, the
-// wrapper's own records), the gate's result over the files the build made, and the build's exit.
-// Each output format is one function in one table (`formatter`), so a new one is one entry.
+// `nvcc-forge plan`'s verdict (verify::Outcome, verify/judge.h) and report: the stand-in's compile
+// log (frontend/compile_log.h, the wrapper's own records), the gate's result over the files the
+// build made, and the build's exit. Each output format is one function in one table (`formatter`),
+// so a new one is one entry.
 #pragma once
 
 #include "core/result.h"
 #include "frontend/compile_log.h"
+#include "verify/judge.h"
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -45,12 +47,12 @@ struct PlanReport {
     nlohmann::json gate = nullptr; // verify's JSON
     std::string gate_text;         // verify's table
     std::string gate_github;       // verify's workflow commands (and its verdict line)
-    bool gate_pass = false;
-    bool gate_unreadable = false;
+    verify::Outcome gate_outcome = verify::Outcome::Pass; // the gate's own (Judgement::outcome)
 
-    std::string verdict; // "pass" | "fail" | "error"
+    // The gate's outcome with the build's exit and the TUs' shortfalls added (judge below).
+    verify::Outcome verdict = verify::Outcome::Error;
     std::string reason;
-    [[nodiscard]] int exit_code() const; // 0 pass, 1 fail, 2 error
+    [[nodiscard]] int exit_code() const { return verify::outcome_exit_code(verdict); }
 };
 
 // Reads the stand-in's log (absent = no call was made). Errors name the file and line.

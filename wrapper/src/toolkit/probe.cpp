@@ -1,6 +1,8 @@
 #include "toolkit/probe.h"
 
 #include "core/process.h"
+#include "core/text.h"
+#include "core/version.h"
 
 #include <cctype>
 #include <fmt/format.h>
@@ -37,33 +39,30 @@ std::string CudaVersion::full() const {
 }
 
 Result<CudaVersion> parse_nvcc_version(std::string_view version_output) {
-    const std::string text(version_output);
-    std::smatch m;
+    static const std::regex re(R"(release\s+([0-9.]+)(?:\s*,\s*V([0-9.]+))?)");
+    std::match_results<std::string_view::const_iterator> m;
+    if (!std::regex_search(version_output.begin(), version_output.end(), m, re))
+        return Error{"not an nvcc --version output (no 'release X.Y, VX.Y.Z')"};
+    const std::string rel_text = m[1].str();
+    const auto rel = leading_cuda_version(rel_text);
+    if (!rel)
+        return Error{fmt::format("nvcc --version names release '{}', not a CUDA version X.Y",
+                                 shown_value(rel_text))};
     // "release 13.0, V13.0.88": the V-string carries the patch; the release alone is the fallback.
-    static const std::regex full_re(R"(release\s+(\d+)\.(\d+)\s*,\s*V(\d+)\.(\d+)\.(\d+))");
-    if (std::regex_search(text, m, full_re)) {
-        CudaVersion v{std::stoi(m[3]), std::stoi(m[4]), std::stoi(m[5])};
-        if (v.major != std::stoi(m[1]) || v.minor != std::stoi(m[2]))
-            return Error{fmt::format("nvcc --version disagrees with itself: release {}.{} but V{}",
-                                     m[1].str(), m[2].str(), v.full())};
-        return v;
-    }
-    static const std::regex release_re(R"(release\s+(\d+)\.(\d+))");
-    if (std::regex_search(text, m, release_re))
-        return CudaVersion{std::stoi(m[1]), std::stoi(m[2])};
-    return Error{"not an nvcc --version output (no 'release X.Y, VX.Y.Z')"};
+    const auto v =
+        m[2].matched ? parse_cuda_version(m[2].str()) : Result<DottedVersion>(Error{"no V-string"});
+    if (!v || !v->patch) return CudaVersion{rel->version.major, rel->version.minor};
+    const CudaVersion full{v->major, v->minor, *v->patch};
+    if (full.major != rel->version.major || full.minor != rel->version.minor)
+        return Error{fmt::format("nvcc --version disagrees with itself: release {}.{} but V{}",
+                                 rel->version.major, rel->version.minor, full.full())};
+    return full;
 }
 
 Result<CudaVersion> parse_version_text(std::string_view text) {
-    static const std::regex re(R"((\d+)\.(\d+)(?:\.(\d+))?)");
-    std::match_results<std::string_view::const_iterator> m;
-    if (!std::regex_match(text.begin(), text.end(), m, re)) {
-        Error e(fmt::format("'{}' is not a CUDA version (X.Y or X.Y.Z)", text));
-        e.key = std::string(text);
-        return e;
-    }
-    return CudaVersion{std::stoi(m[1].str()), std::stoi(m[2].str()),
-                       m[3].matched ? std::stoi(m[3].str()) : 0};
+    auto v = parse_cuda_version(text);
+    if (!v) return std::move(v).error();
+    return CudaVersion{v->major, v->minor, v->patch.value_or(0)};
 }
 
 int default_sm_for(int major) {

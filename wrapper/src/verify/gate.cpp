@@ -1,5 +1,7 @@
 #include "verify/gate.h"
 
+#include "core/version.h"
+
 #include <algorithm>
 #include <charconv>
 #include <fmt/format.h>
@@ -31,13 +33,11 @@ const Waiver* find_waiver(const Target& t, const std::vector<Waiver>& waivers) {
 }
 
 bool parse_version(std::string_view s, int& major, int& minor) {
-    auto dot = s.find('.');
-    if (dot == std::string_view::npos) return false;
-    auto a = s.substr(0, dot), b = s.substr(dot + 1);
-    auto r1 = std::from_chars(a.data(), a.data() + a.size(), major);
-    auto r2 = std::from_chars(b.data(), b.data() + b.size(), minor);
-    return r1.ec == std::errc() && r1.ptr == a.data() + a.size() && r2.ec == std::errc() &&
-           r2.ptr == b.data() + b.size();
+    const auto v = parse_cuda_version(s, false);
+    if (!v) return false;
+    major = v->major;
+    minor = v->minor;
+    return true;
 }
 
 } // namespace
@@ -453,7 +453,7 @@ ExtensionReport verify_extension(const binary::Extension& ext, const arch::ArchL
     r.file = ext.file;
     r.member = ext.member;
     // "none": nothing was measured, so no reader can be named as having seen it.
-    r.source = ext.entries.empty() ? "none" : opts.source;
+    r.source = ext.entries.empty() ? "none" : "native"; // the gate judges only what it read
     auto [want_sass, want_ptx] = wanted(expected, r);
     r.embedded = embedded_report(ext, opts.judge_embedded);
     if (is_host_only(ext, opts.judge_embedded)) return host_only_report(std::move(r));

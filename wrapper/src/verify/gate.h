@@ -30,7 +30,6 @@ struct Options {
     bool allow_pure_python = false;
     bool allow_extra = false;
     std::vector<MaxToolkit> max_toolkit;
-    std::string source = "native"; // which reader measured: "native" or "cuobjdump"
     // The GPU table (policy/gpus.yml): which CCs exist decides whether a suffixed cubin keeps the
     // coverage of the plain one it stands in for. Empty: the CCs the list and the binary name.
     std::vector<arch::Gpu> gpus;

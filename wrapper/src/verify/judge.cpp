@@ -51,6 +51,35 @@ void add_reason(Verdict& v, const std::string& why) {
 
 } // namespace
 
+std::string_view outcome_word(Outcome o) {
+    switch (o) {
+    case Outcome::Pass:
+        return "pass";
+    case Outcome::Fail:
+        return "fail";
+    case Outcome::Error:
+        break;
+    }
+    return "error";
+}
+
+int outcome_exit_code(Outcome o) {
+    switch (o) {
+    case Outcome::Pass:
+        return kExitOk;
+    case Outcome::Fail:
+        return kExitPolicy;
+    case Outcome::Error:
+        break;
+    }
+    return kExitInput;
+}
+
+Outcome Judgement::outcome() const {
+    if (!unreadable.empty()) return Outcome::Error;
+    return verdict.pass ? Outcome::Pass : Outcome::Fail;
+}
+
 Judgement judge(const std::vector<std::string>& files, const JudgeSetup& setup,
                 const ReadInput& read, const NotJudged& not_judged) {
     Judgement out;
