@@ -351,10 +351,10 @@ MUTANTS = [
      "if (fixed.empty()) call.env_policy_driver", "if (false) call.env_policy_driver", TOOLS,
      r"^caches\.launcher\.env_policy_under_ninja"),
     # ---- the --toolkit cache keeps the embedded search; threads the system refuses ----
-    ("binary.scan_never_reused", "wrapper/src/binary/reader.cpp",
-     "            if (known) {", "            if (false && known) {",
+    ("binary.scan_never_reused", "wrapper/src/binary/read_embedded.cpp",
+     "    if (known) {", "    if (false && known) {",
      ["test_binary"] + TOOLS, r"^BinaryResultCache\."),
-    ("binary.scan_candidates_not_kept", "wrapper/src/binary/reader.cpp",
+    ("binary.scan_candidates_not_kept", "wrapper/src/binary/read_embedded.cpp",
      "if (pack != nullptr) ResultCache::put_magic(*pack, scan.file_offsets(candidates));",
      "(void)pack;", ["test_binary"] + TOOLS, r"^BinaryResultCache\."),
     ("core.refused_thread_aborts", "wrapper/src/core/workers.cpp",

@@ -268,19 +268,18 @@ def processes_started(src_root):
 THREAD_HOME = {"core/workers.cpp"}
 THREAD_START = re.compile(r"\bstd::j?thread\b(?!::)\s*\w*\s*[({]|<\s*std::j?thread\s*>|\bpthread_create\s*\(|"
                           r"\bstd::launch::async\b")
-THREAD_EXEMPT = {"binary/reader.cpp": "the embedded search's std::async, which falls back to deferred"}
 
 
 def threads_started(src_root):
     """file:line of each thread started outside core/workers.* (std::thread, pthread_create, an
-    async launch), but the one place named in THREAD_EXEMPT."""
+    async launch)."""
     out = []
     for rel, path in source_files(src_root):
         if rel in THREAD_HOME:
             continue
         for n, code in code_lines(path):
             m = THREAD_START.search(code)
-            if m and not (rel in THREAD_EXEMPT and "launch::async" in m.group(0)):
+            if m:
                 out.append(f"{rel}:{n}")
     return sorted(out)
 
@@ -300,7 +299,8 @@ def threads_started_by_core(t):
     ft.write(os.path.join(probe, "binary", "reader.cpp"), "f = std::async(std::launch::async, s);\n")
     ft.write(os.path.join(probe, "cli", "b.cpp"), "pthread_create(&t, nullptr, f, a);\n"
              "auto f = std::async(std::launch::async, g);\n")
-    ft.check_eq(threads_started(probe), ["binary/a.cpp:2", "binary/a.cpp:4", "cli/b.cpp:1", "cli/b.cpp:2"],
+    ft.check_eq(threads_started(probe), ["binary/a.cpp:2", "binary/a.cpp:4", "binary/reader.cpp:1", "cli/b.cpp:1",
+                 "cli/b.cpp:2"],
                 "threads started in the probe tree")
 
 

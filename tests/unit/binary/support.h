@@ -159,6 +159,18 @@ inline Result<std::vector<Entry>> read_memory(const std::vector<std::uint8_t>& b
     return out;
 }
 
+// Hostile input read from memory: an Error with the file, a byte offset and exit 2, never a
+// pass.
+inline Error must_fail(const std::vector<std::uint8_t>& bytes, const ReadOptions& opts = {}) {
+    auto r = read_memory(bytes, opts);
+    EXPECT_FALSE(r.ok()) << "accepted hostile input";
+    if (r.ok()) return Error{};
+    EXPECT_EQ(r.error().file, "mem.bin");
+    EXPECT_TRUE(r.error().offset) << r.error().to_string();
+    EXPECT_EQ(r.error().exit_code, kExitInput);
+    return r.error();
+}
+
 // Little-endian byte builder.
 struct Buf {
     std::vector<std::uint8_t> b;

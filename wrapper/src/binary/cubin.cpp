@@ -1,5 +1,6 @@
 #include "binary/cubin.h"
 
+#include "binary/cubin_layout.h"
 #include "binary/mapped_file.h"
 #include "core/version.h"
 
@@ -15,46 +16,6 @@
 namespace forge::binary {
 
 namespace {
-
-// docs/fatbin-format.md, "The cubin": e_flags, the NVIDIA notes, .nv.info and .nv.compat.
-constexpr std::uint32_t kShtNvCompat = 0x70000086; // SHT_LOPROC + 0x86
-
-// e_flags. EI_ABIVERSION 8 (every CUDA 13 cubin) keeps the SM in bits 8-15 and a layout id in the
-// top byte (0x05: nvlink's kernel-less device-link stub); older ABIs keep the SM in bits 0-7.
-constexpr std::uint8_t kCudaAbiV8 = 8;
-constexpr std::uint32_t kEfSmShiftV8 = 8;
-constexpr std::uint32_t kEfSmMask = 0xff;
-constexpr std::uint32_t kEfLayoutShiftV8 = 24;
-constexpr std::uint32_t kEfLayoutStub = 0x05;
-constexpr std::uint32_t kEfAcceleratorsV8 = 0x8;   // EF_CUDA_ACCELERATORS (never seen set)
-constexpr std::uint32_t kEfAcceleratorsV7 = 0x800; // EF_CUDA_ACCELERATORS_V1 (never seen set)
-
-// Standard ELF note header (Elf64_Nhdr): namesz, descsz, type; name and desc 4-byte aligned.
-constexpr std::uint64_t kNhdrNamesz = 0;
-constexpr std::uint64_t kNhdrDescsz = 4;
-constexpr std::uint64_t kNhdrType = 8;
-constexpr std::uint64_t kNhdrSize = 12;
-constexpr std::uint32_t kNoteTkinfo = 2000; // .note.nv.tkinfo
-constexpr std::uint32_t kNoteCuinfo = 1000; // .note.nv.cuinfo
-// tkinfo descriptor: u32 string offsets into the pool that starts at kTkinfoPool.
-constexpr std::uint64_t kTkinfoToolVersion = 0x0c; // "Cuda compilation tools, release 13.0, ..."
-constexpr std::uint64_t kTkinfoToolOptions = 0x14; // "-arch sm_120 -m 64 "
-constexpr std::uint64_t kTkinfoPool = 0x18;
-// cuinfo descriptor: u16 version, u16 virtual SM, u32 tool version (major*10+minor).
-constexpr std::uint64_t kCuinfoToolVersion = 4;
-constexpr std::uint64_t kCuinfoSize = 8;
-
-// .nv.info / .nv.compat attribute records: u8 format, u8 attribute, then the payload.
-constexpr std::uint64_t kAttrFormat = 0;
-constexpr std::uint64_t kAttrId = 1;
-constexpr std::uint64_t kAttrPayload = 2;   // NVAL/BVAL/HVAL: 2 bytes; SVAL: u16 size
-constexpr std::uint64_t kAttrFixedSize = 4; // a whole NVAL/BVAL/HVAL record; SVAL data start
-constexpr std::uint8_t kFmtNval = 1;
-constexpr std::uint8_t kFmtBval = 2;
-constexpr std::uint8_t kFmtHval = 3;
-constexpr std::uint8_t kFmtSval = 4;
-constexpr std::uint8_t kEiattrCudaApiVersion = 0x37; // in .nv.info.<kernel>: SVAL u32
-constexpr std::uint8_t kCompatArchSpecific = 0x09;   // in .nv.compat: BVAL, 1 for an `a` cubin
 
 std::string toolkit_from_number(std::uint32_t v) {
     return fmt::format("{}.{}", v / 10, v % 10);
@@ -85,22 +46,23 @@ std::optional<std::string> arch_option(std::string_view opts) {
 // the format. Calls fn(attr, payload) until fn returns true or the records end/are malformed.
 template <class Fn> void walk_attributes(const Bytes& sec, Fn&& fn) {
     std::uint64_t off = 0;
-    while (sec.has(off, kAttrFixedSize)) {
-        const std::uint8_t fmt_code = sec.u8(off + kAttrFormat), attr = sec.u8(off + kAttrId);
+    while (sec.has(off, nv_attr::kFixedSize)) {
+        const std::uint8_t fmt_code = sec.u8(off + nv_attr::kFormat),
+                           attr = sec.u8(off + nv_attr::kId);
         std::uint64_t next = 0;
         Bytes payload;
         switch (fmt_code) {
-        case kFmtNval:
-        case kFmtBval:
-        case kFmtHval:
-            payload = sec.sub(off + kAttrPayload, 2);
-            next = off + kAttrFixedSize;
+        case nv_attr::kNval:
+        case nv_attr::kBval:
+        case nv_attr::kHval:
+            payload = sec.sub(off + nv_attr::kPayload, 2);
+            next = off + nv_attr::kFixedSize;
             break;
-        case kFmtSval: { // u16 size, then size bytes
-            const std::uint16_t size = sec.u16(off + kAttrPayload);
-            if (!sec.has(off + kAttrFixedSize, size)) return;
-            payload = sec.sub(off + kAttrFixedSize, size);
-            next = off + kAttrFixedSize + size;
+        case nv_attr::kSval: { // u16 size, then size bytes
+            const std::uint16_t size = sec.u16(off + nv_attr::kPayload);
+            if (!sec.has(off + nv_attr::kFixedSize, size)) return;
+            payload = sec.sub(off + nv_attr::kFixedSize, size);
+            next = off + nv_attr::kFixedSize + size;
             break;
         }
         default:
@@ -114,10 +76,11 @@ template <class Fn> void walk_attributes(const Bytes& sec, Fn&& fn) {
 // Standard ELF notes; fn(type, name, desc) for each well-formed note.
 template <class Fn> void walk_notes(const Bytes& sec, Fn&& fn) {
     std::uint64_t off = 0;
-    while (sec.has(off, kNhdrSize)) {
-        const std::uint32_t namesz = sec.u32(off + kNhdrNamesz),
-                            descsz = sec.u32(off + kNhdrDescsz), type = sec.u32(off + kNhdrType);
-        const std::uint64_t name_off = off + kNhdrSize;
+    while (sec.has(off, nhdr::kSize)) {
+        const std::uint32_t namesz = sec.u32(off + nhdr::kNamesz),
+                            descsz = sec.u32(off + nhdr::kDescsz),
+                            type = sec.u32(off + nhdr::kType);
+        const std::uint64_t name_off = off + nhdr::kSize;
         const std::uint64_t desc_off = name_off + ((std::uint64_t{namesz} + 3) & ~std::uint64_t{3});
         if (!sec.has(name_off, namesz) || !sec.has(desc_off, descsz)) return;
         fn(type, sec.view(name_off, namesz), sec.sub(desc_off, descsz));
@@ -161,12 +124,14 @@ Result<CubinInfo> inspect_cubin_headers(const Bytes& cubin, const Where& where) 
     // count, nor let a corrupt cubin through as a well-formed one.
     FORGE_TRY_STATUS(elf->check_sections(where));
     CubinInfo info;
-    const bool new_abi = elf->abiversion >= kCudaAbiV8;
-    info.sm = static_cast<int>(new_abi ? (elf->flags >> kEfSmShiftV8) & kEfSmMask
-                                       : elf->flags & kEfSmMask);
-    info.nvlink_stub = new_abi && (elf->flags >> kEfLayoutShiftV8) == kEfLayoutStub;
-    if ((new_abi && (elf->flags & kEfAcceleratorsV8)) ||
-        (!new_abi && (elf->flags & kEfAcceleratorsV7)))
+    const bool new_abi = elf->abiversion >= cuda_eflags::kAbiV8;
+    info.sm =
+        static_cast<int>(new_abi ? (elf->flags >> cuda_eflags::kSmShiftV8) & cuda_eflags::kSmMask
+                                 : elf->flags & cuda_eflags::kSmMask);
+    info.nvlink_stub =
+        new_abi && (elf->flags >> cuda_eflags::kLayoutShiftV8) == cuda_eflags::kLayoutStub;
+    if ((new_abi && (elf->flags & cuda_eflags::kAcceleratorsV8)) ||
+        (!new_abi && (elf->flags & cuda_eflags::kAcceleratorsV7)))
         info.arch_specific = true;
     for (const auto& s : elf->sections) {
         if (s.name.starts_with(".text.")) ++info.kernels;
@@ -174,7 +139,7 @@ Result<CubinInfo> inspect_cubin_headers(const Bytes& cubin, const Where& where) 
             auto data = elf->section_bytes(s, where);
             if (!data) return std::move(data).error();
             walk_attributes(*data, [&](std::uint8_t attr, std::uint8_t, const Bytes& payload) {
-                if (attr != kCompatArchSpecific) return false;
+                if (attr != nv_attr::kCompatArchSpecific) return false;
                 info.arch_specific = payload.u8(0) != 0;
                 return true;
             });
@@ -198,25 +163,27 @@ Result<CubinInfo> inspect_cubin(const Bytes& cubin, const Where& where) {
         if (note) {
             walk_notes(*data, [&](std::uint32_t type, std::string_view name, const Bytes& desc) {
                 if (!name.starts_with("NVIDIA Corp")) return;
-                if (type == kNoteTkinfo && !tkinfo && desc.has(0, kTkinfoPool)) {
-                    const Bytes pool = desc.from(kTkinfoPool);
-                    if (auto ver = pool.cstr(desc.u32(kTkinfoToolVersion)))
+                if (type == kNoteTkinfo && !tkinfo && desc.has(0, tkinfo::kPool)) {
+                    const Bytes pool = desc.from(tkinfo::kPool);
+                    if (auto ver = pool.cstr(desc.u32(tkinfo::kToolVersion)))
                         tkinfo = release_from_tool_version(*ver);
-                    if (auto opts = pool.cstr(desc.u32(kTkinfoToolOptions)))
+                    if (auto opts = pool.cstr(desc.u32(tkinfo::kToolOptions)))
                         info->tool_arch = arch_option(*opts);
-                } else if (type == kNoteCuinfo && !cuinfo && desc.has(0, kCuinfoSize)) {
-                    if (std::uint32_t v = desc.u32(kCuinfoToolVersion); v != 0)
+                } else if (type == kNoteCuinfo && !cuinfo && desc.has(0, cuinfo::kSize)) {
+                    if (std::uint32_t v = desc.u32(cuinfo::kToolVersion); v != 0)
                         cuinfo = toolkit_from_number(v);
                 }
             });
         } else if (!api) {
-            walk_attributes(
-                *data, [&](std::uint8_t attr, std::uint8_t fmt_code, const Bytes& payload) {
-                    if (attr != kEiattrCudaApiVersion || fmt_code != kFmtSval || payload.size() < 4)
-                        return false;
-                    if (std::uint32_t v = payload.u32(0); v != 0) api = toolkit_from_number(v);
-                    return true;
-                });
+            walk_attributes(*data,
+                            [&](std::uint8_t attr, std::uint8_t fmt_code, const Bytes& payload) {
+                                if (attr != nv_attr::kCudaApiVersion ||
+                                    fmt_code != nv_attr::kSval || payload.size() < 4)
+                                    return false;
+                                if (std::uint32_t v = payload.u32(0); v != 0)
+                                    api = toolkit_from_number(v);
+                                return true;
+                            });
         }
     }
     info->toolkit = tkinfo ? tkinfo : cuinfo ? cuinfo : api;
@@ -396,7 +363,6 @@ namespace {
 constexpr std::uint64_t kInputSlice = std::uint64_t{1} << 20;
 // The second pass keeps the sections the first one located, up to this many times the prefix.
 constexpr std::uint64_t kSecondPassFactor = 4;
-constexpr std::uint32_t kShtNvInfo = 0x70000000; // SHT_LOPROC: .nv.info and .nv.info.<kernel>
 
 // The byte ranges of the image a pass keeps, [lo, hi) each.
 struct Kept {
