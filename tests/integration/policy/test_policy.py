@@ -305,6 +305,24 @@ def case_resolve_unknown_key(t):
         check("arch_override.yml:2" in p.stderr and "arch_list_by_cuda_arm" in p.stderr, p.stderr)
 
 
+@ft.case("policy.cli.fifo_in_a_yaml_files_place")
+def case_fifo_policy(t):
+    """Issue 36: a FIFO where a policy or package YAML file should be hung `resolve` in open()
+    waiting for a writer. It is exit 2 naming the file, at once."""
+    with tempfile.TemporaryDirectory() as tmp:
+        fifo = os.path.join(tmp, "arch_policy.yml")
+        os.mkfifo(fifo)
+        r = t.forge("resolve", "--cuda", "12.8", "--policy", fifo, timeout=30)
+        check(r.rc == 2 and fifo in r.err and "not a regular file" in r.err, repr(r))
+        pkg = os.path.join(tmp, "packages", "piped")
+        os.makedirs(pkg)
+        os.mkfifo(os.path.join(pkg, "arch_override.yml"))
+        r = t.forge("resolve", "--cuda", "12.8", "--policy", POLICY, "--packages-dir",
+                    os.path.join(tmp, "packages"), "--package", "piped", timeout=30)
+        # The package's files are looked for as regular files: the FIFO is not one of them.
+        check(r.rc == 2 and "piped" in r.err and "arch_override.yml" in r.err, repr(r))
+
+
 @ft.case("policy.cli.resolve_collapse")
 def case_resolve_collapse(t):
     p = mini("resolve", "--cuda", "12.8", "--package", "collapse", expect=1)

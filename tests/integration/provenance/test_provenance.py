@@ -378,6 +378,70 @@ def case_stamp_through_links(t):
           "an unwritable wheel was replaced")
 
 
+@ft.case("provenance.cli.stamp_in_another_users_directory")
+def case_stamp_swap_race(t):
+    """Issue 36, 4: root stamps a wheel in a directory another user owns while that user swaps
+    every temporary file that shows up there for a symbolic link to root's 0600 file (30 rounds).
+    Root's file never changes owner, mode or bytes, the wheel is never left a link, and the stamp
+    goes through: in a directory another user can write it is written into the wheel open as a
+    descriptor, never renamed by name."""
+    if os.geteuid() != 0:
+        ft.skip("needs root to run the directory's owner as a second user (uid 65534)")
+    d = fresh_dir("race")
+    secret_dir = fresh_dir("root-only")
+    secret = os.path.join(secret_dir, "secret")
+    with open(secret, "wb") as f:
+        f.write(b"root's\n")
+    os.chmod(secret, 0o600)
+    hostile = os.path.join(d, "hostile")
+    os.makedirs(hostile)
+    # A large stored member: writing the new wheel takes long enough for the swap to land.
+    big_so = host_only_so(os.path.join(d, "big.so"))
+    with open(big_so, "ab") as f:
+        f.write(os.urandom(4 << 20))
+    wheel = make_wheel(hostile, "raced", big_so, stored=True)
+    os.chown(hostile, 65534, 65534)
+    os.chown(wheel, 65534, 65534)
+    os.chmod(wheel, 0o644)
+    # The directory's owner (a forked child, uid 65534): swaps each `.<wheel>.stamp-*` for a link
+    # to root's file until killed.
+    racer = os.fork()
+    if racer == 0:
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            while True:
+                for n in os.listdir(hostile):
+                    p = os.path.join(hostile, n)
+                    if ".stamp-" in n and not os.path.islink(p):
+                        try:
+                            os.unlink(p)
+                            os.symlink(secret, p)
+                        except OSError:
+                            pass
+        finally:
+            os._exit(0)
+    try:
+        with ft.Soft() as soft:
+            for round_ in range(30):
+                rc, _, err = forge("stamp", wheel, "--arch-list", "8.0")
+                st = os.stat(secret)
+                soft.check((st.st_uid, st.st_mode & 0o7777) == (0, 0o600),
+                           f"round {round_}: root's file became {st.st_uid} {oct(st.st_mode)}")
+                soft.check(open(secret, "rb").read() == b"root's\n", f"round {round_}: written")
+                soft.check(not os.path.islink(wheel), f"round {round_}: the wheel is a link")
+                soft.check(rc == 0, f"round {round_}: rc {rc}: {err}")
+                if rc != 0 or os.path.islink(wheel):
+                    break
+    finally:
+        os.kill(racer, signal.SIGKILL)
+        os.waitpid(racer, 0)
+    st = os.stat(wheel)
+    check((st.st_uid, st.st_mode & 0o7777) == (65534, 0o644), f"{st.st_uid} {oct(st.st_mode)}")
+    check(stamp_of(wheel) == ["raced/_build_info.json"], "not stamped")
+    check_record(wheel)
+
+
 # ---- audit -------------------------------------------------------------------------------------
 def fleet():
     """One file per status (and no-provenance both ways); returns (dir, ledger, expected)."""

@@ -250,6 +250,44 @@ TEST(BinaryResultCache, AFifoInThePacksPlaceNeverBlocks) {
     std::filesystem::remove_all(tmp);
 }
 
+// Issue 36, 6: a pack edited with its XXH3 sum recomputed was trusted (a stub shown with
+// kernels). A pack is believed only when this user owns it and nobody else can write it;
+// otherwise it is named, not used and rebuilt as this user's.
+TEST(CacheTrust, APackAnotherUserCouldWriteIsNotBelieved) {
+    const auto tmp = forge::test::temp_dir("cache_pack_trust");
+    const auto file = tmp / "lib.fatbin", dir = tmp / "cache";
+    write(file, fatbin_bytes(mixed_images()));
+    const Read clean = read_cached(file, dir);
+    ASSERT_TRUE(clean.entries.ok());
+    const auto pack = packs(dir).at(0);
+    auto untrusted = [&](const std::string& what, const std::string& why) {
+        SCOPED_TRACE(what);
+        Read r = read_cached(file, dir);
+        ASSERT_TRUE(r.entries.ok()) << r.entries.error().to_string();
+        EXPECT_EQ(r.cached, 0u) << "answered from a pack another user could write";
+        expect_same_answers(*r.entries, *clean.entries);
+        ASSERT_EQ(r.warnings.size(), 1u);
+        EXPECT_NE(r.warnings[0].find(pack.string()), std::string::npos) << r.warnings[0];
+        EXPECT_NE(r.warnings[0].find(why), std::string::npos) << r.warnings[0];
+        struct stat st {};
+        ASSERT_EQ(::lstat(pack.c_str(), &st), 0);
+        EXPECT_EQ(st.st_uid, ::geteuid()) << "rebuilt as this user's";
+        EXPECT_EQ(st.st_mode & 07777, 0644u);
+        Read again = read_cached(file, dir);
+        EXPECT_TRUE(again.warnings.empty());
+        EXPECT_EQ(again.cached, 24u);
+    };
+    ::chmod(pack.c_str(), 0666);
+    untrusted("writable by others", "other users can write it");
+    ::chmod(pack.c_str(), 0664);
+    untrusted("writable by its group", "other users can write it");
+    if (::geteuid() == 0) {
+        ASSERT_EQ(::chown(pack.c_str(), 65534, 65534), 0);
+        untrusted("another user's", "belongs to user 65534");
+    }
+    std::filesystem::remove_all(tmp);
+}
+
 TEST(BinaryResultCache, ConcurrentRunsLeaveAWholeFile) {
     const auto tmp = forge::test::temp_dir("cache_concurrent");
     const auto file = tmp / "lib.fatbin", dir = tmp / "cache";

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <set>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 using namespace forge;
@@ -91,6 +92,67 @@ TEST(File, ADirectoryAnotherUserCanWriteIsNotTrusted) {
     if (::geteuid() == 0) { // another user's directory, root running
         ASSERT_EQ(::chown(cache.c_str(), 65534, 65534), 0);
         EXPECT_NE(untrusted_directory(cache).find("belongs to user 65534"), std::string::npos);
+    }
+    std::filesystem::remove_all(dir);
+}
+
+// Issue 36: read_file (policy and package YAML) opened a FIFO in a file's place blocking, and
+// waited for a writer forever. Now it is an error naming the file, at once. The read runs in a
+// child with an alarm, so the old behaviour fails the test instead of hanging it.
+TEST(File, ReadFileRefusesAFifoWithoutBlocking) {
+    const auto dir = forge::test::temp_dir("file_read_fifo");
+    const auto fifo = dir / "policy.yaml";
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        ::alarm(20);
+        auto text = read_file(fifo);
+        const bool named = !text.ok() && text.error().file == fifo.string() &&
+                           text.error().message.find("not a regular file") != std::string::npos;
+        ::_exit(named ? 0 : 1);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status)) << "read_file blocked on the FIFO (status " << status << ")";
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "not an error naming the FIFO";
+    // A regular file, and a link to one (the user's own configuration), are read as before.
+    { std::ofstream(dir / "real.yaml") << "a: 1\n"; }
+    std::filesystem::create_symlink(dir / "real.yaml", dir / "link.yaml");
+    for (const char* name : {"real.yaml", "link.yaml"}) {
+        auto text = read_file(dir / name);
+        ASSERT_TRUE(text.ok()) << text.error().to_string();
+        EXPECT_EQ(*text, "a: 1\n");
+    }
+    auto missing = read_file(dir / "missing.yaml");
+    ASSERT_FALSE(missing.ok());
+    EXPECT_EQ(missing.error().file, (dir / "missing.yaml").string());
+    EXPECT_NE(missing.error().message.find("cannot read file"), std::string::npos);
+    std::filesystem::remove_all(dir);
+}
+
+// Issue 36, 5-6: a cached record decides only when this user owns it and nobody else can write
+// it; its checksum proves nothing, as whoever could write the file could recompute it.
+TEST(CacheTrust, ARecordIsBelievedOnlyWhenOwnedAndNotWritableByOthers) {
+    const auto dir = forge::test::temp_dir("file_record_trust");
+    const auto record = dir / "entry.json";
+    { std::ofstream(record) << "cached\n"; }
+    ::chmod(record.c_str(), 0644);
+    struct stat st {};
+    auto text = read_regular_file(record, 1 << 20, &st);
+    ASSERT_TRUE(text.ok()) << text.error().to_string();
+    EXPECT_EQ(untrusted_record(st), "");
+    for (mode_t mode : {0664, 0646, 0666}) {
+        ::chmod(record.c_str(), mode);
+        ASSERT_TRUE(read_regular_file(record, 1 << 20, &st).ok());
+        EXPECT_NE(untrusted_record(st).find("other users can write it"), std::string::npos)
+            << std::oct << mode;
+    }
+    ::chmod(record.c_str(), 0644);
+    if (::geteuid() == 0) { // another user's file, root reading it
+        ASSERT_EQ(::chown(record.c_str(), 65534, 65534), 0);
+        ASSERT_TRUE(read_regular_file(record, 1 << 20, &st).ok());
+        EXPECT_NE(untrusted_record(st).find("belongs to user 65534"), std::string::npos);
     }
     std::filesystem::remove_all(dir);
 }

@@ -1,6 +1,7 @@
 // Finding the real nvcc without finding ourselves, the shadow CUDA root, shell quoting, the cache.
 #include "../temp_dir.h"
 #include "frontend/config.h"
+#include "frontend/notice.h"
 #include "frontend/shim.h"
 #include "toolkit/locate.h"
 
@@ -357,6 +358,32 @@ TEST(Cache, AFifoOrALinkInAnEntrysPlaceIsAMiss) {
     EXPECT_EQ(cache_read(dir, "k1").value_or(""), "{\"v\":2}");
 }
 
+// Issue 36, 5: the cache's entries decide the policy (inject or observe) and the toolkit's
+// targets. One that another user wrote (theirs, or one its group or others can write, the key
+// and all) was believed; now it is a miss, derived again and rewritten as this user's.
+TEST(CacheTrust, AnEntryAnotherUserCouldWriteIsNotBelieved) {
+    auto dir = temp_dir("cache_trust");
+    const std::string key = "policy-v2|list=|pkg=|torch=";
+    cache_write(dir, key, "{\"mode\":\"inject\"}");
+    fs::path entry;
+    for (const auto& e : fs::directory_iterator(dir))
+        entry = e.path();
+    ASSERT_FALSE(entry.empty());
+    // What the other user writes: the right key, another verdict.
+    { std::ofstream(entry, std::ios::trunc) << key << "\n{\"mode\":\"observe\"}"; }
+    ::chmod(entry.c_str(), 0666);
+    EXPECT_FALSE(cache_read(dir, key)) << "a record others can write was believed";
+    cache_write(dir, key, "{\"mode\":\"inject\"}"); // derived again: this user's, 0644
+    EXPECT_EQ(cache_read(dir, key).value_or(""), "{\"mode\":\"inject\"}");
+    if (::geteuid() == 0) { // another user's entry, 0644, root reading it
+        { std::ofstream(entry, std::ios::trunc) << key << "\n{\"mode\":\"observe\"}"; }
+        ASSERT_EQ(::chown(entry.c_str(), 65534, 65534), 0);
+        ::chmod(entry.c_str(), 0644);
+        EXPECT_FALSE(cache_read(dir, key)) << "another user's record was believed";
+    }
+    fs::remove_all(dir);
+}
+
 TEST(Cache, FileStampChangesWithContent) {
     auto dir = temp_dir("stamp");
     auto f = dir / "policy.yml";
@@ -502,4 +529,45 @@ TEST(Config, ArchRuleOfATu) {
     EXPECT_TRUE(c.may_inject());
     EXPECT_EQ(arch_rule_text(c, a), "arch-specific TU: every target is `a` (the package opts in: "
                                     "wrapper.inject_arch_specific)");
+}
+
+// Issue 36, 5: with `notes` a symbolic link, the prune of old note stamps deleted the old files
+// of the folder it points to. The prune works under the folder's descriptor now: a link named
+// `notes` is not followed (nor written through), a link inside goes as a link.
+TEST(NotesPrune, ASymbolicLinkIsNeverFollowed) {
+    if (build_key().empty()) GTEST_SKIP() << "no build driver seen in /proc";
+    auto dir = temp_dir("notes_prune");
+    const fs::path cache = dir / "cache", victim = dir / "victim";
+    fs::create_directories(cache);
+    fs::create_directories(victim);
+    ::chmod(cache.c_str(), 0755);
+    const fs::path old_file = victim / "old-results.csv";
+    { std::ofstream(old_file) << "kept\n"; }
+    const struct timespec forty_days_ago[2] = {{::time(nullptr) - 40 * 86400, 0},
+                                               {::time(nullptr) - 40 * 86400, 0}};
+    ASSERT_EQ(::utimensat(AT_FDCWD, old_file.c_str(), forty_days_ago, 0), 0);
+    fs::create_directory_symlink(victim, cache / "notes");
+    FrontendEnv env;
+    env.cache_dir = cache.string();
+    say_once_per_build(env, "prune-test", "nvcc-forge: note: a test note\n");
+    EXPECT_TRUE(fs::exists(old_file)) << "the prune followed the link named notes";
+    EXPECT_EQ(std::distance(fs::directory_iterator(victim), fs::directory_iterator()), 1)
+        << "a stamp was written through the link named notes";
+    EXPECT_FALSE(said_in_this_build(env, "prune-test"));
+
+    // A real notes folder: an old link inside goes as a link, its target stays; an old stamp goes.
+    fs::remove(cache / "notes");
+    fs::create_directories(cache / "notes");
+    fs::create_symlink(old_file, cache / "notes" / "old-link");
+    ASSERT_EQ(::utimensat(AT_FDCWD, (cache / "notes" / "old-link").c_str(), forty_days_ago,
+                          AT_SYMLINK_NOFOLLOW),
+              0);
+    { std::ofstream(cache / "notes" / "old-stamp"); }
+    ASSERT_EQ(::utimensat(AT_FDCWD, (cache / "notes" / "old-stamp").c_str(), forty_days_ago, 0), 0);
+    say_once_per_build(env, "prune-test", "nvcc-forge: note: a test note\n");
+    EXPECT_TRUE(said_in_this_build(env, "prune-test"));
+    EXPECT_FALSE(fs::exists(cache / "notes" / "old-stamp"));
+    EXPECT_FALSE(fs::is_symlink(fs::symlink_status(cache / "notes" / "old-link")));
+    EXPECT_TRUE(fs::exists(old_file));
+    fs::remove_all(dir);
 }

@@ -238,7 +238,9 @@ std::string decode(const std::string& text, std::uint64_t identity, PackData& ou
     return "";
 }
 
-std::optional<std::string> read_whole(const fs::path& path, bool& absent) {
+// `untrusted` gets why the pack may not be believed (core/file.h's untrusted_record): its
+// checksum proves nothing when someone else could have written it, checksum and all.
+std::optional<std::string> read_whole(const fs::path& path, bool& absent, std::string& untrusted) {
     // core/file.h: no symbolic link followed, a FIFO in the pack's place never blocks the read.
     struct stat st {};
     auto opened = open_file(path, O_RDONLY, FileKind::Regular, &st);
@@ -247,6 +249,8 @@ std::optional<std::string> read_whole(const fs::path& path, bool& absent) {
         absent = ::lstat(path.c_str(), &link) != 0 && errno == ENOENT;
         return std::nullopt;
     }
+    untrusted = untrusted_record(st);
+    if (!untrusted.empty()) return std::nullopt;
     const int fd = opened->get();
     std::string text;
     bool ok = static_cast<std::uint64_t>(st.st_size) <=
@@ -337,9 +341,14 @@ ResultCache::pack(const std::string& file, const std::optional<std::string>& mem
     if (stamp && stamp->second) p->stamp_ = stamp->first;
     if (dir_.empty()) return p;
     bool absent = false;
-    auto text = read_whole(p->path_, absent);
+    std::string untrusted;
+    auto text = read_whole(p->path_, absent, untrusted);
     if (!text) {
-        if (!absent) {
+        if (!untrusted.empty()) {
+            p->rewrite_ = true;
+            warn(fmt::format("the --toolkit cache file {} is not trusted ({}): not used, rebuilt",
+                             p->path_.string(), untrusted));
+        } else if (!absent) {
             p->rewrite_ = true;
             warn(fmt::format("cannot read the --toolkit cache file {}: not used, rebuilt",
                              p->path_.string()));

@@ -15,7 +15,9 @@
 
 namespace forge {
 
-// The file's bytes, or Error{"cannot read file", path} when it cannot be opened or read.
+// The bytes of a regular file (a symbolic link to one followed: the user's own configuration), or
+// Error{"cannot read file: why", path}. Opened O_NONBLOCK and checked on the descriptor: a FIFO or
+// a device in the file's place is an error, never a read that waits.
 Result<std::string> read_file(const std::filesystem::path& path);
 
 // An open file descriptor, closed with the object.
@@ -51,17 +53,30 @@ Result<FileHandle> open_file(const std::filesystem::path& path, int flags, FileK
 
 // The whole of a regular file opened by open_file (O_RDONLY), at most `max_bytes` of it (more is
 // an error): for files in a cache another process may have replaced with a FIFO or a link.
-Result<std::string> read_regular_file(const std::filesystem::path& path, std::uint64_t max_bytes);
+// `stamp` gets the descriptor's fstat (for untrusted_record).
+Result<std::string> read_regular_file(const std::filesystem::path& path, std::uint64_t max_bytes,
+                                      struct stat* stamp = nullptr);
+
+// Why a cached record with this stamp (fstat of the descriptor it was read from) may not decide
+// anything ("" when it may): it must be a regular file this process's user owns that neither its
+// group nor other users can write. Anyone else could have written it, checksum and all.
+std::string untrusted_record(const struct stat& st);
 
 // A new file in `dir`, created O_EXCL | O_NOFOLLOW, mode 0600, named `prefix` and a random
-// suffix (mkstemp); `created` gets its path (for the rename, and the unlink when it is given up).
+// suffix (getrandom); `created` gets its path (for the rename, and the unlink when it is given up).
 Result<FileHandle> create_unique(const std::filesystem::path& dir, std::string_view prefix,
                                  std::string* created);
+// The same in the directory open as `dir_fd` (openat: the directory is the one opened, whatever
+// its path names by then); `name` gets the new file's name in it, `shown_dir` names it in errors.
+Result<FileHandle> create_unique_at(int dir_fd, std::string_view prefix, std::string* name,
+                                    std::string_view shown_dir);
 
 // Why the directory `dir` may not be trusted with a cache or a log ("" when it may, or when it
 // does not exist yet): not a directory (a symbolic link included), owned by another user than
 // this process's (or root), or writable by its group or by others (ssh's rule for its files; git's
 // safe.directory asks for the owner likewise).
 std::string untrusted_directory(const std::filesystem::path& dir);
+// The same for the lstat or fstat of a directory (fstat of an open one: no name looked up again).
+std::string untrusted_directory(const struct stat& st);
 
 } // namespace forge

@@ -6,11 +6,14 @@
 #include "core/glob.h"
 #include "core/json.h"
 #include "core/paths.h"
+#include "core/text.h"
 #include "toolkit/locate.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -104,8 +107,18 @@ std::optional<std::string> cache_read(const fs::path& dir, const std::string& ke
     fs::path file = dir / fmt::format("{:016x}.json", fnv1a(key));
     // core/file.h: a FIFO or a symbolic link in the entry's place is a miss, never a hang.
     constexpr std::uint64_t kMaxEntryBytes = 16 << 20;
-    auto text = read_regular_file(file, kMaxEntryBytes);
+    struct stat st {};
+    auto text = read_regular_file(file, kMaxEntryBytes, &st);
     if (!text) return std::nullopt;
+    // An entry decides the policy (inject or observe) and the toolkit's targets: believed only
+    // when nobody but this user could have written it, else derived again (and rewritten).
+    if (const std::string why = untrusted_record(st); !why.empty()) {
+        static std::atomic<bool> said{false};
+        if (!said.exchange(true))
+            std::fprintf(stderr, "nvcc-forge: warning: the cache entry %s is not used: %s\n",
+                         escape_control(file.string()).c_str(), why.c_str());
+        return std::nullopt;
+    }
     const auto eol = text->find('\n');
     if (eol == std::string::npos || std::string_view(*text).substr(0, eol) != key)
         return std::nullopt;

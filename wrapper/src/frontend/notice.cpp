@@ -1,15 +1,18 @@
 #include "frontend/notice.h"
 
+#include "core/file.h"
 #include "core/process.h"
 #include "toolkit/locate.h"
 
 #include <array>
 #include <cerrno>
 #include <chrono>
+#include <dirent.h>
 #include <fcntl.h>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace forge::frontend {
@@ -39,16 +42,34 @@ bool passes_through(const toolkit::ProcessInfo& p, long pid) {
 constexpr int kMaxAncestors = 64;
 constexpr auto kNoteLifetime = std::chrono::hours(24 * 7);
 
-// Old stamps go when a new one is made: a build leaves one small file per note it said.
-void prune_notes(const fs::path& dir) {
-    std::error_code ec;
-    const auto now = fs::file_time_type::clock::now();
-    for (const auto& e : fs::directory_iterator(dir, ec)) {
-        const auto t = e.last_write_time(ec);
-        if (!ec && now - t > kNoteLifetime) fs::remove(e.path(), ec);
-    }
+// The notes folder, opened as a folder and never through a symbolic link (a link named `notes`
+// would turn the stamps and the prune onto the files it points to); -1 when it is not there.
+int open_notes(const fs::path& dir) {
+    return ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 }
 
+// Old stamps go when a new one is made: a build leaves one small file per note it said. By
+// descriptor: each entry's age is its own (fstatat, a link not followed) and it is removed under
+// the folder's descriptor (unlinkat): a link inside goes as a link, its target untouched.
+void prune_notes(int notes_fd) {
+    const int fd = ::dup(notes_fd); // closedir closes the one fdopendir takes
+    DIR* d = fd < 0 ? nullptr : ::fdopendir(fd);
+    if (d == nullptr) {
+        if (fd >= 0) ::close(fd);
+        return;
+    }
+    const auto now = std::chrono::system_clock::now();
+    while (const dirent* e = ::readdir(d)) {
+        const std::string_view name = e->d_name;
+        if (name == "." || name == "..") continue;
+        struct stat st {};
+        if (::fstatat(notes_fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || S_ISDIR(st.st_mode))
+            continue;
+        const auto written = std::chrono::system_clock::from_time_t(st.st_mtim.tv_sec);
+        if (now - written > kNoteLifetime) ::unlinkat(notes_fd, e->d_name, 0);
+    }
+    ::closedir(d);
+}
 } // namespace
 
 namespace {
@@ -93,31 +114,39 @@ std::string build_key() {
 
 namespace {
 
-fs::path stamp_path(const FrontendEnv& env, std::string_view kind) {
+// The stamp's name in the notes folder, "" when this build cannot be told.
+std::string stamp_name(std::string_view kind) {
     const std::string key = build_key();
-    const fs::path dir = cache_dir(env);
-    if (key.empty() || dir.empty()) return {};
-    return dir / "notes" / fmt::format("{}-{}", kind, key);
+    return key.empty() ? std::string() : fmt::format("{}-{}", kind, key);
 }
 
 } // namespace
 
 bool said_in_this_build(const FrontendEnv& env, std::string_view kind) {
-    const fs::path stamp = stamp_path(env, kind);
-    return !stamp.empty() && ::access(stamp.c_str(), F_OK) == 0;
+    const fs::path dir = cache_dir(env);
+    const std::string name = stamp_name(kind);
+    if (dir.empty() || name.empty()) return false;
+    FileHandle notes(open_notes(dir / "notes"));
+    struct stat st {};
+    return notes.get() >= 0 && ::fstatat(notes.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
 void say_once_per_build(const FrontendEnv& env, std::string_view kind, const std::string& text) {
-    const fs::path stamp = stamp_path(env, kind);
-    if (!stamp.empty()) {
+    const fs::path dir = cache_dir(env);
+    const std::string name = stamp_name(kind);
+    if (!dir.empty() && !name.empty()) {
         std::error_code ec;
-        const fs::path notes = stamp.parent_path();
-        fs::create_directories(notes, ec);
-        const int fd = ::open(stamp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-        if (fd < 0 && errno == EEXIST) return;
+        fs::create_directories(dir, ec);
+        ::mkdir((dir / "notes").c_str(), 0755);
+        FileHandle notes(open_notes(dir / "notes"));
+        const int fd = notes.get() < 0
+                           ? -1
+                           : ::openat(notes.get(), name.c_str(),
+                                      O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0 && notes.get() >= 0 && errno == EEXIST) return;
         if (fd >= 0) {
             ::close(fd);
-            prune_notes(notes);
+            prune_notes(notes.get());
         }
     }
     write_all(STDERR_FILENO, text);

@@ -169,48 +169,88 @@ Status copy_fd(int from, const std::string& from_path, int to_fd, const std::str
     return ok_status();
 }
 
-Status fsync_dir(const std::string& path) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return Error{fmt::format("cannot open to flush: {}", std::strerror(errno)), path};
-    int rc = ::fsync(fd);
-    int err = errno;
-    ::close(fd);
+Status fsync_dir(int dir_fd, const std::string& path) {
     // Some filesystems refuse fsync on a directory; the rename is still atomic there.
-    if (rc != 0 && err != EINVAL && err != EBADF)
-        return Error{fmt::format("cannot flush: {}", std::strerror(err)), path};
+    if (::fsync(dir_fd) != 0 && errno != EINVAL && errno != EBADF)
+        return Error{fmt::format("cannot flush: {}", std::strerror(errno)), path};
     return ok_status();
 }
 
-// Writes the bytes of `from` over the file `to` (same inode), then cuts it to their length.
-Status overwrite_with(int from, const std::string& from_path, const std::string& to,
-                      const std::string& shown) {
-    auto out = open_file(to, O_WRONLY, FileKind::Regular);
-    if (!out) return Error{fmt::format("cannot open to write: {}", out.error().message), shown};
-    Status copied = copy_fd(from, from_path, out->get(), shown);
+// Writes the bytes of `from` over the file open as `to` (same inode), then cuts it to their length.
+Status overwrite_with(int from, const std::string& from_path, int to, const std::string& shown) {
+    Status copied =
+        ::lseek(to, 0, SEEK_SET) == 0
+            ? copy_fd(from, from_path, to, shown)
+            : Status(Error{fmt::format("cannot seek: {}", std::strerror(errno)), shown});
     struct stat st {};
     if (copied.ok() && ::fstat(from, &st) != 0)
         copied = Error{fmt::format("cannot stat: {}", std::strerror(errno)), from_path};
-    if (copied.ok() && ::ftruncate(out->get(), st.st_size) != 0)
+    if (copied.ok() && ::ftruncate(to, st.st_size) != 0)
         copied = Error{fmt::format("cannot truncate: {}", std::strerror(errno)), shown};
-    if (copied.ok() && ::fsync(out->get()) != 0)
+    if (copied.ok() && ::fsync(to) != 0)
         copied = Error{fmt::format("cannot flush: {}", std::strerror(errno)), shown};
     return copied;
 }
 
-// Whether `path` is still the file open as `fd` (the directory's owner may have swapped the
-// name: then the rename would move their file, or their link, and not ours).
-bool names_file(const std::string& path, int fd) {
+// Whether `name` in the directory `dir_fd` is still the file open as `fd` (in a directory only
+// this user writes nobody can swap it; checked all the same, before and after the rename).
+bool names_file(int dir_fd, const std::string& name, int fd) {
     struct stat by_name {};
     struct stat by_fd {};
-    return ::lstat(path.c_str(), &by_name) == 0 && ::fstat(fd, &by_fd) == 0 &&
-           by_name.st_ino == by_fd.st_ino && by_name.st_dev == by_fd.st_dev;
+    return ::fstatat(dir_fd, name.c_str(), &by_name, AT_SYMLINK_NOFOLLOW) == 0 &&
+           ::fstat(fd, &by_fd) == 0 && by_name.st_ino == by_fd.st_ino &&
+           by_name.st_dev == by_fd.st_dev;
 }
 
-// Removes the temporary file unless released.
+// The wheel as this run opened it: its directory (every later name is looked up under that
+// descriptor), the wheel itself, O_RDWR (an in-place rewrite goes into this very file), and the
+// wheel's fstat: owner, mode and links of the file read, never of a name looked up again.
+struct OpenWheel {
+    FileHandle dir;
+    FileHandle file;
+    struct stat st {};
+    std::string name;     // in `dir`
+    std::string dir_path; // for messages
+    std::string source;   // the path the zip reader opens: this file, whatever the name is by then
+};
+
+Result<OpenWheel> open_wheel(const std::filesystem::path& wheel, const std::string& wheel_path) {
+    OpenWheel w;
+    const std::filesystem::path dir = wheel.has_parent_path() ? wheel.parent_path() : ".";
+    w.dir_path = dir.string();
+    w.name = wheel.filename().string();
+    w.dir = FileHandle(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (w.dir.get() < 0)
+        return Error{fmt::format("cannot open its directory: {}", std::strerror(errno)),
+                     wheel_path};
+    // O_RDWR: renaming over a file needs only the directory's permission; stamping one the
+    // caller could not write itself would hand it to the caller.
+    w.file = FileHandle(::openat(w.dir.get(), w.name.c_str(),
+                                 O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
+    const int err = errno;
+    if (w.file.get() < 0 && (err == EACCES || err == EPERM || err == EROFS || err == ETXTBSY))
+        return Error{fmt::format("cannot stamp a wheel you cannot write: {}", std::strerror(err)),
+                     wheel_path};
+    if (w.file.get() < 0 && err == ELOOP)
+        return Error{"a symbolic link put in the wheel's place: not followed", wheel_path};
+    if (w.file.get() < 0 && err != EISDIR)
+        return Error{fmt::format("cannot open: {}", std::strerror(err)), wheel_path};
+    if (w.file.get() < 0 || ::fstat(w.file.get(), &w.st) != 0 || !S_ISREG(w.st.st_mode))
+        return Error{"not a regular file", wheel_path};
+    ::fcntl(w.file.get(), F_SETFL, ::fcntl(w.file.get(), F_GETFL) & ~O_NONBLOCK);
+    // The zip reader opens a path: this descriptor's, where /proc gives one.
+    const std::string by_fd = fmt::format("/proc/self/fd/{}", w.file.get());
+    w.source = ::access(by_fd.c_str(), F_OK) == 0 ? by_fd : wheel.string();
+    return w;
+}
+
+// Removes the temporary file (by its name in the directory open as `dir_fd`) unless released.
 struct TempFile {
-    std::string path;
+    int dir_fd = -1;
+    std::string name;
+    std::string path; // for messages
     ~TempFile() {
-        if (!path.empty()) ::unlink(path.c_str());
+        if (!name.empty()) ::unlinkat(dir_fd, name.c_str(), 0);
     }
 };
 
@@ -261,35 +301,35 @@ Result<std::optional<StampFound>> read_stamp(const std::string& wheel_path) {
 namespace {
 
 // The stamped copy (the temporary file open as `fd`) in the wheel's place: renamed over it, or
-// written into it where a rename would lose its owner, mode or hard links.
-Status put_in_place(int fd, TempFile& temp, const struct stat& original, const std::string& wheel,
-                    const std::string& wheel_path) {
+// written into it where a rename would lose its owner, mode or hard links, or where another user
+// may swap names in the wheel's directory.
+Status put_in_place(int fd, TempFile& temp, const OpenWheel& w, const std::string& wheel_path) {
     // A rename puts a new inode in place: right when it can carry the wheel's owner and mode and
     // no other name shares the old one. Otherwise the stamped bytes are written into the wheel
     // itself, which keeps its inode, owner, mode and hard links (not atomic: a crash in between
-    // leaves a damaged wheel, the price of not breaking the links).
-    bool in_place = original.st_nlink > 1;
-    if (!in_place && (original.st_uid != ::geteuid() || original.st_gid != ::getegid()))
-        in_place = ::fchown(fd, original.st_uid, original.st_gid) != 0;
-    if (in_place) return overwrite_with(fd, temp.path, wheel, wheel_path);
-    // create_unique made the file 0600; give the result the wheel's mode.
-    if (::fchmod(fd, original.st_mode & 07777) != 0)
+    // leaves a damaged wheel, the price of not breaking the links). A directory another user can
+    // write (core/file.h's untrusted_directory) gets the same: there a name can be swapped between
+    // any check and the rename, which would put their file, or a link, in the wheel's place.
+    struct stat dir_st {};
+    bool in_place = w.st.st_nlink > 1 || ::fstat(w.dir.get(), &dir_st) != 0 ||
+                    !untrusted_directory(dir_st).empty();
+    if (!in_place && (w.st.st_uid != ::geteuid() || w.st.st_gid != ::getegid()))
+        in_place = ::fchown(fd, w.st.st_uid, w.st.st_gid) != 0;
+    if (in_place) return overwrite_with(fd, temp.path, w.file.get(), wheel_path);
+    // create_unique_at made the file 0600; give the result the wheel's mode.
+    if (::fchmod(fd, w.st.st_mode & 07777) != 0)
         return Error{fmt::format("cannot set the mode: {}", std::strerror(errno)), temp.path};
     if (::fsync(fd) != 0)
         return Error{fmt::format("cannot flush: {}", std::strerror(errno)), temp.path};
-    if (!names_file(temp.path, fd))
-        return Error{"the temporary file was replaced by another (the directory is writable by "
-                     "another user?): the wheel is left as it was",
+    if (!names_file(w.dir.get(), temp.name, fd))
+        return Error{"the temporary file was replaced by another: the wheel is left as it was",
                      temp.path};
-    if (::rename(temp.path.c_str(), wheel.c_str()) != 0)
+    if (::renameat(w.dir.get(), temp.name.c_str(), w.dir.get(), w.name.c_str()) != 0)
         return Error{fmt::format("cannot replace the wheel: {}", std::strerror(errno)), wheel_path};
-    temp.path.clear();
-    if (!names_file(wheel, fd))
-        return Error{"the wheel was replaced while it was stamped (the directory is writable by "
-                     "another user?)",
-                     wheel_path};
-    const std::filesystem::path dir = std::filesystem::path(wheel).parent_path();
-    return fsync_dir(dir.empty() ? std::string(".") : dir.string());
+    temp.name.clear();
+    if (!names_file(w.dir.get(), w.name, fd))
+        return Error{"the wheel was replaced while it was stamped", wheel_path};
+    return fsync_dir(w.dir.get(), w.dir_path);
 }
 
 } // namespace
@@ -304,19 +344,17 @@ Result<StampResult> stamp_wheel(const std::string& wheel_path, const policy::Res
     std::error_code ec;
     const fs::path wheel = fs::canonical(wheel_path, ec);
     if (ec) return Error{fmt::format("cannot resolve: {}", ec.message()), wheel_path};
-    struct stat original {};
-    if (::stat(wheel.c_str(), &original) != 0)
-        return Error{fmt::format("cannot stat: {}", std::strerror(errno)), wheel_path};
-    if (!S_ISREG(original.st_mode)) return Error{"not a regular file", wheel_path};
-    // Renaming over a file needs only the directory's permission; stamping one the caller could
-    // not write itself would hand it to the caller.
-    if (::faccessat(AT_FDCWD, wheel.c_str(), W_OK, AT_EACCESS) != 0)
-        return Error{fmt::format("cannot stamp a wheel you cannot write: {}", std::strerror(errno)),
-                     wheel_path};
+    auto opened = open_wheel(wheel, wheel_path);
+    if (!opened) return std::move(opened).error();
+    const OpenWheel& w = *opened;
+    // Errors name the wheel, not the temporary file or the descriptor's path.
+    auto named = [&](Error e) {
+        e.file = wheel_path;
+        return e;
+    };
 
     // Refuse what is not a wheel before writing anything next to it.
-    if (auto checked = wheel_layout(wheel.string()); !checked)
-        return std::move(checked).error().in_file(wheel_path);
+    if (auto checked = wheel_layout(w.source); !checked) return named(std::move(checked).error());
 
     StampInputs in;
     in.distribution = name->distribution;
@@ -334,12 +372,7 @@ Result<StampResult> stamp_wheel(const std::string& wheel_path, const policy::Res
     in.modules = module_records(*extensions);
     in.run_id = ci_run_id(env);
 
-    // Errors name the wheel, not the temporary file.
-    auto named = [&](Error e) {
-        e.file = wheel_path;
-        return e;
-    };
-    auto z = open_zip(wheel.string());
+    auto z = open_zip(w.source);
     if (!z) return named(std::move(z).error());
     auto layout = layout_of(*z, wheel_path);
     if (!layout) return std::move(layout).error();
@@ -361,15 +394,15 @@ Result<StampResult> stamp_wheel(const std::string& wheel_path, const policy::Res
         record_entry.method == zipio::kMethodStore ? zipio::kMethodStore : zipio::kMethodDeflate;
 
     // The new wheel, in the wheel's directory so the rename is atomic; created O_EXCL under a
-    // random name and then only worked on through its descriptor (core/file.h).
-    fs::path dir = wheel.has_parent_path() ? wheel.parent_path() : fs::path(".");
-    std::string temp_path;
-    auto created = create_unique(dir, "." + wheel.filename().string() + ".stamp-", &temp_path);
+    // random name through the directory's descriptor and then only worked on through its own
+    // (core/file.h).
+    TempFile temp{w.dir.get(), {}, {}};
+    auto created = create_unique_at(w.dir.get(), "." + w.name + ".stamp-", &temp.name, w.dir_path);
     if (!created)
         return Error{fmt::format("cannot create a temporary file next to the wheel: {}",
                                  created.error().message),
                      wheel_path};
-    TempFile temp{temp_path};
+    temp.path = (fs::path(w.dir_path) / temp.name).string();
     const int fd = created->get();
     auto out = zipio::Writer::onto(fd, temp.path);
     if (!out) return Error{out.error().message, temp.path};
@@ -390,7 +423,7 @@ Result<StampResult> stamp_wheel(const std::string& wheel_path, const policy::Res
             written(out->add(result.member, info_bytes, zipio::kMethodDeflate, in.time)));
     FORGE_TRY_STATUS(written(out->close(z->global_comment())));
 
-    FORGE_TRY_STATUS(put_in_place(fd, temp, original, wheel.string(), wheel_path));
+    FORGE_TRY_STATUS(put_in_place(fd, temp, w, wheel_path));
     return result;
 }
 
