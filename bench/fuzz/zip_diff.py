@@ -321,8 +321,10 @@ def mutate_structure(rng, z):
         elif k == 7:
             z.zip64_end = not z.zip64_end
         elif k == 8:
-            (m.__setattr__("extra_central", m.extra_central + rng.choice(EXTRAS)())
-             if rng.random() < 0.5 else m.__setattr__("extra_local", m.extra_local + rng.choice(EXTRAS)()))
+            if rng.random() < 0.5:
+                m.extra_central += rng.choice(EXTRAS)()
+            else:
+                m.extra_local += rng.choice(EXTRAS)()
         elif k == 9:
             m.flags ^= 1 << rng.choice((0, 1, 2, 3, 4, 5, 6, 11, 13))
         elif k == 10:

@@ -62,7 +62,8 @@ std::string decoded_name(const Entry& e);
 // directory): "a//b/./c" -> "a/b/c", "a/x/../b" -> "a/b", and a `<dist>.data/platlib/` or
 // `purelib/` prefix dropped (pip installs those where the root goes). nullopt when no file inside
 // the target directory is what it names: why is in `why` (".." above the root, an absolute path, a
-// backslash or a drive, a NUL byte, nothing left of it).
+// backslash or a drive, a NUL byte, nothing left of it, a `.data` member pip refuses: not
+// `<scheme>/<path>` or an unknown scheme).
 std::optional<std::string> install_path(std::string_view name, std::string* why = nullptr);
 
 // Where a zip's bytes come from: memory (a mapped file: read with copy_bytes, so the pages are not
