@@ -1,9 +1,8 @@
 // Wheels and other zip files: each member read as a file of its own, nested one level deeper.
 #include "binary/read_context.h"
 
+#include "binary/ar.h"
 #include "binary/zip.h"
-
-#include <fmt/format.h>
 
 namespace forge::binary::detail {
 
