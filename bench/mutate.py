@@ -307,6 +307,10 @@ MUTANTS = [
     ("caches.launcher_failure_followed", "wrapper/src/frontend/wrapper.cpp",
      "if (!alone->succeeded()) return std::nullopt;", "return std::nullopt;", TOOLS,
      r"^caches\.launcher\.ccache_read_only$"),
+    # ... and only then: an injected target nvcc cannot build alone still falls back (nunchaku).
+    ("caches.launcher_always_blamed", "wrapper/src/frontend/wrapper.cpp",
+     "if (!alone->succeeded()) return std::nullopt;", "(void)0;", TOOLS,
+     r"^caches\.launcher\.injection_failure_falls_back$"),
     ("frontend.fallback_blames_injection", "wrapper/src/frontend/wrapper.cpp",
      "rec.action = own_failure ? kActionCallFailed : kActionInjectionFailed;",
      "rec.action = kActionInjectionFailed;", TOOLS, r"^frontend\.(fallback_own_failure|failing_compile)"),

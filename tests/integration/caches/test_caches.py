@@ -366,6 +366,28 @@ def launcher_ccache_read_only(t):
     ft.check_eq(rec["exit_code"], r.rc, "the log's exit code")
 
 
+@ft.case("caches.launcher.injection_failure_falls_back")
+def launcher_injection_failure_falls_back(t):
+    """Behind ccache, an injected target that nvcc itself cannot build (a source that #errors
+    below sm_90, as nunchaku's compute_120 does, docs/real-world.md) fails alone too: the fallback
+    to the caller's call stands (injection-failed, exit 0), the launcher is not blamed. Passes
+    before and after issue 37 item 4; fails if nvcc alone's failure were read as the launcher's."""
+    if not shutil.which("ccache"):
+        ft.skip("no ccache")
+    log = os.path.join(t.work, "log.jsonl")
+    env = base_env(t, CCACHE_DIR=os.path.join(t.work, "ccache"), NVCC_FORGE_LOG=log)
+    obj = os.path.join(t.work, "n.o")
+    r = t.forge(f"NVCC_FORGE_ARCH_LIST={A}", "ccache", t.nvcc(), "-c",
+                t.fixtures("frontend", "kernels", "needs_sm90.cu"), "-o", obj, "-gencode",
+                "arch=compute_90,code=sm_90", env=env, timeout=120)
+    ft.check(r.rc == 0, f"the caller's call must build: {r!r}")
+    ft.check_in("injection failed", r.err)
+    ft.check_not_in("ccache failed", r.err)
+    rec = ft.only(ft.jsonl(log))
+    ft.check_eq(rec["action"], "injection-failed", "the log's action")
+    ft.check_eq(targets(t, obj), {"sm_90"}, "the caller's targets")
+
+
 @ft.case("caches.launcher.env_policy_under_ninja")
 def launcher_env_policy_under_ninja(t):
     """A launcher whose policy comes from the environment (no settings on its line: no ForgeArch),
