@@ -320,6 +320,74 @@ def launcher_dedup(t):
     ft.check(r.rc == 2 and "NVCC_FORGE_BOGUS" in r.err, r)
 
 
+@ft.case("caches.launcher.ccache_read_only")
+def launcher_ccache_read_only(t):
+    """A read-only CCACHE_DIR holding the user's pre-policy object: ccache fails the injected call
+    (a miss it cannot store), while the call as given is a hit. nvcc alone builds the injected
+    call, so the failure is ccache's: the call exits with ccache's code (launcher-failed), never
+    0 with the cache's sm_80-only object (issue 37 item 4; docs/build-hosts.md, "Whose failure the
+    fallback follows"). Read-only holds for root only through another uid: setpriv to nobody."""
+    if not shutil.which("ccache"):
+        ft.skip("no ccache")
+    as_user = []
+    if os.geteuid() == 0:
+        if not shutil.which("setpriv"):
+            ft.skip("no setpriv: as root a read-only directory is writable")
+        as_user = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    home = os.path.join(t.work, "user")
+    os.makedirs(home)
+    src = os.path.join(home, "k.cu")
+    ft.write(src, KERNEL)
+    if as_user:
+        os.chown(home, 65534, 65534)
+        os.chown(src, 65534, 65534)
+    ccache_dir = os.path.join(home, "ccache")
+    env = base_env(t, CCACHE_DIR=ccache_dir, HOME=home,
+                   NVCC_FORGE_CACHE_DIR=os.path.join(home, "forge-cache"),
+                   NVCC_FORGE_LOG=os.path.join(home, "log.jsonl"))
+    obj = os.path.join(home, "k.o")
+    call = ["ccache", t.nvcc(), "-c", src, "-o", obj, "-arch=sm_80"]
+    r = t.run(as_user + call, env=env, cwd=home, timeout=120)
+    ft.check(r.rc == 0, f"the pre-policy build: {r!r}")
+    os.remove(obj)
+    for d, _, _ in os.walk(ccache_dir):
+        os.chmod(d, 0o555)
+    try:
+        r = t.run(as_user + [t.forge_exe, f"NVCC_FORGE_ARCH_LIST={A}"] + call, env=env, cwd=home,
+                  timeout=120)
+    finally:
+        for d, _, _ in os.walk(ccache_dir):
+            os.chmod(d, 0o755)
+    ft.check(r.rc != 0, f"exit 0 behind a failing ccache: {r!r}")
+    ft.check_in("ccache failed", r.err)
+    ft.check_not_in("injection failed", r.err)
+    rec = ft.only(ft.jsonl(env["NVCC_FORGE_LOG"]))
+    ft.check_eq(rec["action"], "launcher-failed", "the log's action")
+    ft.check_eq(rec["exit_code"], r.rc, "the log's exit code")
+
+
+@ft.case("caches.launcher.injection_failure_falls_back")
+def launcher_injection_failure_falls_back(t):
+    """Behind ccache, an injected target that nvcc itself cannot build (a source that #errors
+    below sm_90, as nunchaku's compute_120 does, docs/real-world.md) fails alone too: the fallback
+    to the caller's call stands (injection-failed, exit 0), the launcher is not blamed. Passes
+    before and after issue 37 item 4; fails if nvcc alone's failure were read as the launcher's."""
+    if not shutil.which("ccache"):
+        ft.skip("no ccache")
+    log = os.path.join(t.work, "log.jsonl")
+    env = base_env(t, CCACHE_DIR=os.path.join(t.work, "ccache"), NVCC_FORGE_LOG=log)
+    obj = os.path.join(t.work, "n.o")
+    r = t.forge(f"NVCC_FORGE_ARCH_LIST={A}", "ccache", t.nvcc(), "-c",
+                t.fixtures("frontend", "kernels", "needs_sm90.cu"), "-o", obj, "-gencode",
+                "arch=compute_90,code=sm_90", env=env, timeout=120)
+    ft.check(r.rc == 0, f"the caller's call must build: {r!r}")
+    ft.check_in("injection failed", r.err)
+    ft.check_not_in("ccache failed", r.err)
+    rec = ft.only(ft.jsonl(log))
+    ft.check_eq(rec["action"], "injection-failed", "the log's action")
+    ft.check_eq(targets(t, obj), {"sm_90"}, "the caller's targets")
+
+
 @ft.case("caches.launcher.env_policy_under_ninja")
 def launcher_env_policy_under_ninja(t):
     """A launcher whose policy comes from the environment (no settings on its line: no ForgeArch),

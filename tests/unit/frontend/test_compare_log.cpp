@@ -3,6 +3,7 @@
 #include "../temp_dir.h"
 #include "frontend/compare.h"
 #include "frontend/compile_log.h"
+#include "gpus_table.h"
 #include "policy/policy_file.h"
 
 #include <fcntl.h>
@@ -31,11 +32,8 @@ std::vector<arch::Target> policy_of(const char* list) {
 
 using forge::test::temp_dir;
 
-// The table the gate judges with: the shipped policy/gpus.yml.
 const std::vector<arch::Gpu>& gpus() {
-    static const std::vector<arch::Gpu> table =
-        *policy::load_gpus(forge::test::joined({FORGE_TEST_SOURCE_DIR, "/../policy/gpus.yml"}));
-    return table;
+    return forge::test::shipped_gpus();
 }
 
 Comparison compare_targets(const std::vector<arch::Target>& policy,

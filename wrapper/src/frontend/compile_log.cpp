@@ -205,7 +205,8 @@ std::vector<std::string> dropped_targets(const LogRecord& r) {
                 out.push_back(m);
         return out;
     }
-    // compared, injection-failed, call-failed, refused: none of it is in an output
+    // compared, injection-failed, call-failed, refused: none of it is in an output;
+    // launcher-failed: the call failed, whatever nvcc alone left behind
     return r.missing;
 }
 

@@ -20,6 +20,9 @@ inline constexpr const char* kActionInjectionFailed = "injection-failed";
 // Injected, failed, and the caller's own call failed the same way: the call's failure, not the
 // injection's (frontend/wrapper.h, failure_is_the_calls_own).
 inline constexpr const char* kActionCallFailed = "call-failed";
+// Injected behind a launcher (ccache, sccache), failed, and nvcc alone built the same call: the
+// launcher's failure, which the call ends with (frontend/wrapper.h).
+inline constexpr const char* kActionLauncherFailed = "launcher-failed";
 inline constexpr const char* kActionRefused = "refused";
 
 struct LogRecord {

@@ -3,6 +3,7 @@
 #include "core/process.h"
 #include "frontend/compare.h"
 #include "frontend/compile_log.h"
+#include "frontend/decide.h"
 #include "frontend/notice.h"
 #include "toolkit/probe.h"
 
@@ -118,13 +119,11 @@ std::string requested_text(const nvcc::Invocation& inv) {
 
 // One stderr line per TU for what the call missed (and the wrapper's clamp): the build log shows
 // every drop, not only the JSON log.
-void print_drops(const Call& call, const nvcc::Invocation& inv, const EffectivePolicy& pol,
-                 const TuClass& tu_class, const std::vector<arch::Target>& dropped,
-                 const std::string& why, const std::vector<arch::Target>& injected = {},
-                 const std::vector<std::string>& clamped = {}) {
-    if (dropped.empty() && injected.empty() && clamped.empty()) return;
-    DropReport report{target_names(injected),       target_names(dropped), clamped,
-                      pol.list.to_string(),         requested_text(inv),   why,
+void print_drops(const Call& call, const nvcc::Invocation& inv, const EffectivePolicy* pol,
+                 const TuClass& tu_class, const Drops& drops) {
+    if (drops.empty() || pol == nullptr) return;
+    DropReport report{target_names(drops.injected), target_names(drops.dropped), drops.clamped,
+                      pol->list.to_string(),        requested_text(inv),         drops.why,
                       arch_rule_text(tu_class, inv)};
     for (const auto& tu : tus_of(inv))
         say(drop_lines(tu, report, call.env.quiet));
@@ -335,12 +334,11 @@ void say_build_notes(const Call& call, bool has_policy, const nvcc::Invocation& 
                         call.env_policy_driver));
 }
 
-// A call without a policy, before anything is probed: a mode that needs one refuses; nothing to
-// compare and nothing to log is a plain exec (no probe, no parse) once this build has been told
-// there is no policy (the first device compile parses the call to say it).
+// A call without a policy (run_call asks), before anything is probed: a mode that needs one
+// refuses; nothing to compare and nothing to log is a plain exec (no probe, no parse) once this
+// build has been told there is no policy (the first device compile parses the call to say it).
 std::optional<int> without_policy(const Call& call, std::optional<Mode> mode) {
     const FrontendEnv& env = call.env;
-    if (env.policy_configured()) return std::nullopt;
     if (mode && *mode != Mode::Observe) {
         say(fmt::format("nvcc-forge: NVCC_FORGE_MODE={} needs a policy, and none is set: {}\n",
                         mode_string(*mode), kHowToSetPolicy));
@@ -353,22 +351,24 @@ std::optional<int> without_policy(const Call& call, std::optional<Mode> mode) {
 // What the fallback after a failed rewritten call needs of the call it stands for.
 struct InjectedCall {
     const nvcc::Invocation& inv;
-    const EffectivePolicy& policy;
-    const nvcc::Rewrite& rw;
-    const TuClass& tu_class;
-    const std::vector<arch::Target>& missing;
-    const std::string& arch_specific_why;
+    const EffectivePolicy* policy;
+    const Plan& plan;
     int stdin_fd = -1;
 };
+
+// What a rewrite changed, as the fallback's lines name it: "injected sm_90, clamped sm_50".
+std::string rewrite_text(const nvcc::Rewrite& rw) {
+    std::string what = rw.injected.empty() ? std::string() : "injected " + join_names(rw.injected);
+    if (!rw.clamped_targets.empty())
+        what += (what.empty() ? "" : ", ") + std::string("clamped ") +
+                fmt::format("{}", fmt::join(unique_names(rw.clamped_targets), ", "));
+    return what;
+}
 
 // The stderr lines after the fallback: whose failure it was, and what the rewritten call said.
 void say_fallback(const Call& call, const InjectedCall& c, const ProcessOutcome& first,
                   const ProcessOutcome& second, bool own_failure) {
-    std::string what =
-        c.rw.injected.empty() ? std::string() : "injected " + join_names(c.rw.injected);
-    if (!c.rw.clamped_targets.empty())
-        what += (what.empty() ? "" : ", ") + std::string("clamped ") +
-                fmt::format("{}", fmt::join(unique_names(c.rw.clamped_targets), ", "));
+    const std::string what = rewrite_text(c.plan.rewrite);
     for (const auto& tu : tus_of(c.inv)) {
         if (own_failure)
             say(fmt::format("nvcc-forge: {}: the call fails as given too (exit {}), as it did "
@@ -387,8 +387,7 @@ void say_fallback(const Call& call, const InjectedCall& c, const ProcessOutcome&
     // Its own failure: the rewritten call said what the caller's call just said.
     if (!own_failure)
         say("nvcc-forge: the rewritten call's diagnostics:\n" + indent(first.err + first.out));
-    if (second.succeeded())
-        print_drops(call, c.inv, c.policy, c.tu_class, c.missing, c.arch_specific_why);
+    if (second.succeeded()) print_drops(call, c.inv, c.policy, c.plan.tu_class, c.plan.as_given);
 }
 
 // The rewritten call failed (not by a signal): the caller's own call runs with inherited stdio,
@@ -405,7 +404,7 @@ int run_original_after_failure(const Call& call, const InjectedCall& c, const Pr
         say(fmt::format("nvcc-forge: {}\n", second.error().to_string()));
         return kExitInput;
     }
-    const bool own_failure = failure_is_the_calls_own(first, *second, c.rw.injected);
+    const bool own_failure = failure_is_the_calls_own(first, *second, c.plan.rewrite.injected);
     rec.action = own_failure ? kActionCallFailed : kActionInjectionFailed;
     if (second->signal == 0) say_fallback(call, c, first, *second, own_failure);
     return finish(call, rec, *second);
@@ -446,8 +445,9 @@ std::optional<int> read_env_mode(const FrontendEnv& env, std::optional<Mode>& ou
 
 // The real nvcc could not be probed: the call runs untouched, unless a policy is set and the
 // mode is strict.
-int run_unprobed(const Call& call, std::optional<Mode> env_mode, const Error& why) {
-    if (!call.env.policy_configured()) return exec_untouched(call);
+int run_unprobed(const Call& call, bool configured, std::optional<Mode> env_mode,
+                 const Error& why) {
+    if (!configured) return exec_untouched(call);
     say(fmt::format("nvcc-forge: cannot probe the real nvcc: {}\n", why.to_string()));
     if (env_mode == Mode::Strict) return kExitInput;
     return exec_untouched(call);
@@ -493,85 +493,43 @@ void say_invocation_warnings(const Call& call, bool has_policy, const nvcc::Invo
             "default without one); a distributable build needs explicit targets\n");
 }
 
-// A call compared with its policy: what the modes act on.
-struct Compared {
+// A call after decide(): what the runners act on.
+struct Decided {
     const Call& call;
     const nvcc::Invocation& inv;
-    const EffectivePolicy& policy;
+    const EffectivePolicy* policy;
     const toolkit::ToolkitCaps& caps;
-    const TuClass& tu_class;
-    Comparison cmp;
-    bool may_inject = false;
-    std::string arch_specific_why;
+    const Plan& plan;
 };
 
-// Observe, strict with nothing refused, inject with nothing to add: nvcc runs the call as given,
-// and the drops are printed once it has run (not after a signal).
-int run_as_given(const Compared& c, LogRecord& rec) {
-    const Call& call = c.call;
-    if (call.plan) {
-        print_drops(call, c.inv, c.policy, c.tu_class, c.cmp.missing, c.arch_specific_why);
-        return plan_answer(call, c.inv, call.args, rec, c.caps);
-    }
+// Untouched (a call read and compared, or not): nvcc runs the call as given, and the drops are
+// printed once it has run (not after a signal).
+int run_as_given(const Decided& d, LogRecord& rec) {
+    const Call& call = d.call;
+    if (!d.plan.compared) return run_unchanged(call, rec);
     auto outcome = run_process(make_spec(call, call.args, false));
     if (!outcome) {
         say(fmt::format("nvcc-forge: {}\n", outcome.error().to_string()));
         return kExitInput;
     }
-    if (outcome->signal == 0)
-        print_drops(call, c.inv, c.policy, c.tu_class, c.cmp.missing, c.arch_specific_why);
+    if (outcome->signal == 0) print_drops(call, d.inv, d.policy, d.plan.tu_class, d.plan.as_given);
     return finish(call, rec, *outcome);
 }
 
-// Strict refuses exactly the calls whose product the gate would fail for a missing target: an
-// arch-specific TU too, which inject would leave as it is (docs/arch-rules.md).
-int run_strict(const Compared& c, LogRecord& rec) {
-    if (c.cmp.missing.empty()) return run_as_given(c, rec);
-    const std::string names = join_names(c.cmp.missing);
-    const std::string rule =
-        c.may_inject ? std::string()
-                     : "; " + arch_rule_text(c.tu_class, c.inv) + ", so inject adds nothing";
-    for (const auto& tu : tus_of(c.inv))
+// Refused: one line per TU naming what is missing.
+void say_refusal(const Decided& d) {
+    const std::string names = join_names(d.plan.cmp.missing);
+    for (const auto& tu : tus_of(d.inv))
         say(fmt::format("nvcc-forge: strict: {}: missing {} (policy {}; requested {}){}\n", tu,
-                        names, c.policy.list.to_string(), requested_text(c.inv), rule));
-    rec.action = kActionRefused;
-    // A plan goes on past a refusal: its report names every call the build would stop at.
-    if (c.call.plan) return plan_answer(c.call, c.inv, c.call.args, rec, c.caps);
-    write_log(c.call, rec, kExitPolicy);
+                        names, d.policy->list.to_string(), requested_text(d.inv),
+                        d.plan.refusal_rule));
+}
+
+// Refused: the call does not run.
+int run_refused(const Decided& d, LogRecord& rec) {
+    say_refusal(d);
+    write_log(d.call, rec, kExitPolicy);
     return kExitPolicy;
-}
-
-// The call with the missing targets nvcc can emit added (unless the TU may not get any) and the
-// requested ones it cannot emit clamped; an empty argv when nothing changes.
-nvcc::Rewrite rewrite(const Compared& c) {
-    const Split injectable = split_emittable(c.cmp.missing, c.caps.emittable);
-    const std::vector<arch::Target> to_inject =
-        c.may_inject ? injectable.in : std::vector<arch::Target>{};
-    const bool needs_clamp =
-        std::any_of(c.inv.requested.begin(), c.inv.requested.end(),
-                    [&](const auto& t) { return !c.caps.emittable.contains(t); });
-    nvcc::Rewrite rw;
-    if (!to_inject.empty() || needs_clamp) rw = nvcc::inject(c.inv, to_inject, true, c.caps);
-    for (const auto& n : rw.notes)
-        say(fmt::format("nvcc-forge: note: {}\n", n));
-    return rw;
-}
-
-// The missing targets the rewrite did not add (with why), and those it did.
-struct InjectedDrops {
-    std::vector<arch::Target> still_missing, injected_missing;
-    std::string why;
-};
-
-InjectedDrops injected_drops(const Compared& c, const nvcc::Rewrite& rw) {
-    InjectedDrops d;
-    for (const auto& m : c.cmp.missing)
-        (std::find(rw.injected.begin(), rw.injected.end(), m) == rw.injected.end()
-             ? d.still_missing
-             : d.injected_missing)
-            .push_back(m);
-    d.why = c.arch_specific_why.empty() ? "nvcc cannot emit them" : c.arch_specific_why;
-    return d;
 }
 
 // Nothing injected after all (no copy of stdin, a rewritten call too long): the log says so.
@@ -581,14 +539,48 @@ void undo_injection(LogRecord& rec) {
     rec.clamped.clear();
 }
 
+// Behind a launcher (ccache, sccache) a failed rewritten call may be the launcher's failure, not
+// nvcc's: a read-only CCACHE_DIR fails every miss, while the original call, a hit of an object
+// built before the policy, would exit 0 with fewer targets. nvcc alone with the same argv tells
+// them apart: when it builds, the call ends with the launcher's failure (docs/build-hosts.md,
+// "Whose failure the fallback follows"). nullopt: no launcher, or nvcc fails alone too (the
+// injection's failure or the call's own: the fallback decides).
+std::optional<int> launcher_failure(const Decided& d, const ProcessOutcome& first, int stdin_fd,
+                                    LogRecord& rec) {
+    const Call& call = d.call;
+    if (call.launchers.empty()) return std::nullopt;
+    Call bare = call;
+    bare.launchers.clear();
+    bare.launcher_args.clear();
+    ProcessSpec spec = make_spec(bare, d.plan.argv, true);
+    spec.stdin_fd = stdin_fd;
+    auto alone = run_process(spec);
+    if (!alone) return std::nullopt;
+    // Told to stop while nvcc ran alone: the call ends, as after the rewritten call.
+    if (alone->signal != 0 || alone->forwarded_signal != 0) {
+        replay(first);
+        return finish(call, rec, *alone);
+    }
+    if (!alone->succeeded()) return std::nullopt;
+    replay(first);
+    const std::string launcher = std::filesystem::path(call.launchers.front()).filename().string();
+    for (const auto& tu : tus_of(d.inv))
+        say(fmt::format("nvcc-forge: {}: {} failed (exit {}) on the call with {}, which nvcc "
+                        "alone builds: the failure is {}'s (its diagnostics are above); not "
+                        "falling back to the call as given, which would have fewer targets than "
+                        "the policy\n",
+                        tu, launcher, first.status_code(), rewrite_text(d.plan.rewrite), launcher));
+    rec.action = kActionLauncherFailed;
+    return finish(call, rec, first);
+}
+
 // The rewritten call runs with its output held back: if it fails, the original runs and its
 // output (not the rewritten one's) is what the caller sees first.
-int run_rewritten(const Compared& c, const nvcc::Rewrite& rw, const InjectedDrops& drops,
-                  LogRecord& rec) {
-    const Call& call = c.call;
+int run_rewritten(const Decided& d, LogRecord& rec) {
+    const Call& call = d.call;
     // Both calls must read what the caller's stdin held: it is read once, and each reads the copy.
     std::optional<StdinCopy> stdin_copy;
-    if (reads_stdin(c.inv)) {
+    if (reads_stdin(d.inv)) {
         auto copy = StdinCopy::take();
         if (!copy) {
             say(fmt::format("nvcc-forge: warning: {}; running the call as given, nothing "
@@ -600,7 +592,7 @@ int run_rewritten(const Compared& c, const nvcc::Rewrite& rw, const InjectedDrop
         stdin_copy.emplace(std::move(*copy));
     }
     const int stdin_fd = stdin_copy ? stdin_copy->fd() : -1;
-    ProcessSpec first_spec = make_spec(call, rw.argv, true);
+    ProcessSpec first_spec = make_spec(call, d.plan.argv, true);
     first_spec.stdin_fd = stdin_fd;
     first_spec.argv_if_too_long = argv_for(call, call.args);
     auto first = run_process(first_spec);
@@ -612,88 +604,78 @@ int run_rewritten(const Compared& c, const nvcc::Rewrite& rw, const InjectedDrop
     if (first->too_long) {
         // What ran is the caller's own call: nothing injected, nothing clamped.
         replay(*first);
-        for (const auto& tu : tus_of(c.inv))
+        for (const auto& tu : tus_of(d.inv))
             say(fmt::format("nvcc-forge: {}: the rewritten call is too long for this system "
                             "(E2BIG); ran the call as given\n",
                             tu));
         undo_injection(rec);
-        if (!stopped)
-            print_drops(call, c.inv, c.policy, c.tu_class, c.cmp.missing, c.arch_specific_why);
+        if (!stopped) print_drops(call, d.inv, d.policy, d.plan.tu_class, d.plan.as_given);
         return finish(call, rec, *first);
     }
     // Told to stop (Ctrl-C, SIGTERM from make or CI): what nvcc made of it is the answer; a
     // retry would turn an interrupted build into a successful one.
     if (first->succeeded() || stopped) {
         replay(*first);
-        if (!stopped)
-            print_drops(call, c.inv, c.policy, c.tu_class, drops.still_missing, drops.why,
-                        drops.injected_missing, rec.clamped);
+        if (!stopped) print_drops(call, d.inv, d.policy, d.plan.tu_class, d.plan.rewritten);
         return finish(call, rec, *first);
     }
-    return run_original_after_failure(
-        call, {c.inv, c.policy, rw, c.tu_class, c.cmp.missing, c.arch_specific_why, stdin_fd},
-        *first, rec);
+    if (auto rc = launcher_failure(d, *first, stdin_fd, rec)) return *rc;
+    return run_original_after_failure(call, {d.inv, d.policy, d.plan, stdin_fd}, *first, rec);
 }
 
-int run_injecting(const Compared& c, LogRecord& rec) {
-    const nvcc::Rewrite rw = rewrite(c);
-    if (rw.argv.empty() || rw.argv == c.inv.argv) return run_as_given(c, rec);
-    rec.injected = target_names(rw.injected);
-    // The images that could not be built, as the log names targets (the tokens may name more, e.g.
-    // the compute_50 of an arch=compute_50,code=sm_50 that embeds no PTX).
-    if (!rw.clamped.empty())
-        for (const auto& t : c.inv.requested)
-            if (!c.caps.emittable.contains(t)) rec.clamped.push_back(t.name());
-    rec.action = kActionInjected;
-    const InjectedDrops drops = injected_drops(c, rw);
-    if (c.call.plan) {
-        print_drops(c.call, c.inv, c.policy, c.tu_class, drops.still_missing, drops.why,
-                    drops.injected_missing, rec.clamped);
-        return plan_answer(c.call, c.inv, rw.argv, rec, c.caps);
+// The log's fields that the decision fixes, before anything runs.
+void record_plan(const nvcc::Invocation& inv, const Plan& plan, LogRecord& rec) {
+    rec.sources = inv.sources;
+    rec.output = inv.output;
+    if (!plan.read) return;
+    rec.requested = target_names(inv.requested);
+    rec.arch_specific = plan.tu_class.arch_specific();
+    rec.arch_rule = arch_rule_string(plan.tu_class.rule);
+    rec.action = plan.action;
+    if (!plan.compared) return;
+    rec.missing = target_names(plan.cmp.missing);
+    rec.extra = target_names(plan.cmp.extra);
+    if (plan.kind != PlanKind::Rewritten) return;
+    rec.injected = target_names(plan.rewrite.injected);
+    rec.clamped = plan.rewritten.clamped;
+}
+
+// The stand-in runs every call it reads (plan_answer) with the drops said first; a refusal goes
+// on too: its report names every call the build would stop at.
+int run_standin(const Decided& d, LogRecord& rec) {
+    const Plan& plan = d.plan;
+    if (plan.kind == PlanKind::Refused) {
+        say_refusal(d);
+        return plan_answer(d.call, d.inv, d.call.args, rec, d.caps);
     }
-    return run_rewritten(c, rw, drops, rec);
+    print_drops(d.call, d.inv, d.policy, plan.tu_class,
+                plan.kind == PlanKind::Rewritten ? plan.rewritten : plan.as_given);
+    return plan_answer(d.call, d.inv, plan.argv, rec, d.caps);
 }
 
-// A call nvcc-forge has read: untouched when it builds no device code (or the policy has nothing
-// to say about it), else compared with the policy and run as the mode says.
+// A call nvcc-forge has read: decided, then run by the runner the call has (the stand-in under
+// a plan, else nvcc) as the plan's kind says.
 int run_read_call(const Call& call, const nvcc::Invocation& inv,
                   const std::optional<EffectivePolicy>& policy, const toolkit::ToolkitCaps& caps,
                   Mode mode, LogRecord& rec) {
-    rec.sources = inv.sources;
-    rec.output = inv.output;
-    const bool single_target = inv.phase == nvcc::Phase::Ptx || inv.phase == nvcc::Phase::Cubin ||
-                               inv.phase == nvcc::Phase::OtherSingleTarget;
-    // Version, -E, -M, CMake's compiler id ...: untouched, byte for byte. Under a plan, so are
-    // CMake's configure probes, which read what they build.
-    if (inv.no_device != nvcc::NoDeviceReason::None ||
-        (call.plan && std::any_of(inv.sources.begin(), inv.sources.end(), is_configure_probe)))
-        return run_unchanged(call, rec);
-    rec.requested = target_names(inv.requested);
-    say_invocation_warnings(call, policy.has_value(), inv);
-
-    const TuClass tu_class = classify_tu(inv, policy ? &policy->wrapper : nullptr);
-    rec.arch_specific = tu_class.arch_specific();
-    rec.arch_rule = arch_rule_string(tu_class.rule);
-    if (!policy || single_target) {
-        if (call.plan) return plan_answer(call, inv, call.args, rec, caps);
-        return run_unchanged(call, rec);
+    const EffectivePolicy* pol = policy ? &*policy : nullptr;
+    const Plan plan = decide({inv, pol, caps, mode, call.plan.has_value()});
+    record_plan(inv, plan, rec);
+    if (!plan.read) return run_unchanged(call, rec);
+    say_invocation_warnings(call, pol != nullptr, inv);
+    for (const auto& n : plan.rewrite.notes)
+        say(fmt::format("nvcc-forge: note: {}\n", n));
+    const Decided d{call, inv, pol, caps, plan};
+    if (call.plan) return run_standin(d, rec);
+    switch (plan.kind) {
+    case PlanKind::Refused:
+        return run_refused(d, rec);
+    case PlanKind::Rewritten:
+        return run_rewritten(d, rec);
+    case PlanKind::Untouched:
+        break;
     }
-    // A link of objects makes only SASS (nvlink); the policy's PTX reaches the binary through the
-    // objects, and each compile is checked for it.
-    std::vector<arch::Target> expected = policy->list.targets();
-    if (inv.device_link_only)
-        std::erase_if(expected, [](const arch::Target& t) { return t.kind != arch::Kind::Sass; });
-    const bool may_inject = tu_class.may_inject();
-    const Compared c{call,       inv,
-                     *policy,    caps,
-                     tu_class,   compare_targets(expected, inv.requested, policy->gpus),
-                     may_inject, tu_class.arch_specific() && !may_inject ? "nothing injected" : ""};
-    rec.missing = target_names(c.cmp.missing);
-    rec.extra = target_names(c.cmp.extra);
-    rec.action = kActionCompared;
-    if (mode == Mode::Observe) return run_as_given(c, rec);
-    if (mode == Mode::Strict) return run_strict(c, rec);
-    return run_injecting(c, rec);
+    return run_as_given(d, rec);
 }
 
 } // namespace
@@ -702,10 +684,14 @@ int run_call(const Call& call) {
     const FrontendEnv& env = call.env;
     std::optional<Mode> env_mode;
     if (auto rc = read_env_mode(env, env_mode)) return *rc;
-    if (auto rc = without_policy(call, env_mode)) return *rc;
+    // The one place the nvcc path asks whether a policy is configured (effective_policy() answers
+    // nullopt without one).
+    const bool configured = env.policy_configured();
+    if (!configured)
+        if (auto rc = without_policy(call, env_mode)) return *rc;
 
     auto caps = toolkit_caps(env, call.nvcc.nvcc);
-    if (!caps) return run_unprobed(call, env_mode, caps.error());
+    if (!caps) return run_unprobed(call, configured, env_mode, caps.error());
     if (auto warning = packages_dir_warning(env)) say(*warning);
     auto policy_r = effective_policy(env, *caps, call.nvcc.nvcc);
     if (!policy_r) {

@@ -12,10 +12,13 @@
 //   was. The injection's (the original builds, or fails otherwise): action injection-failed, and
 //   the rewritten call's diagnostics indented under "  | ". The call's own (it fails as given the
 //   same way and the rewritten call's diagnostics name no injected target: an unwritable -o, a
-//   broken source): action call-failed (failure_is_the_calls_own). A signal ends everything at
-//   once: one that killed nvcc is re-raised; one that reached the wrapper (SIGTERM, SIGINT, SIGHUP,
-//   SIGQUIT, passed on to nvcc) ends the call with nvcc's status (real nvcc exits 255 on SIGTERM),
-//   never with a second compile.
+//   broken source): action call-failed (failure_is_the_calls_own). Behind a launcher (ccache,
+//   sccache) nvcc alone first runs the rewritten call: when it builds, the failure was the
+//   launcher's (a read-only CCACHE_DIR) and the call ends with the launcher's exit, action
+//   launcher-failed: the call as given could be a cache hit with fewer targets than the policy.
+//   A signal ends everything at once: one that killed nvcc is re-raised; one that reached the
+//   wrapper (SIGTERM, SIGINT, SIGHUP, SIGQUIT, passed on to nvcc) ends the call with nvcc's
+//   status (real nvcc exits 255 on SIGTERM), never with a second compile.
 // - A source on stdin (`-`, /dev/stdin) in a call that may run twice: stdin is read once into an
 //   in-memory file and both calls read that, so the fallback compiles the bytes the caller gave.
 // - nvcc is exec'd by the path as found (argv[0] as the caller spelled it, never the resolved
