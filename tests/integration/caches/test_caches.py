@@ -605,8 +605,12 @@ def cmake_shim_compiler_no_forgearch(t):
         ft.check_eq(targets(t, obj), want[A], f"{n}.o under {A}")
     other = bind(t, shim, B, env)
     os.utime(os.path.join(src, "a.cu"))
-    r = t.run(["cmake", "--build", build], env=env, timeout=280)
+    # As after `eval "$(nvcc-forge env ... --shim ROOT)"` for B: its list is in the environment,
+    # which the tree's compiler (A's shim) does not use, and says so in the build's output.
+    r = t.run(["cmake", "--build", build], env=dict(env, NVCC_FORGE_ARCH_LIST=B), timeout=280)
     ft.check(r.rc == 0 and "a.cu" in r.out, f"the touched source was not rebuilt: {r!r}")
+    ft.check_in(f"the environment's NVCC_FORGE_ARCH_LIST={B} is not used", r.out + r.err,
+                "the build's note on the rebinding")
     ft.check_eq({n: targets(t, obj) for n, obj in objs.items()}, {"a": want[A], "b": want[A]},
                 f"the tree's objects after binding {B}")
     ft.check(other != home, f"policy {B} bound in {A}'s shim {home}")
