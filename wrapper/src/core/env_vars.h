@@ -31,9 +31,9 @@ inline constexpr std::array kEnvVars{
     EnvVar{"NVCC_FORGE_MODE", "wrapper",
            "what the wrapper does with a compile that misses targets: observe, inject or "
            "strict"},
-    EnvVar{"NVCC_FORGE_LOG", "wrapper",
+    EnvVar{"NVCC_FORGE_LOG", "both",
            "append one JSON line per nvcc call to this file (read it with `nvcc-forge log "
-           "summarize`)"},
+           "summarize`; `verify` ends with its one-line summary)"},
     EnvVar{"NVCC_FORGE_QUIET", "wrapper",
            "1: no stderr line for a compile whose dropped targets were all injected back"},
     EnvVar{"NVCC_FORGE_REAL_NVCC", "both",

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <string_view>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -226,6 +227,7 @@ Result<DropSummary> summarize_log(const std::string& path) {
     if (!in) return Error{fmt::format("cannot read: {}", std::strerror(errno)), path};
     DropSummary s;
     std::map<std::string, std::set<std::string>> tus, restored, extra;
+    std::set<std::string> all_tus;
     std::string line;
     int line_no = 0;
     while (std::getline(in, line)) {
@@ -246,6 +248,7 @@ Result<DropSummary> summarize_log(const std::string& path) {
         std::string tu = tu_name(*rec);
         if (!rec->cwd.empty() && !tu.starts_with('/') && tu != "(link)")
             tu = fmt::format("{}/{}", rec->cwd, tu); // the same name in two build dirs is two TUs
+        all_tus.insert(tu);
         for (const auto& t : dropped)
             tus[t].insert(tu);
         if (rec->action == kActionInjected && !rec->injected.empty()) {
@@ -257,6 +260,7 @@ Result<DropSummary> summarize_log(const std::string& path) {
         for (const auto& t : rec->extra)
             extra[t].insert(tu);
     }
+    s.tus = static_cast<long>(all_tus.size());
     for (auto& [target, set] : tus)
         s.tus_by_target[target] = {set.begin(), set.end()};
     for (auto& [target, set] : restored)
@@ -280,6 +284,25 @@ std::vector<std::string> sorted_targets(const std::map<std::string, std::vector<
 
 std::string summary_headline(const DropSummary& s) {
     return fmt::format("{} calls, {} with drops\n", s.records, s.records_with_drops);
+}
+
+std::string summary_line(const DropSummary& s) {
+    auto plural = [](long n, std::string_view word) {
+        return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s");
+    };
+    // "sm_90 (2 TUs), compute_90 (1 TU)", or "none"
+    auto targets = [&](const std::map<std::string, std::vector<std::string>>& by_target) {
+        std::string out;
+        for (const auto& target : sorted_targets(by_target))
+            out += fmt::format("{}{} ({})", out.empty() ? "" : ", ", target,
+                               plural(static_cast<long>(by_target.at(target).size()), "TU"));
+        return out.empty() ? std::string("none") : out;
+    };
+    std::string out =
+        fmt::format("{}, {}; injected {}; missing {}", plural(s.records, "nvcc call"),
+                    plural(s.tus, "TU"), targets(s.restored_by_target), targets(s.tus_by_target));
+    if (!s.extra_by_target.empty()) out += "; beyond the policy " + targets(s.extra_by_target);
+    return out;
 }
 
 std::vector<ci::Finding> summary_findings(const DropSummary& s, bool drops_fail) {

@@ -89,6 +89,7 @@ std::string tu_name(const LogRecord& r);
 
 struct DropSummary {
     long records = 0;
+    long tus = 0; // distinct TU names (a TU compiled twice, e.g. -E then -c, counts once)
     long records_with_drops = 0;
     std::map<std::string, std::vector<std::string>> tus_by_target; // ordered by target
     // Targets the build asked nvcc for without, but the wrapper injected back: not a hole in the
@@ -107,6 +108,9 @@ std::string summary_text(const DropSummary& s);
 std::string summary_json(const DropSummary& s);
 // "12 calls, 2 with drops": the first line of summary_text.
 std::string summary_headline(const DropSummary& s);
+// One line for a person who never saw the build's stderr (pip hides it), no newline:
+// "3 nvcc calls, 3 TUs; injected sm_90 (2 TUs); missing none". `verify` ends with it.
+std::string summary_line(const DropSummary& s);
 // `--format github` (docs/ci-output.md), one finding per TU and kind, TUs in name order: the
 // targets it dropped (a warning; an error when `drops_fail`, i.e. --fail-on-drop), the extra
 // targets it requested (a warning), the targets the wrapper injected back (a notice). The file is

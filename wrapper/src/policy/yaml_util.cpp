@@ -17,10 +17,48 @@ std::optional<int> line_of(const YAML::Node& node) {
     return m.line + 1;
 }
 
+namespace {
+
+// yaml-cpp marks an empty value (`key:` and nothing after it) at the token that follows: the next
+// key, lines below, or the end of the file (past the last newline). The line to edit is the key's:
+// the last line before the mark with more than blanks and a comment. nullopt when the mark is not
+// the first token of its line (`{list: , reason: x}`: the mark is already on the right line) or
+// the file cannot be read again.
+std::optional<int> empty_value_line(const std::string& file, const YAML::Mark& mark) {
+    auto text = read_file(file);
+    if (!text || mark.pos < 0) return std::nullopt;
+    const std::string_view t = *text;
+    auto pos = std::min(static_cast<std::size_t>(mark.pos), t.size());
+    auto start = pos == 0 ? 0 : t.rfind('\n', pos - 1);
+    start = start == std::string_view::npos ? 0 : start + (pos == 0 ? 0 : 1);
+    if (t.substr(start, pos - start).find_first_not_of(" \t\r") != std::string_view::npos)
+        return std::nullopt;
+    int line = mark.line + 1;
+    while (start > 0) {
+        const auto end = start - 1; // the '\n' ending the line above
+        const auto begin = end == 0 ? 0 : t.rfind('\n', end - 1);
+        start = begin == std::string_view::npos ? 0 : begin + 1;
+        --line;
+        std::string_view above = t.substr(start, end - start);
+        // A comment starts at a '#' at the line's start or after a blank.
+        for (std::size_t i = 0; i < above.size(); ++i)
+            if (above[i] == '#' && (i == 0 || above[i - 1] == ' ' || above[i - 1] == '\t')) {
+                above = above.substr(0, i);
+                break;
+            }
+        if (above.find_first_not_of(" \t\r") != std::string_view::npos) return line;
+    }
+    return std::nullopt;
+}
+
+} // namespace
+
 Error error_at(const std::string& file, const YAML::Node& node, std::string key,
                std::string message) {
     Error e{std::move(message), file};
     e.line = line_of(node);
+    if (e.line && node.IsNull())
+        if (auto line = empty_value_line(file, node.Mark())) e.line = line;
     e.key = std::move(key);
     return e;
 }
