@@ -644,6 +644,12 @@ def recursion(t):
                 NVCC_FORGE_DEPTH="7")
     p = run_in(t, ["nvcc", "--version"], env=env, timeout=30)
     expect(p.returncode == 0 and "ignoring NVCC_FORGE_DEPTH=7" in p.err, p.err)
+    # Shown as every message shows a user's value (core/text.h's shown_value; issue 40): a control
+    # byte as \xHH, not '?', and cut at 120 bytes with its length, not at 64.
+    env["NVCC_FORGE_DEPTH"] = "7\x1b[2J" + "9" * 200
+    p = run_in(t, ["nvcc", "--version"], env=env, timeout=30)
+    expect(p.returncode == 0 and "NVCC_FORGE_DEPTH=7\\x1b[2J" + "9" * 115 + "... (205 bytes)" in p.err,
+           p.err)
 
 
 @ft.case("frontend.signals")

@@ -127,8 +127,8 @@ TEST(PlanFormat, GithubAnnotatesUnrestoredTusInjectionsTheBuildAndTheGate) {
               "sm_80)\n"
               "::error file=ext.so,title=verify::from the gate\n"
               "nvcc-forge verify: PASS\n"
-              "nvcc-forge plan: " +
-                  r.verdict + " (" + r.reason + ")\n");
+              "nvcc-forge plan: fail (" +
+                  r.reason + ")\n");
     EXPECT_EQ(r.verdict, verify::Outcome::Fail);
 
     r.build_exit = 2;
