@@ -1,6 +1,7 @@
 #include "frontend/notice.h"
 
 #include "core/file.h"
+#include "core/file_stamp.h"
 #include "core/process.h"
 #include "toolkit/locate.h"
 
@@ -65,7 +66,9 @@ void prune_notes(int notes_fd) {
         struct stat st {};
         if (::fstatat(notes_fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || S_ISDIR(st.st_mode))
             continue;
-        const auto written = std::chrono::system_clock::from_time_t(st.st_mtim.tv_sec);
+        const auto written = std::chrono::system_clock::time_point(
+            std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                std::chrono::nanoseconds(stamp_of(st).mtime_ns)));
         if (now - written > kNoteLifetime) ::unlinkat(notes_fd, e->d_name, 0);
     }
     ::closedir(d);
