@@ -13,8 +13,9 @@ std::size_t read_part(std::string_view s, int& out) {
     while (n < s.size() && s[n] >= '0' && s[n] <= '9')
         ++n;
     if (n == 0) return 0;
-    auto [p, ec] = std::from_chars(s.data(), s.data() + n, out);
-    return ec == std::errc() && p == s.data() + n ? n : 0;
+    const std::string_view digits = s.substr(0, n);
+    auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), out);
+    return ec == std::errc() && p == digits.data() + digits.size() ? n : 0;
 }
 
 } // namespace
