@@ -53,6 +53,9 @@ struct Call {
     std::string marker; // toolkit::kDepthEnv's value for everything this call starts
     std::string cwd;
     std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+    // NVCC_FORGE_ARCH_LIST or NVCC_FORGE_PACKAGE set, the build's bound settings included: asked
+    // once, by the entry (layout.policy_configured_asked_once), and passed down from there.
+    bool policy_configured = false;
     // Set when started from a plan's shadow root: the call is answered by the stand-in
     // (standin.h) after the usual parse, compare and rewrite.
     std::optional<PlanConfig> plan;
