@@ -115,14 +115,22 @@ TEST(LogCall, GeneratedCasesSayWhatTheCallerGot) {
     EXPECT_GT(refusals, 20);
 }
 
+// /src/k.cu built for sm_80 (and its PTX) under the policy 8.0 9.0: sm_90 is missing.
+struct Sm80Call {
+    explicit Sm80Call(const toolkit::ToolkitCaps& caps)
+        : inv(nvcc::parse_invocation({"-c", "/src/k.cu", "-arch=sm_80"}, "", "", "/x", caps)),
+          list(arch::ArchList::parse("8.0 9.0", "test")) {}
+    Result<nvcc::Invocation> inv;
+    Result<arch::ArchList> list;
+};
+
 // A rewritten call that fell back: the caller got the call as given, whose line names no injection.
 TEST(LogCall, AFallbackSaysTheDropsOfTheCallAsGiven) {
     const auto caps = nvcc::testing::caps13();
-    auto inv = nvcc::parse_invocation({"-c", "/src/k.cu", "-arch=sm_80"}, "", "", "/x", caps);
-    ASSERT_TRUE(inv.ok());
-    auto list = arch::ArchList::parse("8.0 9.0", "test");
-    ASSERT_TRUE(list.ok());
-    const EffectivePolicy pol{*list, test::shipped_gpus(), "test", {}};
+    const Sm80Call c(caps);
+    ASSERT_TRUE(c.inv.ok() && c.list.ok());
+    const nvcc::Invocation* inv = &*c.inv;
+    const EffectivePolicy pol{*c.list, test::shipped_gpus(), "test", {}};
     const Plan plan = decide({*inv, &pol, caps, Mode::Inject, false});
     ASSERT_EQ(plan.kind, PlanKind::Rewritten);
     RunOutcome fallback = ended(Ran::AsGiven, 0);
@@ -144,11 +152,10 @@ TEST(LogCall, AFallbackSaysTheDropsOfTheCallAsGiven) {
 // green, a refusal's "missing" red; nothing else changes, and without it no escape at all.
 TEST(LogCall, ColourPaintsTheWordsOnly) {
     const auto caps = nvcc::testing::caps13();
-    auto inv = nvcc::parse_invocation({"-c", "k.cu", "-arch=sm_80"}, "", "", "/x", caps);
-    ASSERT_TRUE(inv.ok());
-    auto list = arch::ArchList::parse("8.0 9.0", "test");
-    ASSERT_TRUE(list.ok());
-    const EffectivePolicy pol{*list, test::shipped_gpus(), "test", {}};
+    const Sm80Call c(caps);
+    ASSERT_TRUE(c.inv.ok() && c.list.ok());
+    const nvcc::Invocation* inv = &*c.inv;
+    const EffectivePolicy pol{*c.list, test::shipped_gpus(), "test", {}};
     const Plan inject = decide({*inv, &pol, caps, Mode::Inject, false});
     const CallFacts plain{*inv, &pol, false, false}, coloured{*inv, &pol, false, true};
     EXPECT_EQ(end_call(inject, ended(Ran::Rewritten, 0), coloured).lines,
