@@ -333,6 +333,15 @@ MUTANTS = [
     ("frontend.no_drop_line", "wrapper/src/frontend/log_call.cpp",
      "if (drops.empty() || f.policy == nullptr) return {};", "return {};", ["test_frontend"] + TOOLS,
      r"^(LogCall\.|frontend\.(flash_ladder_observe|launcher_and_ccache|arch_specific_sm90a)|cmake\.observe\.Ninja)"),
+    # The log step says the drops of the call the caller got (issue 40: log once at the end): a
+    # fallback's are the call as given's, never the rewritten call's.
+    ("frontend.drops_of_the_plan_not_of_what_ran", "wrapper/src/frontend/log_call.cpp",
+     "outcome.ran == Ran::Rewritten ? plan.rewritten : plan.as_given",
+     "plan.kind == PlanKind::Rewritten ? plan.rewritten : plan.as_given", ["test_frontend"],
+     r"^LogCall\."),
+    # Colour only where a person reads it (issue 39): never with TERM=dumb.
+    ("core.colour_on_a_dumb_terminal", "wrapper/src/core/colour.cpp",
+     ' && getenv_str("TERM") != "dumb"', "", ["test_core"], r"^Colour\."),
     ("frontend.drop_line_words", "wrapper/src/frontend/compile_log.cpp",
      'what.empty() ? "" : "; ", dropped,',
      'what.empty() ? "" : "; ", std::string("lost"),',
