@@ -28,7 +28,9 @@
 // - strict refuses (exit 1, before compiling) a call that misses policy targets — except an
 //   arch-specific TU that the package did not opt in to injection: such TUs miss targets by
 //   design (FA3 sm_90a kernels), so their drops are logged as in observe mode.
-// - The stderr drop line names TUs by file name; the JSON log keeps paths as written.
+// - The stderr drop line names TUs by file name; the JSON log keeps paths as written. It is said
+//   once the call has run (frontend/log_call.h), coloured only when stderr is a terminal that
+//   wants it (core/colour.h): the JSON log never is.
 #pragma once
 
 #include "core/process.h"
