@@ -1293,5 +1293,55 @@ def near_arg_max(t):
     expect(r["action"] == "compared" and r["injected"] == [] and r["exit_code"] == 0, r)
 
 
+def stderr_on_terminal(t, cmd, env):
+    """(exit code, stderr) of cmd run with its stderr on a pseudo-terminal."""
+    import pty
+    master, slave = pty.openpty()
+    p = subprocess.Popen(cmd, env=env, cwd=t.work, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=slave)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # EIO: every writer of the terminal has closed it
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    return p.wait(timeout=300), b"".join(chunks).decode("utf-8", "replace")
+
+
+@ft.case("frontend.colour_on_terminal")
+def colour_on_terminal(t):
+    """The wrapper's own lines in colour when stderr is a terminal: 'dropped' yellow, 'injected'
+    green, a refusal's 'missing' red (issue 39); none with NO_COLOR or TERM=dumb, in a pipe, or in
+    the compile log."""
+    w = wrapper_dir(t)
+    k = os.path.join(kernel_dir(t), "k.cu")
+    base = {"PATH": w + os.pathsep + os.environ["PATH"], "NVCC_FORGE_ARCH_LIST": "8.0 9.0",
+            "NVCC_FORGE_LOG": log_file(t), "TERM": "xterm", "NO_COLOR": None}
+    inject = ["nvcc", "-dryrun", "-c", k, "-arch=sm_80"]
+    strict = ["nvcc", "-c", k, "-o", os.path.join(out_dir(t), "s.o"), "-arch=sm_80"]
+    rc, err = stderr_on_terminal(t, inject, clean_env(t, **base))
+    expect(rc == 0 and "k.cu: \x1b[33mdropped\x1b[0m sm_90 -> \x1b[32minjected\x1b[0m (policy 8.0 "
+           "9.0; requested 8.0+PTX)" in err, f"no colour on a terminal: {err!r}")
+    rc, err = stderr_on_terminal(t, strict, clean_env(t, **base, NVCC_FORGE_MODE="strict"))
+    expect(rc == 1 and "strict: k.cu: \x1b[31mmissing\x1b[0m sm_90 (policy" in err,
+           f"no red refusal on a terminal: {err!r}")
+    for extra in ({"NO_COLOR": "1"}, {"TERM": "dumb"}):
+        rc, err = stderr_on_terminal(t, inject, clean_env(t, **{**base, **extra}))
+        expect(rc == 0 and "\x1b" not in err and "k.cu: dropped sm_90 -> injected (policy" in err,
+               f"colour with {extra}: {err!r}")
+    p = run_in(t, inject, env=clean_env(t, **base))
+    expect(p.returncode == 0 and "\x1b" not in p.err and "dropped sm_90 -> injected" in p.err,
+           f"colour in a pipe: {p.err!r}")
+    records = log_records(t)
+    expect([r["action"] for r in records] == ["injected", "refused", "injected", "injected",
+                                              "injected"], records)
+    expect("\x1b" not in open(log_file(t), encoding="utf-8").read(), "colour in the compile log")
+
+
 if __name__ == "__main__":
     sys.exit(ft.main(setup=setup))

@@ -449,6 +449,9 @@ ONE_HOMES = {
     "CUDA version": (("core/version.cpp",), re.compile(r"\\d\+?\)?\\\.\(?\\d"), None),
     # "Has this file changed": core/file_stamp.h's fields.
     "file stamp": (("core/file_stamp.cpp",), re.compile(r"\bst_[mc]tim\b"), None),
+    # Whether to colour and with what (core/colour.h): NO_COLOR read, or a colour's escape code
+    # (SGR, ESC [ n m) written, anywhere else. audit's line clearing (ESC [ K) is no colour.
+    "colour": (("core/colour.",), re.compile(r'"NO_COLOR"|\\x1b\[\d+(?:;\d+)*m'), None),
 }
 ONE_HOME_EXEMPT = {
     # The bound shim's identity: the wrapper's size and mtime, from which the copy's drawn mtime
@@ -545,6 +548,53 @@ def file_stamps_by_core(t):
         "frontend/config.cpp": "// st.st_mtim in a comment\nlong long ns = st.st_mtim.tv_sec;\n",
         "binary/b.cpp": "s.ctime_ns = st.st_ctim.tv_sec * kNs;\n",
     }, ["binary/b.cpp:1", "frontend/config.cpp:2"])
+
+
+@ft.case("layout.colour_by_core")
+def colour_by_core(t):
+    """Whether a line is coloured (a terminal, NO_COLOR, TERM=dumb) and the escape codes live in
+    core/colour.h: the wrapper's drop lines (frontend/) may not include cli/, where the rule was."""
+    check_one_home(t, "colour", "colour_wanted, painted, kColour*", {
+        "core/colour.cpp": 'return getenv_str("NO_COLOR").empty();\n',
+        "cli/a.cpp": '// "\\x1b[31m" in a comment\nconstexpr auto kRed = "\\x1b[31m";\n',
+        "cli/cmd_audit.cpp": 'fmt::print(stderr, "\\r\\x1b[K");\n',
+        "frontend/b.cpp": 'if (getenv_str("NO_COLOR").empty()) {}\n',
+    }, ["cli/a.cpp:2", "frontend/b.cpp:1"])
+
+
+# The question "is a policy configured" (frontend/config.h's FrontendEnv::policy_configured).
+POLICY_ASKED = re.compile(r"\bpolicy_configured\s*\(")
+POLICY_DEFINED_IN = "frontend/config.h"
+POLICY_ASKER = "entry/frontend_entry.cpp"
+
+
+def policy_askers(src_root):
+    """file:line of each place that asks whether a policy is configured (the definition aside)."""
+    out = []
+    for rel, path in source_files(src_root):
+        if rel != POLICY_DEFINED_IN:
+            out += [f"{rel}:{n}" for n, code in code_lines(path) if POLICY_ASKED.search(code)]
+    return sorted(out)
+
+
+@ft.case("layout.policy_configured_asked_once")
+def policy_configured_asked_once(t):
+    """The nvcc path asks whether a policy is configured once, in the entry, when the build's
+    settings are bound (frontend::Call::policy_configured carries the answer down): it was asked
+    in four places (the entry twice, run_call, effective_policy), each free to answer apart."""
+    askers = policy_askers(t.src("wrapper", "src"))
+    ft.check(len(askers) == 1 and askers[0].startswith(POLICY_ASKER + ":"),
+             f"policy_configured() asked outside one place in {POLICY_ASKER} (pass "
+             "Call::policy_configured down): " + ", ".join(askers))
+    probe = t.path("src_policy")
+    ft.write(os.path.join(probe, POLICY_DEFINED_IN),
+             "bool policy_configured() const { return !arch_list.empty(); }\n")
+    ft.write(os.path.join(probe, POLICY_ASKER),
+             "// env.policy_configured() in a comment\ncall.policy_configured = env.policy_configured();\n")
+    ft.write(os.path.join(probe, "frontend", "wrapper.cpp"),
+             "const bool c = call.policy_configured;\nif (!env.policy_configured ()) {}\n")
+    ft.check_eq(policy_askers(probe), [f"{POLICY_ASKER}:2", "frontend/wrapper.cpp:2"],
+                "askers in the probe tree")
 
 
 sys.exit(ft.main())

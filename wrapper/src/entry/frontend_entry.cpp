@@ -63,17 +63,6 @@ bool read_depth(Call& call) {
     return false;
 }
 
-int run(Call& call) {
-    call.cwd = current_dir();
-    // Everything this process starts — the probe of the real nvcc, __nvcc_device_query, nvcc
-    // itself — carries the marker, so a misconfigured chain that leads back to nvcc-forge (a copy
-    // named nvcc on PATH, a marker file pointing at a wrapper) stops at the next level.
-    call.marker = toolkit::depth_marker(call.depth + 1);
-    ::setenv(toolkit::kDepthEnv, call.marker.c_str(), 1);
-    if (call.depth > 0) return frontend::exec_untouched(call);
-    return frontend::run_call(call);
-}
-
 // A token of the launcher list that is nvcc-forge again (`nvcc-forge nvcc-forge sccache nvcc`,
 // from a launcher list composed twice, spelled bare or by path): by name, or by identity when its
 // name does not say nvcc (a shim's `nvcc` pointing at us is the compiler, not a launcher).
@@ -98,8 +87,8 @@ bool looks_like_nvcc(std::string_view token, const fs::path& self) {
 
 // The compiler cache that runs this nvcc (ccache, the sccache server), when the policy comes from
 // the environment, which neither hashes (frontend::Call::cache_parent).
-std::string unbound_cache_parent(const FrontendEnv& env) {
-    if (!env.bound_by.empty() || !env.policy_configured()) return {};
+std::string unbound_cache_parent(const Call& call) {
+    if (!call.env.bound_by.empty() || !call.policy_configured) return {};
     const auto parent = toolkit::process_info(static_cast<long>(::getppid()));
     if (!parent || (parent->comm != "ccache" && parent->comm != "sccache")) return {};
     return parent->comm;
@@ -107,12 +96,33 @@ std::string unbound_cache_parent(const FrontendEnv& env) {
 
 // The build driver that runs this launcher (ninja, make) when the policy comes from the
 // environment, which no build system's dependencies include (frontend::Call::env_policy_driver).
-std::string env_policy_driver(const FrontendEnv& env) {
-    if (!env.bound_by.empty() || !env.policy_configured()) return {};
+std::string env_policy_driver(const Call& call) {
+    if (!call.env.bound_by.empty() || !call.policy_configured) return {};
     const auto driver = frontend::build_driver();
     if (!driver || (driver->comm != "ninja" && driver->comm != "make" && driver->comm != "gmake"))
         return {};
     return driver->comm;
+}
+
+// How the entry was started, for who can miss a policy read from the environment: the compiler
+// cache that runs an nvcc (cache_parent), the build driver that runs a launcher (env_policy_driver)
+// unless the launcher line fixed the settings (the build's files then carry the policy).
+enum class Started { AsNvcc, AsLauncher, AsLauncherWithSettings };
+
+int run(Call& call, Started how) {
+    call.cwd = current_dir();
+    // The one place the nvcc path asks whether a policy is configured: here, once the build's
+    // settings (a shim's, a plan's, the launcher line's) are bound over the environment's.
+    call.policy_configured = call.env.policy_configured();
+    if (how == Started::AsNvcc) call.cache_parent = unbound_cache_parent(call);
+    if (how == Started::AsLauncher) call.env_policy_driver = env_policy_driver(call);
+    // Everything this process starts — the probe of the real nvcc, __nvcc_device_query, nvcc
+    // itself — carries the marker, so a misconfigured chain that leads back to nvcc-forge (a copy
+    // named nvcc on PATH, a marker file pointing at a wrapper) stops at the next level.
+    call.marker = toolkit::depth_marker(call.depth + 1);
+    ::setenv(toolkit::kDepthEnv, call.marker.c_str(), 1);
+    if (call.depth > 0) return frontend::exec_untouched(call);
+    return frontend::run_call(call);
 }
 
 } // namespace
@@ -151,8 +161,7 @@ int run_as_nvcc(int argc, char** argv) {
     }
     for (int i = 1; i < argc; ++i)
         call.args.emplace_back(argv[i]);
-    call.cache_parent = unbound_cache_parent(call.env);
-    return run(call);
+    return run(call, Started::AsNvcc);
 }
 
 // argv[1..] = [NVCC_FORGE_<NAME>=VALUE...] [launcher [launcher args]...] nvcc nvcc-args...
@@ -219,8 +228,7 @@ int run_as_launcher(int argc, char** argv) {
     }
     for (int i = nvcc_at + 1; i < argc; ++i)
         call.args.emplace_back(argv[i]);
-    if (fixed.empty()) call.env_policy_driver = env_policy_driver(call.env);
-    return run(call);
+    return run(call, fixed.empty() ? Started::AsLauncher : Started::AsLauncherWithSettings);
 }
 
 // `nvcc-forge ccache nvcc ...` (CMAKE_CUDA_COMPILER_LAUNCHER="nvcc-forge;ccache"): the wrapper goes

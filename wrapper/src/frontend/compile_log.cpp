@@ -1,6 +1,7 @@
 #include "frontend/compile_log.h"
 
 #include "arch/arch.h"
+#include "core/colour.h"
 #include "core/file.h"
 #include "core/json.h"
 
@@ -165,7 +166,7 @@ std::string gate_will_report(const std::vector<std::string>& dropped) {
 
 } // namespace
 
-std::string drop_lines(const std::string& tu, const DropReport& report, bool quiet) {
+std::string drop_lines(const std::string& tu, const DropReport& report, bool quiet, bool colour) {
     auto join = [](const std::vector<std::string>& names) {
         std::string out;
         for (const auto& n : names)
@@ -175,15 +176,18 @@ std::string drop_lines(const std::string& tu, const DropReport& report, bool qui
     const std::string context =
         fmt::format("(policy {}; requested {})", report.policy,
                     report.requested.empty() ? std::string("nvcc default") : report.requested);
+    const std::string dropped = painted("dropped", kColourYellow, colour);
     std::string out;
     const bool all_injected = report.dropped.empty();
     if (!report.injected.empty() || !report.dropped.empty()) {
         if (!(quiet && all_injected)) {
             std::string what;
             if (!report.injected.empty())
-                what = fmt::format("dropped {} -> injected", join(report.injected));
+                what = fmt::format("{} {} -> {}", dropped, join(report.injected),
+                                   painted("injected", kColourGreen, colour));
             if (!report.dropped.empty())
-                what += fmt::format("{}dropped {}", what.empty() ? "" : "; ", join(report.dropped));
+                what +=
+                    fmt::format("{}{} {}", what.empty() ? "" : "; ", dropped, join(report.dropped));
             std::string tail = report.rule.empty() ? "" : "; " + report.rule;
             if (!report.dropped.empty() && !report.why.empty()) tail += "; " + report.why;
             if (!report.dropped.empty()) tail += "; " + gate_will_report(report.dropped);
@@ -191,9 +195,9 @@ std::string drop_lines(const std::string& tu, const DropReport& report, bool qui
         }
     }
     if (!report.clamped.empty())
-        out +=
-            fmt::format("nvcc-forge: {}: clamped {} -> removed {}; nvcc cannot emit {}\n", tu,
-                        join(report.clamped), context, report.clamped.size() == 1 ? "it" : "them");
+        out += fmt::format("nvcc-forge: {}: {} {} -> removed {}; nvcc cannot emit {}\n", tu,
+                           painted("clamped", kColourYellow, colour), join(report.clamped), context,
+                           report.clamped.size() == 1 ? "it" : "them");
     return out;
 }
 

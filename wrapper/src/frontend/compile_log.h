@@ -78,8 +78,10 @@ struct DropReport {
 //   nvcc-forge: k.cu: clamped sm_50 -> removed (policy ...; requested ...); nvcc cannot emit it
 // `quiet` (NVCC_FORGE_QUIET=1) leaves out a drop line whose drops were all injected back: the
 // output lacks nothing, so only a build log that wants every detail needs it. Clamps and real
-// drops are always printed.
-std::string drop_lines(const std::string& tu, const DropReport& report, bool quiet);
+// drops are always printed. `colour` (a terminal, core/colour.h) paints the words "dropped" and
+// "clamped" yellow, "injected" green.
+std::string drop_lines(const std::string& tu, const DropReport& report, bool quiet,
+                       bool colour = false);
 
 // What a record says was left out of the output: missing minus injected, except when the
 // injection fell back (then everything missing) — and nothing for a passthrough.

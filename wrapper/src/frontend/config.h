@@ -78,12 +78,11 @@ Result<toolkit::ToolkitCaps> toolkit_caps(const FrontendEnv& env,
 // bundled packages/, as without the variable; a build never fails for it.
 std::optional<std::string> packages_dir_warning(const FrontendEnv& env);
 
-// The policy for this call; nullopt when nothing is configured. `caps` gives the CUDA version the
-// resolver needs. Errors (exit 2): a malformed NVCC_FORGE_ARCH_LIST, an unknown package, a policy
-// file that does not parse.
-Result<std::optional<EffectivePolicy>> effective_policy(const FrontendEnv& env,
-                                                        const toolkit::ToolkitCaps& caps,
-                                                        const std::filesystem::path& nvcc);
+// The policy of a call that has one configured (frontend::Call::policy_configured: the caller
+// asks). `caps` gives the CUDA version the resolver needs. Errors (exit 2): a malformed
+// NVCC_FORGE_ARCH_LIST, an unknown package, a policy file that does not parse.
+Result<EffectivePolicy> effective_policy(const FrontendEnv& env, const toolkit::ToolkitCaps& caps,
+                                         const std::filesystem::path& nvcc);
 
 // The first of the globs that `source` (as written on the command line) matches, nullptr when
 // none does. The dialect is core/glob.h's, matched unrooted: a glob without '/' names a file (or

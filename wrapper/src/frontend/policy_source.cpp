@@ -112,10 +112,8 @@ std::optional<std::string> packages_dir_warning(const FrontendEnv& env) {
                        usable.error().to_string(), default_packages_dir().string());
 }
 
-Result<std::optional<EffectivePolicy>> effective_policy(const FrontendEnv& env,
-                                                        const toolkit::ToolkitCaps& caps,
-                                                        const fs::path& nvcc_path) {
-    if (!env.policy_configured()) return std::optional<EffectivePolicy>{};
+Result<EffectivePolicy> effective_policy(const FrontendEnv& env, const toolkit::ToolkitCaps& caps,
+                                         const fs::path& nvcc_path) {
     const std::string cuda = caps.version.release();
     const fs::path packages_dir = packages_dir_of(env);
     // Only a list resolved from the policy file depends on it (and locating it costs a readlink
@@ -130,7 +128,7 @@ Result<std::optional<EffectivePolicy>> effective_policy(const FrontendEnv& env,
     key += "|" + file_stamp(default_gpus_file()) + "|" +
            file_stamp(packages_dir.parent_path() / "policy" / "gpus.yml");
     if (auto cached = cache_read(dir, key)) {
-        if (auto p = settings_from_json(*cached); p.ok()) return std::optional(std::move(*p));
+        if (auto p = settings_from_json(*cached); p.ok()) return std::move(*p);
     }
 
     EffectivePolicy p;
@@ -153,7 +151,7 @@ Result<std::optional<EffectivePolicy>> effective_policy(const FrontendEnv& env,
         p.source = std::move(r->second);
     }
     cache_write(dir, key, settings_to_json(p));
-    return std::optional(std::move(p));
+    return p;
 }
 
 } // namespace forge::frontend

@@ -1,9 +1,11 @@
 #include "frontend/wrapper.h"
 
+#include "core/colour.h"
 #include "core/process.h"
 #include "frontend/compare.h"
 #include "frontend/compile_log.h"
 #include "frontend/decide.h"
+#include "frontend/log_call.h"
 #include "frontend/notice.h"
 #include "toolkit/probe.h"
 
@@ -70,13 +72,6 @@ void write_log(const Call& call, LogRecord& rec, int exit_code) {
         say(fmt::format("nvcc-forge: warning: {}\n", st.error().to_string()));
 }
 
-// stderr names a TU by its file name (builds pass long absolute paths); the JSON log keeps the
-// path as written.
-std::string display_name(const std::string& tu) {
-    auto slash = tu.rfind('/');
-    return slash == std::string::npos || slash + 1 == tu.size() ? tu : tu.substr(slash + 1);
-}
-
 bool is_name_char(char c) {
     return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_';
 }
@@ -98,51 +93,21 @@ std::vector<std::string> unique_names(std::vector<arch::Target> targets) {
     return target_names(targets);
 }
 
-// The TUs of a call as stderr names them (file names; the JSON log keeps the paths as written).
-std::vector<std::string> tus_of(const nvcc::Invocation& inv) {
-    if (!inv.sources.empty()) {
-        std::vector<std::string> names;
-        for (const auto& s : inv.sources)
-            names.push_back(display_name(s));
-        return names;
-    }
-    if (!inv.output.empty()) return {inv.output};
-    return {"(link)"};
+// The log record written (unless nothing was started) and the call's exit: a process's status,
+// or its signal re-raised.
+int finish(const Call& call, LogRecord& rec, const RunOutcome& outcome) {
+    if (outcome.logged) write_log(call, rec, outcome.status);
+    return outcome.process ? propagate(*outcome.process) : outcome.status;
 }
 
-std::string requested_text(const nvcc::Invocation& inv) {
-    std::vector<arch::Target> req(inv.requested.begin(), inv.requested.end());
-    std::string text = arch::ArchList::from_targets(req).to_string();
-    if (!inv.targets_explicit) text += text.empty() ? "nvcc default" : " (nvcc default)";
-    return text;
-}
-
-// One stderr line per TU for what the call missed (and the wrapper's clamp): the build log shows
-// every drop, not only the JSON log.
-void print_drops(const Call& call, const nvcc::Invocation& inv, const EffectivePolicy* pol,
-                 const TuClass& tu_class, const Drops& drops) {
-    if (drops.empty() || pol == nullptr) return;
-    DropReport report{target_names(drops.injected), target_names(drops.dropped), drops.clamped,
-                      pol->list.to_string(),        requested_text(inv),         drops.why,
-                      arch_rule_text(tu_class, inv)};
-    for (const auto& tu : tus_of(inv))
-        say(drop_lines(tu, report, call.env.quiet));
-}
-
-int finish(const Call& call, LogRecord& rec, const ProcessOutcome& outcome) {
-    write_log(call, rec, outcome.status_code());
-    return propagate(outcome);
-}
-
-// Runs `args` with inherited stdio and logs the call with `rec` as prepared.
-int run_logged(const Call& call, const std::vector<std::string>& args, LogRecord& rec) {
+// Runs `args` with inherited stdio; a call that cannot start is still logged.
+RunOutcome run_plain(const Call& call, const std::vector<std::string>& args) {
     auto outcome = run_process(make_spec(call, args, false));
     if (!outcome) {
         say(fmt::format("nvcc-forge: {}\n", outcome.error().to_string()));
-        write_log(call, rec, kExitInput);
-        return kExitInput;
+        return ended(Ran::Nothing, kExitInput);
     }
-    return finish(call, rec, *outcome);
+    return ran_process(Ran::AsGiven, *outcome);
 }
 
 void replay(const ProcessOutcome& o) {
@@ -200,9 +165,9 @@ Result<ProcessOutcome> compile_stub(const Call& call, const StubJob& job, const 
 
 // The stub for `output`: the kept one when it is sound, else compiled and kept. A kept one that
 // is not (standin.h, read_kept_stub) is named, removed and built again. nullopt: the call ends
-// with `exit_code`, said and logged.
+// as `end` says (the error said).
 std::optional<StubFile> obtain_stub(const Call& call, const StubJob& job, const std::string& output,
-                                    LogRecord& rec, int& exit_code) {
+                                    RunOutcome& end) {
     KeptStub kept = read_kept_stub(job.dir, job.key);
     if (kept.stub) return std::move(kept.stub);
     if (!kept.problem.empty()) {
@@ -218,8 +183,7 @@ std::optional<StubFile> obtain_stub(const Call& call, const StubJob& job, const 
     if (!outcome || !outcome->succeeded()) std::filesystem::remove(tmp, ec);
     if (!outcome) {
         say(fmt::format("nvcc-forge: plan: {}\n", outcome.error().to_string()));
-        write_log(call, rec, kExitInput);
-        exit_code = kExitInput;
+        end = ended(Ran::Nothing, kExitInput);
         return std::nullopt;
     }
     if (!outcome->succeeded()) {
@@ -227,15 +191,14 @@ std::optional<StubFile> obtain_stub(const Call& call, const StubJob& job, const 
         if (outcome->signal == 0 && outcome->forwarded_signal == 0)
             say(fmt::format("nvcc-forge: plan: the stub compile for {} failed:\n{}", output,
                             indent(outcome->err + outcome->out)));
-        exit_code = finish(call, rec, *outcome);
+        end = ran_process(Ran::Nothing, *outcome);
         return std::nullopt;
     }
     auto stub = keep_stub(job.dir, job.key, tmp);
     if (!stub) {
         std::filesystem::remove(tmp, ec);
         say(fmt::format("nvcc-forge: plan: {}\n", stub.error().to_string()));
-        write_log(call, rec, kExitInput);
-        exit_code = kExitInput;
+        end = ended(Ran::Nothing, kExitInput);
         return std::nullopt;
     }
     return std::move(*stub);
@@ -244,11 +207,11 @@ std::optional<StubFile> obtain_stub(const Call& call, const StubJob& job, const 
 // The stand-in's answer (standin.h): `args` is the call as the mode would run it. A link of
 // objects runs for real (its inputs are stubs); anything with sources gets the stub, built once
 // per flag set by the real nvcc and copied to each output.
-int plan_answer(const Call& call, const nvcc::Invocation& inv, const std::vector<std::string>& args,
-                LogRecord& rec, const toolkit::ToolkitCaps& caps) {
+RunOutcome plan_answer(const Call& call, const nvcc::Invocation& inv,
+                       const std::vector<std::string>& args, const toolkit::ToolkitCaps& caps) {
     auto fin = nvcc::parse_invocation(args, call.env.prepend, call.env.append, call.cwd, caps);
-    if (!fin) return run_logged(call, args, rec); // nvcc says what is wrong, in its own words
-    if (inv.sources.empty()) return run_logged(call, link_args(*fin, args), rec);
+    if (!fin) return run_plain(call, args); // nvcc says what is wrong, in its own words
+    if (inv.sources.empty()) return run_plain(call, link_args(*fin, args));
 
     const StubPlan plan = plan_stub(*fin);
     Call bare = call;
@@ -264,25 +227,22 @@ int plan_answer(const Call& call, const nvcc::Invocation& inv, const std::vector
         const std::string key =
             stub_cache_key(toolkit, plan.flags, call.env.prepend, call.env.append, unique);
         const StubLock lock(stubs / (key + ".lock"));
-        int exit_code = kExitOk;
-        auto stub = obtain_stub(call, {bare, plan, caps, stubs, key}, output, rec, exit_code);
-        if (!stub) return exit_code;
+        RunOutcome end;
+        auto stub = obtain_stub(call, {bare, plan, caps, stubs, key}, output, end);
+        if (!stub) return end;
         if (auto written = write_stub_output(*stub, output); !written) {
             say(fmt::format("nvcc-forge: plan: {}\n", written.error().to_string()));
-            write_log(call, rec, kExitInput);
-            return kExitInput;
+            return ended(Ran::Nothing, kExitInput);
         }
     }
     for (const auto& dep : plan.depfiles) {
         const std::string text = depfile_text(dep.target, fin->sources);
         if (!write_all_to(dep.path, text)) {
             say(fmt::format("nvcc-forge: plan: cannot write the dependency file {}\n", dep.path));
-            write_log(call, rec, kExitInput);
-            return kExitInput;
+            return ended(Ran::Nothing, kExitInput);
         }
     }
-    write_log(call, rec, kExitOk);
-    return kExitOk;
+    return ended(Ran::Nothing, kExitOk);
 }
 
 constexpr const char* kHowToSetPolicy =
@@ -351,7 +311,6 @@ std::optional<int> without_policy(const Call& call, std::optional<Mode> mode) {
 // What the fallback after a failed rewritten call needs of the call it stands for.
 struct InjectedCall {
     const nvcc::Invocation& inv;
-    const EffectivePolicy* policy;
     const Plan& plan;
     int stdin_fd = -1;
 };
@@ -366,10 +325,10 @@ std::string rewrite_text(const nvcc::Rewrite& rw) {
 }
 
 // The stderr lines after the fallback: whose failure it was, and what the rewritten call said.
-void say_fallback(const Call& call, const InjectedCall& c, const ProcessOutcome& first,
-                  const ProcessOutcome& second, bool own_failure) {
+void say_fallback(const InjectedCall& c, const ProcessOutcome& first, const ProcessOutcome& second,
+                  bool own_failure) {
     const std::string what = rewrite_text(c.plan.rewrite);
-    for (const auto& tu : tus_of(c.inv)) {
+    for (const auto& tu : tu_names(c.inv)) {
         if (own_failure)
             say(fmt::format("nvcc-forge: {}: the call fails as given too (exit {}), as it did "
                             "with {}: its own failure, not the injection's (its diagnostics are "
@@ -387,27 +346,27 @@ void say_fallback(const Call& call, const InjectedCall& c, const ProcessOutcome&
     // Its own failure: the rewritten call said what the caller's call just said.
     if (!own_failure)
         say("nvcc-forge: the rewritten call's diagnostics:\n" + indent(first.err + first.out));
-    if (second.succeeded()) print_drops(call, c.inv, c.policy, c.plan.tu_class, c.plan.as_given);
 }
 
 // The rewritten call failed (not by a signal): the caller's own call runs with inherited stdio,
 // and its exit, output and signal are the caller's. The log and stderr say whose failure it was:
 // injection-failed when the injected targets are to blame, call-failed when the call fails on
-// its own (failure_is_the_calls_own).
-int run_original_after_failure(const Call& call, const InjectedCall& c, const ProcessOutcome& first,
-                               LogRecord& rec) {
+// its own (failure_is_the_calls_own). The caller gets the original's targets only when it built.
+RunOutcome run_original_after_failure(const Call& call, const InjectedCall& c,
+                                      const ProcessOutcome& first) {
     ProcessSpec second_spec = make_spec(call, call.args, false);
     second_spec.stdin_fd = c.stdin_fd;
     auto second = run_process(second_spec);
     if (!second) {
         replay(first);
         say(fmt::format("nvcc-forge: {}\n", second.error().to_string()));
-        return kExitInput;
+        return ended(Ran::Nothing, kExitInput, false);
     }
     const bool own_failure = failure_is_the_calls_own(first, *second, c.plan.rewrite.injected);
-    rec.action = own_failure ? kActionCallFailed : kActionInjectionFailed;
-    if (second->signal == 0) say_fallback(call, c, first, *second, own_failure);
-    return finish(call, rec, *second);
+    if (second->signal == 0) say_fallback(c, first, *second, own_failure);
+    RunOutcome out = ran_process(second->succeeded() ? Ran::AsGiven : Ran::Nothing, *second);
+    out.blame = own_failure ? kActionCallFailed : kActionInjectionFailed;
+    return out;
 }
 
 } // namespace
@@ -479,9 +438,9 @@ void ask_native_sm(const Call& call, toolkit::ToolkitCaps& caps) {
 }
 
 // The call as given: exec'd in place, or run and logged when there is a log.
-int run_unchanged(const Call& call, LogRecord& rec) {
-    if (call.env.log.empty()) return exec_untouched(call);
-    return run_logged(call, call.args, rec);
+RunOutcome run_unchanged(const Call& call) {
+    if (call.env.log.empty()) return ended(Ran::Nothing, exec_untouched(call), false);
+    return run_plain(call, call.args);
 }
 
 void say_invocation_warnings(const Call& call, bool has_policy, const nvcc::Invocation& inv) {
@@ -502,41 +461,17 @@ struct Decided {
     const Plan& plan;
 };
 
-// Untouched (a call read and compared, or not): nvcc runs the call as given, and the drops are
-// printed once it has run (not after a signal).
-int run_as_given(const Decided& d, LogRecord& rec) {
+// Untouched (a call read and compared, or not): nvcc runs the call as given; the caller gets its
+// targets unless a signal killed it.
+RunOutcome run_as_given(const Decided& d) {
     const Call& call = d.call;
-    if (!d.plan.compared) return run_unchanged(call, rec);
+    if (!d.plan.compared) return run_unchanged(call);
     auto outcome = run_process(make_spec(call, call.args, false));
     if (!outcome) {
         say(fmt::format("nvcc-forge: {}\n", outcome.error().to_string()));
-        return kExitInput;
+        return ended(Ran::Nothing, kExitInput, false);
     }
-    if (outcome->signal == 0) print_drops(call, d.inv, d.policy, d.plan.tu_class, d.plan.as_given);
-    return finish(call, rec, *outcome);
-}
-
-// Refused: one line per TU naming what is missing.
-void say_refusal(const Decided& d) {
-    const std::string names = join_names(d.plan.cmp.missing);
-    for (const auto& tu : tus_of(d.inv))
-        say(fmt::format("nvcc-forge: strict: {}: missing {} (policy {}; requested {}){}\n", tu,
-                        names, d.policy->list.to_string(), requested_text(d.inv),
-                        d.plan.refusal_rule));
-}
-
-// Refused: the call does not run.
-int run_refused(const Decided& d, LogRecord& rec) {
-    say_refusal(d);
-    write_log(d.call, rec, kExitPolicy);
-    return kExitPolicy;
-}
-
-// Nothing injected after all (no copy of stdin, a rewritten call too long): the log says so.
-void undo_injection(LogRecord& rec) {
-    rec.action = kActionCompared;
-    rec.injected.clear();
-    rec.clamped.clear();
+    return ran_process(outcome->signal == 0 ? Ran::AsGiven : Ran::Nothing, *outcome);
 }
 
 // Behind a launcher (ccache, sccache) a failed rewritten call may be the launcher's failure, not
@@ -545,8 +480,8 @@ void undo_injection(LogRecord& rec) {
 // them apart: when it builds, the call ends with the launcher's failure (docs/build-hosts.md,
 // "Whose failure the fallback follows"). nullopt: no launcher, or nvcc fails alone too (the
 // injection's failure or the call's own: the fallback decides).
-std::optional<int> launcher_failure(const Decided& d, const ProcessOutcome& first, int stdin_fd,
-                                    LogRecord& rec) {
+std::optional<RunOutcome> launcher_failure(const Decided& d, const ProcessOutcome& first,
+                                           int stdin_fd) {
     const Call& call = d.call;
     if (call.launchers.empty()) return std::nullopt;
     Call bare = call;
@@ -559,24 +494,25 @@ std::optional<int> launcher_failure(const Decided& d, const ProcessOutcome& firs
     // Told to stop while nvcc ran alone: the call ends, as after the rewritten call.
     if (alone->signal != 0 || alone->forwarded_signal != 0) {
         replay(first);
-        return finish(call, rec, *alone);
+        return ran_process(Ran::Nothing, *alone);
     }
     if (!alone->succeeded()) return std::nullopt;
     replay(first);
     const std::string launcher = std::filesystem::path(call.launchers.front()).filename().string();
-    for (const auto& tu : tus_of(d.inv))
+    for (const auto& tu : tu_names(d.inv))
         say(fmt::format("nvcc-forge: {}: {} failed (exit {}) on the call with {}, which nvcc "
                         "alone builds: the failure is {}'s (its diagnostics are above); not "
                         "falling back to the call as given, which would have fewer targets than "
                         "the policy\n",
                         tu, launcher, first.status_code(), rewrite_text(d.plan.rewrite), launcher));
-    rec.action = kActionLauncherFailed;
-    return finish(call, rec, first);
+    RunOutcome out = ran_process(Ran::Nothing, first);
+    out.blame = kActionLauncherFailed;
+    return out;
 }
 
 // The rewritten call runs with its output held back: if it fails, the original runs and its
 // output (not the rewritten one's) is what the caller sees first.
-int run_rewritten(const Decided& d, LogRecord& rec) {
+RunOutcome run_rewritten(const Decided& d) {
     const Call& call = d.call;
     // Both calls must read what the caller's stdin held: it is read once, and each reads the copy.
     std::optional<StdinCopy> stdin_copy;
@@ -586,8 +522,11 @@ int run_rewritten(const Decided& d, LogRecord& rec) {
             say(fmt::format("nvcc-forge: warning: {}; running the call as given, nothing "
                             "injected\n",
                             copy.error().to_string()));
-            undo_injection(rec);
-            return run_logged(call, call.args, rec);
+            // No drop line: the warning is this call's word.
+            RunOutcome out = run_plain(call, call.args);
+            out.ran = Ran::Nothing;
+            out.undone = true;
+            return out;
         }
         stdin_copy.emplace(std::move(*copy));
     }
@@ -598,29 +537,28 @@ int run_rewritten(const Decided& d, LogRecord& rec) {
     auto first = run_process(first_spec);
     if (!first) {
         say(fmt::format("nvcc-forge: {}\n", first.error().to_string()));
-        return kExitInput;
+        return ended(Ran::Nothing, kExitInput, false);
     }
     const bool stopped = first->signal != 0 || first->forwarded_signal != 0;
     if (first->too_long) {
         // What ran is the caller's own call: nothing injected, nothing clamped.
         replay(*first);
-        for (const auto& tu : tus_of(d.inv))
+        for (const auto& tu : tu_names(d.inv))
             say(fmt::format("nvcc-forge: {}: the rewritten call is too long for this system "
                             "(E2BIG); ran the call as given\n",
                             tu));
-        undo_injection(rec);
-        if (!stopped) print_drops(call, d.inv, d.policy, d.plan.tu_class, d.plan.as_given);
-        return finish(call, rec, *first);
+        RunOutcome out = ran_process(stopped ? Ran::Nothing : Ran::AsGiven, *first);
+        out.undone = true;
+        return out;
     }
     // Told to stop (Ctrl-C, SIGTERM from make or CI): what nvcc made of it is the answer; a
     // retry would turn an interrupted build into a successful one.
     if (first->succeeded() || stopped) {
         replay(*first);
-        if (!stopped) print_drops(call, d.inv, d.policy, d.plan.tu_class, d.plan.rewritten);
-        return finish(call, rec, *first);
+        return ran_process(stopped ? Ran::Nothing : Ran::Rewritten, *first);
     }
-    if (auto rc = launcher_failure(d, *first, stdin_fd, rec)) return *rc;
-    return run_original_after_failure(call, {d.inv, d.policy, d.plan, stdin_fd}, *first, rec);
+    if (auto out = launcher_failure(d, *first, stdin_fd)) return *out;
+    return run_original_after_failure(call, {d.inv, d.plan, stdin_fd}, *first);
 }
 
 // The log's fields that the decision fixes, before anything runs.
@@ -640,42 +578,58 @@ void record_plan(const nvcc::Invocation& inv, const Plan& plan, LogRecord& rec) 
     rec.clamped = plan.rewritten.clamped;
 }
 
-// The stand-in runs every call it reads (plan_answer) with the drops said first; a refusal goes
-// on too: its report names every call the build would stop at.
-int run_standin(const Decided& d, LogRecord& rec) {
+// The stand-in answers every call it reads (plan_answer) as the plan would run it, a refused one
+// as given: its report names every call the build would stop at. What it answers is what the
+// drop lines say, whatever became of the stub.
+RunOutcome run_standin(const Decided& d) {
     const Plan& plan = d.plan;
-    if (plan.kind == PlanKind::Refused) {
-        say_refusal(d);
-        return plan_answer(d.call, d.inv, d.call.args, rec, d.caps);
-    }
-    print_drops(d.call, d.inv, d.policy, plan.tu_class,
-                plan.kind == PlanKind::Rewritten ? plan.rewritten : plan.as_given);
-    return plan_answer(d.call, d.inv, plan.argv, rec, d.caps);
+    const bool rewritten = plan.kind == PlanKind::Rewritten;
+    RunOutcome out = plan_answer(d.call, d.inv, rewritten ? plan.argv : d.call.args, d.caps);
+    out.ran = rewritten ? Ran::Rewritten : Ran::AsGiven;
+    return out;
 }
 
-// A call nvcc-forge has read: decided, then run by the runner the call has (the stand-in under
-// a plan, else nvcc) as the plan's kind says.
+// The last step: the refusal or the drop lines of what the caller got, said once what ran has
+// ended, then the record (its action: the plan's, or whose failure it was) and the exit.
+int log_call(const Decided& d, LogRecord& rec, const RunOutcome& outcome) {
+    const CallEnd end = end_call(d.plan, outcome,
+                                 {d.inv, d.policy, d.call.env.quiet, colour_wanted(STDERR_FILENO)});
+    if (!end.lines.empty()) say(end.lines);
+    rec.action = end.action;
+    if (end.undone) {
+        rec.injected.clear();
+        rec.clamped.clear();
+    }
+    return finish(d.call, rec, outcome);
+}
+
+// The runner, chosen once from the plan: the stand-in under a plan, else nvcc as the kind says.
+RunOutcome run_plan(const Decided& d) {
+    if (d.call.plan) return run_standin(d);
+    switch (d.plan.kind) {
+    case PlanKind::Refused:
+        return ended(Ran::Nothing, kExitPolicy); // the call does not run
+    case PlanKind::Rewritten:
+        return run_rewritten(d);
+    case PlanKind::Untouched:
+        break;
+    }
+    return run_as_given(d);
+}
+
+// A call nvcc-forge has read: decide, run, log.
 int run_read_call(const Call& call, const nvcc::Invocation& inv,
                   const std::optional<EffectivePolicy>& policy, const toolkit::ToolkitCaps& caps,
                   Mode mode, LogRecord& rec) {
     const EffectivePolicy* pol = policy ? &*policy : nullptr;
     const Plan plan = decide({inv, pol, caps, mode, call.plan.has_value()});
     record_plan(inv, plan, rec);
-    if (!plan.read) return run_unchanged(call, rec);
+    if (!plan.read) return finish(call, rec, run_unchanged(call));
     say_invocation_warnings(call, pol != nullptr, inv);
     for (const auto& n : plan.rewrite.notes)
         say(fmt::format("nvcc-forge: note: {}\n", n));
     const Decided d{call, inv, pol, caps, plan};
-    if (call.plan) return run_standin(d, rec);
-    switch (plan.kind) {
-    case PlanKind::Refused:
-        return run_refused(d, rec);
-    case PlanKind::Rewritten:
-        return run_rewritten(d, rec);
-    case PlanKind::Untouched:
-        break;
-    }
-    return run_as_given(d, rec);
+    return log_call(d, rec, run_plan(d));
 }
 
 } // namespace
@@ -684,21 +638,22 @@ int run_call(const Call& call) {
     const FrontendEnv& env = call.env;
     std::optional<Mode> env_mode;
     if (auto rc = read_env_mode(env, env_mode)) return *rc;
-    // The one place the nvcc path asks whether a policy is configured (effective_policy() answers
-    // nullopt without one).
-    const bool configured = env.policy_configured();
+    const bool configured = call.policy_configured;
     if (!configured)
         if (auto rc = without_policy(call, env_mode)) return *rc;
 
     auto caps = toolkit_caps(env, call.nvcc.nvcc);
     if (!caps) return run_unprobed(call, configured, env_mode, caps.error());
     if (auto warning = packages_dir_warning(env)) say(*warning);
-    auto policy_r = effective_policy(env, *caps, call.nvcc.nvcc);
-    if (!policy_r) {
-        say(fmt::format("nvcc-forge: no usable policy: {}\n", policy_r.error().to_string()));
-        return kExitInput;
+    std::optional<EffectivePolicy> policy;
+    if (configured) {
+        auto p = effective_policy(env, *caps, call.nvcc.nvcc);
+        if (!p) {
+            say(fmt::format("nvcc-forge: no usable policy: {}\n", p.error().to_string()));
+            return kExitInput;
+        }
+        policy = std::move(*p);
     }
-    const std::optional<EffectivePolicy>& policy = *policy_r;
     const std::optional<Mode> mode = call_mode(env, env_mode, policy);
     if (!mode) return kExitInput;
 
@@ -711,7 +666,7 @@ int run_call(const Call& call) {
     ask_native_sm(call, *caps);
     auto inv = nvcc::parse_invocation(call.args, env.prepend, env.append, call.cwd, *caps);
     // nvcc gets a call it cannot read as it is, and says what is wrong with it in its own words.
-    if (!inv) return run_unchanged(call, rec);
+    if (!inv) return finish(call, rec, run_unchanged(call));
     return run_read_call(call, *inv, policy, *caps, *mode, rec);
 }
 

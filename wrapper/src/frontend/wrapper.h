@@ -28,7 +28,9 @@
 // - strict refuses (exit 1, before compiling) a call that misses policy targets — except an
 //   arch-specific TU that the package did not opt in to injection: such TUs miss targets by
 //   design (FA3 sm_90a kernels), so their drops are logged as in observe mode.
-// - The stderr drop line names TUs by file name; the JSON log keeps paths as written.
+// - The stderr drop line names TUs by file name; the JSON log keeps paths as written. It is said
+//   once the call has run (frontend/log_call.h), coloured only when stderr is a terminal that
+//   wants it (core/colour.h): the JSON log never is.
 #pragma once
 
 #include "core/process.h"
@@ -53,6 +55,9 @@ struct Call {
     std::string marker; // toolkit::kDepthEnv's value for everything this call starts
     std::string cwd;
     std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+    // NVCC_FORGE_ARCH_LIST or NVCC_FORGE_PACKAGE set, the build's bound settings included: asked
+    // once, by the entry (layout.policy_configured_asked_once), and passed down from there.
+    bool policy_configured = false;
     // Set when started from a plan's shadow root: the call is answered by the stand-in
     // (standin.h) after the usual parse, compare and rewrite.
     std::optional<PlanConfig> plan;
