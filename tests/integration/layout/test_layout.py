@@ -450,11 +450,6 @@ ONE_HOMES = {
     # "Has this file changed": core/file_stamp.h's fields.
     "file stamp": (("core/file_stamp.cpp",), re.compile(r"\bst_[mc]tim\b"), None),
 }
-ONE_HOME_EXEMPT = {
-    # The bound shim's identity: the wrapper's size and mtime, from which the copy's drawn mtime
-    # is derived (frontend/shim.cpp, issue 40: not yet on core/file_stamp.h).
-    ("file stamp", "frontend/shim.cpp"),
-}
 DOT_CHAR = re.compile(r"'\.'")
 FROM_CHARS = re.compile(r"\bfrom_chars\s*\(")
 
@@ -464,7 +459,7 @@ def second_homes(src_root, fact):
     homes, pattern, applies = ONE_HOMES[fact]
     out = []
     for rel, path in source_files(src_root):
-        if rel.startswith(homes) or (fact, rel) in ONE_HOME_EXEMPT:
+        if rel.startswith(homes):
             continue
         lines = list(code_lines(path))
         if applies and not applies(rel, "\n".join(code for _, code in lines)):
