@@ -449,6 +449,16 @@ ONE_HOMES = {
     "CUDA version": (("core/version.cpp",), re.compile(r"\\d\+?\)?\\\.\(?\\d"), None),
     # "Has this file changed": core/file_stamp.h's fields.
     "file stamp": (("core/file_stamp.cpp",), re.compile(r"\bst_[mc]tim\b"), None),
+    # An edit distance ("did you mean"): core/suggest.h. A row of the table: the least of two
+    # "+ 1" steps and a third.
+    "edit distance": (("core/suggest.cpp",), re.compile(r"\bmin\s*\(\s*\{[^}]*\+\s*1\s*,[^}]*\+\s*1\b"), None),
+    # SHA-256: core/sha256.h. Its first round constant or its initial hash value (FIPS 180-4).
+    "SHA-256": (("core/sha256.cpp",), re.compile(r"\b0x(?:428a2f98|6a09e667)\b", re.IGNORECASE), None),
+    # A -gencode value: arch/gencode.h. A literal that joins "arch=" and ",code=".
+    "gencode value": (("arch/gencode.cpp",), re.compile(r'"arch=[^"]*,code=|",code='), None),
+    # A process's parent, start time and name: toolkit::process_info(), the one /proc/<pid>/stat
+    # reader.
+    "process stat": (("toolkit/locate.cpp",), re.compile(r'"/stat"'), None),
 }
 DOT_CHAR = re.compile(r"'\.'")
 FROM_CHARS = re.compile(r"\bfrom_chars\s*\(")
@@ -540,6 +550,53 @@ def file_stamps_by_core(t):
         "frontend/config.cpp": "// st.st_mtim in a comment\nlong long ns = st.st_mtim.tv_sec;\n",
         "binary/b.cpp": "s.ctime_ns = st.st_ctim.tv_sec * kNs;\n",
     }, ["binary/b.cpp:1", "frontend/config.cpp:2"])
+
+
+@ft.case("layout.edit_distance_by_core")
+def edit_distance_by_core(t):
+    """The distance behind every "did you mean" is core/suggest.h's (edit_distance, nearest_name):
+    package names once had a second one, in which a swap of two letters was two edits."""
+    check_one_home(t, "edit distance", "edit_distance, nearest_name", {
+        "core/suggest.cpp": "cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost});\n",
+        "policy/a.cpp": "// std::min({a + 1, b + 1, c}) in a comment\n"
+                        "row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (x != y)});\n"
+                        "n = std::min({size + 10, limit});\n",
+        "cli/b.cpp": "d[i][j] = std::min( { d[i-1][j] + 1, d[i][j-1] + 1, d[i-1][j-1] + c } );\n",
+    }, ["cli/b.cpp:1", "policy/a.cpp:2"])
+
+
+@ft.case("layout.sha256_by_core")
+def sha256_by_core(t):
+    """SHA-256 is core/sha256.h's alone (incremental, SHA-NI where the CPU has it)."""
+    check_one_home(t, "SHA-256", "sha256_hex, Sha256", {
+        "core/sha256.cpp": "0x428a2f98, 0x71374491,\n",
+        "binary/a.cpp": "// 0x6a09e667 in a comment\nstatic const uint32_t h0 = 0x6A09E667;\n",
+        "provenance/b.cpp": "constexpr uint32_t k[] = {0x428a2f98u};\nuint32_t x = 0x428a2f980;\n",
+    }, ["binary/a.cpp:2"])
+
+
+@ft.case("layout.gencode_values_by_arch")
+def gencode_values_by_arch(t):
+    """A -gencode value ("arch=compute_90,code=sm_90") is written by arch/gencode.h alone."""
+    check_one_home(t, "gencode value", "arch::gencode_value", {
+        "arch/gencode.cpp": 'return fmt::format("arch={},code={}", a, c);\n',
+        "nvcc/a.cpp": '// "arch=compute_" + x + ",code=" in a comment\n'
+                      'out.push_back("arch=compute_" + v + ",code=sm_" + v);\n'
+                      'auto s = fmt::format("arch=compute_{},code=sm_{}", v, v);\n',
+        "lint/b.cpp": 'for (auto* w : {"arch=compute_", "code=sm_"}) {}\n'
+                      'err("incompatible: arch=\'{}\', code=\'{}\'");\n',
+    }, ["nvcc/a.cpp:2", "nvcc/a.cpp:3"])
+
+
+@ft.case("layout.process_stat_by_toolkit")
+def process_stat_by_toolkit(t):
+    """A process's parent, start time and name are read from /proc/<pid>/stat by
+    toolkit::process_info() alone (its comm field may hold spaces and parentheses)."""
+    check_one_home(t, "process stat", "toolkit::process_info", {
+        "toolkit/locate.cpp": 'const std::string path = "/proc/" + std::to_string(pid) + "/stat";\n',
+        "frontend/a.cpp": '// "/stat" in a comment\nstd::ifstream f(fmt::format("/proc/{}", pid) + "/stat");\n'
+                          'std::ifstream g(fmt::format("/proc/{}/cmdline", pid));\n',
+    }, ["frontend/a.cpp:2"])
 
 
 sys.exit(ft.main())
