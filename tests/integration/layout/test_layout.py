@@ -247,9 +247,10 @@ PATH_SPLIT = re.compile(r"':'")
 LOCATE_HOME = ("toolkit/locate.h", "toolkit/locate.cpp")
 # Other owners, each for its own reason.
 LOCATE_EXEMPT = {
-    # Every installed toolkit, for `nvcc-forge toolkits` (the module map gives toolkit/ the
-    # discovery): not the one real nvcc a call runs.
-    "toolkit/discover.cpp": {"nvcc path", "PATH walk"},
+    # Every nvcc on PATH, for `nvcc-forge toolkits` (the module map gives toolkit/ the discovery),
+    # where find_command() stops at the first: not the one real nvcc a call runs. Its roots' nvcc
+    # is nvcc_in_root()'s.
+    "toolkit/discover.cpp": {"PATH walk"},
     # cuobjdump, not nvcc.
     "binary/cuobjdump.cpp": {"PATH walk"},
 }
