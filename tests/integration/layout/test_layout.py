@@ -460,6 +460,13 @@ ONE_HOMES = {
     # A process's parent, start time and name: toolkit::process_info(), the one /proc/<pid>/stat
     # reader.
     "process stat": (("toolkit/locate.cpp",), re.compile(r'"/stat"'), None),
+    # A field of a fatbin, ELF, PE/COFF or cubin layout: its offset is named in binary/fatbin.h,
+    # elf.h, pe.h or cubin_layout.h. A second home is a read at a number (offset 0, a magic at the
+    # start, excepted) in a reader of those formats.
+    "layout offset": (("binary/fatbin.h", "binary/elf.h", "binary/pe.h", "binary/cubin_layout.h"),
+                      re.compile(r"(?:\.|->)\s*u(?:8|16|32|64)\s*\(\s*(?:[^()]*\+\s*)?(?:0[xX][0-9a-fA-F]*[1-9a-fA-F][0-9a-fA-F]*|[1-9]\d*)\s*\)"),
+                      lambda rel, text: rel.startswith(("binary/fatbin", "binary/elf", "binary/pe",
+                                                        "binary/cubin", "binary/read_"))),
 }
 DOT_CHAR = re.compile(r"'\.'")
 FROM_CHARS = re.compile(r"\bfrom_chars\s*\(")
@@ -598,6 +605,21 @@ def process_stat_by_toolkit(t):
         "frontend/a.cpp": '// "/stat" in a comment\nstd::ifstream f(fmt::format("/proc/{}", pid) + "/stat");\n'
                           'std::ifstream g(fmt::format("/proc/{}/cmdline", pid));\n',
     }, ["frontend/a.cpp:2"])
+
+
+@ft.case("layout.offsets_named_in_layout_headers")
+def offsets_named_in_layout_headers(t):
+    """A fatbin, ELF, PE/COFF or cubin field is read at an offset named in its layout header
+    (fatbin.h, elf.h, pe.h, cubin_layout.h), never at a number in a reader: pe.cpp once read a
+    universal Mach-O's nfat_arch at 4. (A name defined in a reader's .cpp is not caught.)"""
+    check_one_home(t, "layout offset", "the names of fatbin.h, elf.h, pe.h, cubin_layout.h", {
+        "binary/pe.h": "inline constexpr std::uint64_t kSecName = 0;\n",
+        "binary/cubin.cpp": "// b.u32(off + 8) in a comment\nconst auto t = b.u32(off + 8);\n"
+                            "const auto m = b.u32(0);\nconst auto n = b.u16(off + nhdr::kType);\n"
+                            "auto f = head.u32( 0x30 );\n",
+        "binary/read_elf.cpp": "const auto v = bytes->u64(off+16);\n",
+        "binary/zip_io.cpp": "const auto s = b.u32(off + 26);\n",
+    }, ["binary/cubin.cpp:2", "binary/cubin.cpp:5", "binary/read_elf.cpp:1"])
 
 
 sys.exit(ft.main())
