@@ -77,6 +77,15 @@ def wrapper_dir(t, name="wrapbin"):
     return d
 
 
+def fake_nvcc(t, where="fake"):
+    """tests/fixtures/frontend/fake_nvcc.sh as `<t.work>/<where>/nvcc`."""
+    fake = os.path.join(t.work, where, "nvcc")
+    os.makedirs(os.path.dirname(fake), exist_ok=True)
+    shutil.copy(t.fixtures("frontend", "fake_nvcc.sh"), fake)
+    os.chmod(fake, 0o755)
+    return fake
+
+
 def shim_root(t):
     d = t.path("shim")
     p = run_in(t, [t.forge_exe, "shim", "--cuda-home", cuda_home(t), "--out", d])
@@ -654,10 +663,7 @@ def recursion(t):
 
 @ft.case("frontend.signals")
 def signals(t):
-    fake = os.path.join(t.work, "fake", "nvcc")
-    os.makedirs(os.path.dirname(fake))
-    shutil.copy(t.fixtures("frontend", "fake_nvcc.sh"), fake)
-    os.chmod(fake, 0o755)
+    fake = fake_nvcc(t)
     w = wrapper_dir(t)
     k = os.path.join(kernel_dir(t), "k.cu")
     started = os.path.join(t.work, "started")
@@ -687,10 +693,7 @@ def signals(t):
 def hot_path_cache(t):
     """The toolkit is probed once per nvcc file (path+mtime+size), the package YAML parsed once per
     file state; a change to either is noticed."""
-    fake = os.path.join(t.work, "fake", "nvcc")
-    os.makedirs(os.path.dirname(fake))
-    shutil.copy(t.fixtures("frontend", "fake_nvcc.sh"), fake)
-    os.chmod(fake, 0o755)
+    fake = fake_nvcc(t)
     probes = os.path.join(t.work, "probes")
     pkgs = os.path.join(t.work, "packages")
     os.makedirs(os.path.join(pkgs, "demo"))
@@ -741,10 +744,7 @@ def cached_policy_package_dir_name(t):
     """A package named with both '-' and '_' (my-pkg_x) whose directory is one of the loader's
     other candidates (my_pkg_x): an edit of that directory's file is seen by the cached policy,
     whose key names the files of exactly the directories the loader tries."""
-    fake = os.path.join(t.work, "fake", "nvcc")
-    os.makedirs(os.path.dirname(fake))
-    shutil.copy(t.fixtures("frontend", "fake_nvcc.sh"), fake)
-    os.chmod(fake, 0o755)
+    fake = fake_nvcc(t)
     pkgs = os.path.join(t.work, "packages")
     os.makedirs(os.path.join(pkgs, "my_pkg_x"))
     yml = os.path.join(pkgs, "my_pkg_x", "arch_override.yml")
@@ -765,10 +765,7 @@ def cached_policy_package_dir_name(t):
 @ft.case("frontend.concurrent_log")
 def concurrent_log(t):
     """64 wrapper processes at once (make -j64), lines above PIPE_BUF included: none torn."""
-    fake = os.path.join(t.work, "fake", "nvcc")
-    os.makedirs(os.path.dirname(fake))
-    shutil.copy(t.fixtures("frontend", "fake_nvcc.sh"), fake)
-    os.chmod(fake, 0o755)
+    fake = fake_nvcc(t)
     w = wrapper_dir(t)
     env = clean_env(t, PATH=w + os.pathsep + os.environ["PATH"], NVCC_FORGE_REAL_NVCC=fake,
                 REAL_NVCC=nvcc_real(t), FAKE_NVCC="ok", NVCC_FORGE_ARCH_LIST=POLICY_FA,
@@ -1039,15 +1036,6 @@ def log_summarize_cli(t):
 
 
 # ---- hostile conditions: signals, stdin, argv[0], the depth marker, ARG_MAX -----------------
-
-def fake_nvcc(t, where="fake"):
-    """tests/fixtures/frontend/fake_nvcc.sh as `<t.work>/<where>/nvcc`."""
-    fake = os.path.join(t.work, where, "nvcc")
-    os.makedirs(os.path.dirname(fake), exist_ok=True)
-    shutil.copy(t.fixtures("frontend", "fake_nvcc.sh"), fake)
-    os.chmod(fake, 0o755)
-    return fake
-
 
 def lines(path):
     return open(path).read().splitlines() if os.path.exists(path) else []

@@ -247,9 +247,10 @@ PATH_SPLIT = re.compile(r"':'")
 LOCATE_HOME = ("toolkit/locate.h", "toolkit/locate.cpp")
 # Other owners, each for its own reason.
 LOCATE_EXEMPT = {
-    # Every installed toolkit, for `nvcc-forge toolkits` (the module map gives toolkit/ the
-    # discovery): not the one real nvcc a call runs.
-    "toolkit/discover.cpp": {"nvcc path", "PATH walk"},
+    # Every nvcc on PATH, for `nvcc-forge toolkits` (the module map gives toolkit/ the discovery),
+    # where find_command() stops at the first: not the one real nvcc a call runs. Its roots' nvcc
+    # is nvcc_in_root()'s.
+    "toolkit/discover.cpp": {"PATH walk"},
     # cuobjdump, not nvcc.
     "binary/cuobjdump.cpp": {"PATH walk"},
 }
@@ -452,11 +453,23 @@ ONE_HOMES = {
     # Whether to colour and with what (core/colour.h): NO_COLOR read, or a colour's escape code
     # (SGR, ESC [ n m) written, anywhere else. audit's line clearing (ESC [ K) is no colour.
     "colour": (("core/colour.",), re.compile(r'"NO_COLOR"|\\x1b\[\d+(?:;\d+)*m'), None),
-}
-ONE_HOME_EXEMPT = {
-    # The bound shim's identity: the wrapper's size and mtime, from which the copy's drawn mtime
-    # is derived (frontend/shim.cpp, issue 40: not yet on core/file_stamp.h).
-    ("file stamp", "frontend/shim.cpp"),
+    # An edit distance ("did you mean"): core/suggest.h. A row of the table: the least of two
+    # "+ 1" steps and a third.
+    "edit distance": (("core/suggest.cpp",), re.compile(r"\bmin\s*\(\s*\{[^}]*\+\s*1\s*,[^}]*\+\s*1\b"), None),
+    # SHA-256: core/sha256.h. Its first round constant or its initial hash value (FIPS 180-4).
+    "SHA-256": (("core/sha256.cpp",), re.compile(r"\b0x(?:428a2f98|6a09e667)\b", re.IGNORECASE), None),
+    # A -gencode value: arch/gencode.h. A literal that joins "arch=" and ",code=".
+    "gencode value": (("arch/gencode.cpp",), re.compile(r'"arch=[^"]*,code=|",code='), None),
+    # A process's parent, start time and name: toolkit::process_info(), the one /proc/<pid>/stat
+    # reader.
+    "process stat": (("toolkit/locate.cpp",), re.compile(r'"/stat"'), None),
+    # A field of a fatbin, ELF, PE/COFF or cubin layout: its offset is named in binary/fatbin.h,
+    # elf.h, pe.h or cubin_layout.h. A second home is a read at a number (offset 0, a magic at the
+    # start, excepted) in a reader of those formats.
+    "layout offset": (("binary/fatbin.h", "binary/elf.h", "binary/pe.h", "binary/cubin_layout.h"),
+                      re.compile(r"(?:\.|->)\s*u(?:8|16|32|64)\s*\(\s*(?:[^()]*\+\s*)?(?:0[xX][0-9a-fA-F]*[1-9a-fA-F][0-9a-fA-F]*|[1-9]\d*)\s*\)"),
+                      lambda rel, text: rel.startswith(("binary/fatbin", "binary/elf", "binary/pe",
+                                                        "binary/cubin", "binary/read_"))),
 }
 DOT_CHAR = re.compile(r"'\.'")
 FROM_CHARS = re.compile(r"\bfrom_chars\s*\(")
@@ -467,7 +480,7 @@ def second_homes(src_root, fact):
     homes, pattern, applies = ONE_HOMES[fact]
     out = []
     for rel, path in source_files(src_root):
-        if rel.startswith(homes) or (fact, rel) in ONE_HOME_EXEMPT:
+        if rel.startswith(homes):
             continue
         lines = list(code_lines(path))
         if applies and not applies(rel, "\n".join(code for _, code in lines)):
@@ -595,6 +608,68 @@ def policy_configured_asked_once(t):
              "const bool c = call.policy_configured;\nif (!env.policy_configured ()) {}\n")
     ft.check_eq(policy_askers(probe), [f"{POLICY_ASKER}:2", "frontend/wrapper.cpp:2"],
                 "askers in the probe tree")
+
+
+@ft.case("layout.edit_distance_by_core")
+def edit_distance_by_core(t):
+    """The distance behind every "did you mean" is core/suggest.h's (edit_distance, nearest_name):
+    package names once had a second one, in which a swap of two letters was two edits."""
+    check_one_home(t, "edit distance", "edit_distance, nearest_name", {
+        "core/suggest.cpp": "cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost});\n",
+        "policy/a.cpp": "// std::min({a + 1, b + 1, c}) in a comment\n"
+                        "row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (x != y)});\n"
+                        "n = std::min({size + 10, limit});\n",
+        "cli/b.cpp": "d[i][j] = std::min( { d[i-1][j] + 1, d[i][j-1] + 1, d[i-1][j-1] + c } );\n",
+    }, ["cli/b.cpp:1", "policy/a.cpp:2"])
+
+
+@ft.case("layout.sha256_by_core")
+def sha256_by_core(t):
+    """SHA-256 is core/sha256.h's alone (incremental, SHA-NI where the CPU has it)."""
+    check_one_home(t, "SHA-256", "sha256_hex, Sha256", {
+        "core/sha256.cpp": "0x428a2f98, 0x71374491,\n",
+        "binary/a.cpp": "// 0x6a09e667 in a comment\nstatic const uint32_t h0 = 0x6A09E667;\n",
+        "provenance/b.cpp": "constexpr uint32_t k[] = {0x428a2f98u};\nuint32_t x = 0x428a2f980;\n",
+    }, ["binary/a.cpp:2"])
+
+
+@ft.case("layout.gencode_values_by_arch")
+def gencode_values_by_arch(t):
+    """A -gencode value ("arch=compute_90,code=sm_90") is written by arch/gencode.h alone."""
+    check_one_home(t, "gencode value", "arch::gencode_value", {
+        "arch/gencode.cpp": 'return fmt::format("arch={},code={}", a, c);\n',
+        "nvcc/a.cpp": '// "arch=compute_" + x + ",code=" in a comment\n'
+                      'out.push_back("arch=compute_" + v + ",code=sm_" + v);\n'
+                      'auto s = fmt::format("arch=compute_{},code=sm_{}", v, v);\n',
+        "lint/b.cpp": 'for (auto* w : {"arch=compute_", "code=sm_"}) {}\n'
+                      'err("incompatible: arch=\'{}\', code=\'{}\'");\n',
+    }, ["nvcc/a.cpp:2", "nvcc/a.cpp:3"])
+
+
+@ft.case("layout.process_stat_by_toolkit")
+def process_stat_by_toolkit(t):
+    """A process's parent, start time and name are read from /proc/<pid>/stat by
+    toolkit::process_info() alone (its comm field may hold spaces and parentheses)."""
+    check_one_home(t, "process stat", "toolkit::process_info", {
+        "toolkit/locate.cpp": 'const std::string path = "/proc/" + std::to_string(pid) + "/stat";\n',
+        "frontend/a.cpp": '// "/stat" in a comment\nstd::ifstream f(fmt::format("/proc/{}", pid) + "/stat");\n'
+                          'std::ifstream g(fmt::format("/proc/{}/cmdline", pid));\n',
+    }, ["frontend/a.cpp:2"])
+
+
+@ft.case("layout.offsets_named_in_layout_headers")
+def offsets_named_in_layout_headers(t):
+    """A fatbin, ELF, PE/COFF or cubin field is read at an offset named in its layout header
+    (fatbin.h, elf.h, pe.h, cubin_layout.h), never at a number in a reader: pe.cpp once read a
+    universal Mach-O's nfat_arch at 4. (A name defined in a reader's .cpp is not caught.)"""
+    check_one_home(t, "layout offset", "the names of fatbin.h, elf.h, pe.h, cubin_layout.h", {
+        "binary/pe.h": "inline constexpr std::uint64_t kSecName = 0;\n",
+        "binary/cubin.cpp": "// b.u32(off + 8) in a comment\nconst auto t = b.u32(off + 8);\n"
+                            "const auto m = b.u32(0);\nconst auto n = b.u16(off + nhdr::kType);\n"
+                            "auto f = head.u32( 0x30 );\n",
+        "binary/read_elf.cpp": "const auto v = bytes->u64(off+16);\n",
+        "binary/zip_io.cpp": "const auto s = b.u32(off + 26);\n",
+    }, ["binary/cubin.cpp:2", "binary/cubin.cpp:5", "binary/read_elf.cpp:1"])
 
 
 sys.exit(ft.main())

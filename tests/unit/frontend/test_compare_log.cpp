@@ -51,10 +51,19 @@ TEST(Compare, FlashAttentionLadderMissesThorAndPtx) {
     EXPECT_TRUE(c.extra.empty());
 }
 
-TEST(Compare, SuffixedRequestSatisfiesPlainPolicyLikeTheGate) {
-    auto c = compare_targets(policy_of("9.0 10.0"), {T("sm_90a"), T("sm_100f"), T("compute_90a")});
+// The gate asks arch::covers() of each wanted target (verify/gate.cpp's sass and PTX checks); the
+// compare must answer as it does, so the test asks it too, with the table the gate judges with.
+TEST(Compare, SuffixedRequestSatisfiesPlainPolicyAsArchCoversSays) {
+    const std::set<arch::Target> requested{T("sm_90a"), T("sm_100f"), T("compute_90a")};
+    const auto policy = policy_of("9.0 10.0");
+    auto c = compare_targets(policy, requested);
     EXPECT_TRUE(c.missing.empty());
     EXPECT_EQ(target_names(c.extra), (std::vector<std::string>{"compute_90a"}));
+    std::vector<arch::Target> named(policy.begin(), policy.end());
+    named.insert(named.end(), requested.begin(), requested.end());
+    const auto judged = arch::judged_gpus(gpus(), named);
+    for (const auto& t : policy)
+        EXPECT_TRUE(arch::covers(requested, t, judged, arch::TegraSet(gpus()))) << t.name();
 }
 
 // Issue 35, case 2: an sm_100a cubin runs on 10.0 only, so it does not cover a policy's sm_100

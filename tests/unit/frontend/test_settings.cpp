@@ -1,13 +1,16 @@
 // Settings a build fixes (launcher arguments, a bound shim) over the environment; the bound
 // shim's identity as the caches see it; a shim's nvcc named as the real one.
 #include "../temp_dir.h"
+#include "core/sha256.h"
 #include "frontend/config.h"
 #include "frontend/settings.h"
 #include "frontend/shim.h"
 #include "toolkit/locate.h"
 
 #include "../files.h"
+#include <fcntl.h>
 #include <filesystem>
+#include <fmt/format.h>
 #include <fstream>
 #include <gtest/gtest.h>
 #include <sstream>
@@ -167,6 +170,40 @@ TEST(Settings, EachPolicyBindsAShimOfItsOwnThatNoLaterBindingRewrites) {
     EXPECT_EQ(entries, 2);
     // Not a shim root: an error, nothing made.
     EXPECT_FALSE(bind_policy_shim(root / "cuda", root / "nvcc-forge", a).ok());
+}
+
+// The bound shim's identity is the settings, the wrapper's size and mtime (core/file_stamp.h's
+// fields, written as stat(2) gives them: seconds, a dot, nanoseconds) and the real nvcc; not the
+// wrapper's device, inode or ctime, so a copy of one nvcc-forge that keeps its mtime gets the same
+// shim, and its copy the same mtime for ccache (frontend/shim.cpp, bound_identity).
+TEST(Settings, ABoundShimsIdentityIsTheWrappersSizeAndMtimeOnly) {
+    const fs::path root = forge::test::temp_dir("settings_shim_identity");
+    write_exe(root / "nvcc-forge", "the wrapper's bytes");
+    write_exe(root / "cuda" / "bin" / "nvcc", "#!/bin/sh\n");
+    const fs::path shim = root / "shim";
+    ASSERT_TRUE(make_shim({root / "cuda", shim, root / "nvcc-forge", {}}).ok());
+    const std::vector<std::string> a{"NVCC_FORGE_ARCH_LIST=8.0 9.0", "NVCC_FORGE_MODE=inject"};
+    const fs::path real = fs::canonical(root / "cuda" / "bin" / "nvcc");
+    // Before 1970 too: tv_sec -2 with tv_nsec 500000000 is 1.5 s before the epoch.
+    for (const timespec mtime : {timespec{1700000000, 123}, timespec{-2, 500000000}}) {
+        const fs::path wrapper = root / fmt::format("nvcc-forge.{}", mtime.tv_sec);
+        fs::copy_file(root / "nvcc-forge", wrapper);
+        const timespec times[2] = {mtime, mtime};
+        ASSERT_EQ(::utimensat(AT_FDCWD, wrapper.c_str(), times, 0), 0);
+        const std::string identity = fmt::format("{}|{}|{}.{}|{}", shim_trailer(a), 19,
+                                                 mtime.tv_sec, mtime.tv_nsec, real.string());
+        auto first = bind_policy_shim(shim, wrapper, a);
+        ASSERT_TRUE(first.ok()) << first.error().to_string();
+        EXPECT_EQ(first->filename(), sha256_hex(identity).substr(0, 16));
+        // Another inode (a copy with the mtime kept) and another ctime: the same shim.
+        const fs::path moved = wrapper.string() + ".copy";
+        fs::copy_file(wrapper, moved);
+        ASSERT_EQ(::utimensat(AT_FDCWD, moved.c_str(), times, 0), 0);
+        fs::permissions(moved, fs::perms::owner_all);
+        auto second = bind_policy_shim(shim, moved, a);
+        ASSERT_TRUE(second.ok());
+        EXPECT_EQ(*second, *first);
+    }
 }
 
 TEST(Settings, AShimsNvccNamedAsTheRealOneLeadsToItsMarker) {

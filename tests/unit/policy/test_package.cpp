@@ -216,13 +216,17 @@ TEST(LoadPackage, AnUnknownPackageOrOneThatIsNoNameIsAnError) {
 
 TEST(LoadPackage, NearNamesPointAtTheLikelyPackage) {
     const std::string dir = fixtures() + "/packages";
-    EXPECT_EQ(near_package_name(dir, "x86onyl"), "x86only");              // two edits
+    EXPECT_EQ(near_package_name(dir, "x86onyl"), "x86only");              // one swap
     EXPECT_EQ(near_package_name(dir, "Combo-Platfrm"), "combo_platform"); // case, '-', one edit
     EXPECT_EQ(near_package_name(dir, "x86only"), "");                     // has its own directory
     EXPECT_EQ(near_package_name(dir, "combo-platform"), ""); // the same package, other spelling
     EXPECT_EQ(near_package_name(dir, "numpy"), "");          // nothing close: a plain package
     EXPECT_EQ(near_package_name(dir, "x8"), "");             // five edits away
     EXPECT_EQ(near_package_name(fixtures() + "/no-such-dir", "x86only"), "");
+    // A swap of neighbours is one edit, as for a command or an option (core/suggest.h): '8'
+    // missing and "ly" swapped are two. Package names once had an edit distance of their own, in
+    // which a swap was two edits and this name three (no suggestion).
+    EXPECT_EQ(near_package_name(dir, "x6onyl"), "x86only");
 
     ResolveRequest req;
     req.platform = "linux_x86_64"; // the x86 lane on any host (the default is the host's)

@@ -1,5 +1,8 @@
 #include "policy/versions.h"
 
+#include "core/version.h"
+
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/utsname.h>
 
@@ -17,6 +20,28 @@ TEST(Versions, CudaSpellingsFoldToMajorMinor) {
         ASSERT_FALSE(r.ok()) << bad;
         EXPECT_EQ(r.error().key, bad);
         EXPECT_EQ(r.error().exit_code, forge::kExitInput);
+    }
+}
+
+// Issue 40: the dotted spellings are read by core/version.h's parse_cuda_version, the one parser
+// of "X.Y"/"X.Y.Z". normalize_cuda's own reader folded an empty or fourth part away ("12." and
+// "12..3" were 12.0, "12.8.93.1" 12.8) and stopped at a part of five digits ("12.12345" was 12.0).
+TEST(Versions, CudaDottedSpellingsAreTheOneParsers) {
+    for (const char* bad : {"12.", "12..3", "12.8.", "12.8.93.1", ".8", "0.9", "12.8+"}) {
+        auto r = normalize_cuda(bad);
+        ASSERT_FALSE(r.ok()) << bad;
+        EXPECT_EQ(r.error().key, bad);
+        EXPECT_EQ(r.error().message,
+                  fmt::format("bad CUDA version '{}': expected a CUDA version like 12.8, 12.8.1 "
+                              "or cu128",
+                              bad));
+    }
+    EXPECT_EQ(*normalize_cuda("12.12345"), "12.12345");
+    EXPECT_EQ(*normalize_cuda("012.08"), "12.8");
+    for (const char* same : {"12.8", "12.8.1", "13.0", "9.2.148"}) {
+        auto one = forge::parse_cuda_version(same);
+        ASSERT_TRUE(one.ok()) << same;
+        EXPECT_EQ(*normalize_cuda(same), fmt::format("{}.{}", one->major, one->minor)) << same;
     }
 }
 

@@ -303,7 +303,7 @@ bool has_macho_magic(const Bytes& b) {
     // Universal binaries share 0xcafebabe with Java class files; a class file's next word is
     // its version (major >= 45), a universal binary's the (small) number of architectures.
     if (m == 0xbebafeca || m == 0xbfbafeca) {
-        const std::uint32_t n = __builtin_bswap32(b.u32(4));
+        const std::uint32_t n = __builtin_bswap32(b.u32(macho::kFatNfatArch));
         return n > 0 && n < 45;
     }
     return false;

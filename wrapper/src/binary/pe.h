@@ -71,6 +71,11 @@ inline constexpr std::uint64_t kBigSymbolSize = 20;       // sizeof(IMAGE_SYMBOL
 inline constexpr std::uint64_t kStringTableSizeField = 4; // u32 size, counting itself
 } // namespace pe
 
+// The universal (fat) Mach-O header that has_macho_magic() looks into (<mach-o/fat.h>, big-endian).
+namespace macho {
+inline constexpr std::uint64_t kFatNfatArch = 4; // u32 nfat_arch, after the u32 magic 0xcafebabe
+} // namespace macho
+
 // IMAGE_FILE_MACHINE_* values read (others are rejected as unsupported).
 inline constexpr std::uint16_t kPeMachineI386 = 0x14c;
 inline constexpr std::uint16_t kPeMachineArmNt = 0x1c4;

@@ -2,8 +2,8 @@
 // them as `nvcc-forge <command>`: the entry binary (src/entry/) keeps the nvcc front end for
 // itself and execs this one, installed in <prefix>/libexec, for everything else.
 #include "cli/command.h"
-#include "cli/suggest.h"
 #include "core/result.h"
+#include "core/suggest.h"
 
 #include <algorithm>
 #include <boost/program_options/value_semantic.hpp>

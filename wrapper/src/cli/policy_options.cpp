@@ -1,8 +1,8 @@
 #include "cli/policy_options.h"
 
-#include "cli/suggest.h"
 #include "core/env.h"
 #include "core/paths.h"
+#include "core/suggest.h"
 #include "policy/package.h"
 #include "policy/versions.h"
 #include "toolkit/locate.h"

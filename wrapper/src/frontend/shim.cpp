@@ -1,5 +1,6 @@
 #include "frontend/shim.h"
 
+#include "core/file_stamp.h"
 #include "core/sha256.h"
 #include "frontend/settings.h"
 #include "toolkit/locate.h"
@@ -39,14 +40,21 @@ timespec identity_mtime(const std::string& identity) {
     return ts;
 }
 
-// What the bound copy is to a cache: its settings and the nvcc-forge it is a copy of.
+// What the bound copy is to a cache: its settings and the nvcc-forge it is a copy of, by the
+// wrapper's size and mtime from core/file_stamp.h's stamp. Not its device, inode or ctime, which a
+// copy that keeps the mtime (`cp -p`, another mount of one image) changes while the wrapper is the
+// same: the copy's mtime, drawn from this, is what ccache's compiler_check=mtime keys on.
 Result<std::string> bound_identity(const fs::path& wrapper,
                                    const std::vector<std::string>& settings) {
     struct stat st {};
     if (::stat(wrapper.c_str(), &st) != 0)
         return Error{"cannot stat the wrapper", wrapper.string()};
-    return fmt::format("{}|{}|{}.{}", shim_trailer(settings), static_cast<long long>(st.st_size),
-                       static_cast<long long>(st.st_mtim.tv_sec), st.st_mtim.tv_nsec);
+    const FileStamp stamp = stamp_of(st);
+    // Seconds and nanoseconds as stat(2) gives them (floored: a time before 1970 too).
+    constexpr std::int64_t kNs = 1000000000;
+    const std::int64_t sec = stamp.mtime_ns / kNs - (stamp.mtime_ns % kNs < 0 ? 1 : 0);
+    return fmt::format("{}|{}|{}.{}", shim_trailer(settings), stamp.size, sec,
+                       stamp.mtime_ns - sec * kNs);
 }
 
 Status copy_with_trailer(const fs::path& wrapper, const fs::path& nvcc,

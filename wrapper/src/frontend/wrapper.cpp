@@ -297,6 +297,8 @@ void say_build_notes(const Call& call, bool has_policy, const nvcc::Invocation& 
 // A call without a policy (run_call asks), before anything is probed: a mode that needs one
 // refuses; nothing to compare and nothing to log is a plain exec (no probe, no parse) once this
 // build has been told there is no policy (the first device compile parses the call to say it).
+// That exec replaces this process, so for such a call this function never returns (only a failed
+// exec comes back, as exit 2): nothing run_call does after it happens for that call.
 std::optional<int> without_policy(const Call& call, std::optional<Mode> mode) {
     const FrontendEnv& env = call.env;
     if (mode && *mode != Mode::Observe) {

@@ -3,6 +3,7 @@
 #include <cctype>
 
 #include "core/file.h"
+#include "core/suggest.h"
 #include "core/text.h"
 #include "policy/policy_file.h"
 #include "policy/versions.h"
@@ -594,22 +595,6 @@ std::string package_key(std::string_view name) {
     for (char c : name)
         key += c == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return key;
-}
-
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-    std::vector<std::size_t> row(b.size() + 1);
-    for (std::size_t j = 0; j <= b.size(); ++j)
-        row[j] = j;
-    for (std::size_t i = 1; i <= a.size(); ++i) {
-        std::size_t diagonal = row[0];
-        row[0] = i;
-        for (std::size_t j = 1; j <= b.size(); ++j) {
-            const std::size_t above = row[j];
-            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
-            diagonal = above;
-        }
-    }
-    return row[b.size()];
 }
 
 } // namespace

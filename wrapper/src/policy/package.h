@@ -146,8 +146,9 @@ Status parse_build_matrix(std::string_view text, const std::string& file, Packag
 // Every package directory name under packages_dir (sorted).
 std::vector<std::string> list_packages(const std::filesystem::path& packages_dir);
 
-// A package directory whose name is within two edits of `name` (case, '-' and '_' ignored):
-// the likely intended package when `name` has none. "" when there is none or `name` has one.
+// A package directory whose name is within two edits of `name` (case, '-' and '_' ignored; an
+// edit as core/suggest.h counts it, two neighbours swapped one): the likely intended package when
+// `name` has none. "" when there is none or `name` has one.
 std::string near_package_name(const std::filesystem::path& packages_dir, std::string_view name);
 
 } // namespace forge::policy

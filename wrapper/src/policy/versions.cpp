@@ -1,5 +1,7 @@
 #include "policy/versions.h"
 
+#include "core/version.h"
+
 #include <charconv>
 #include <fmt/format.h>
 #include <vector>
@@ -50,12 +52,12 @@ Result<std::string> normalize_cuda(std::string_view text) {
         // cu128 -> 12.8, cu130 -> 13.0: the minor is always the last digit.
         return fmt::format("{}.{}", v / 10, v % 10);
     }
-    for (char c : text)
-        if ((c < '0' || c > '9') && c != '.') return bad("CUDA version", text, expected);
-    auto parts = numeric_parts(text);
-    if (parts.empty() || parts.size() > 4 || parts[0] < 1)
-        return bad("CUDA version", text, expected);
-    return fmt::format("{}.{}", parts[0], parts.size() > 1 ? parts[1] : 0);
+    // The dotted spellings are core/version.h's (one parser of "X.Y"/"X.Y.Z"); a major alone
+    // ("13") is its ".0".
+    const bool major_only = text.find('.') == std::string_view::npos;
+    auto v = parse_cuda_version(major_only ? std::string(text) + ".0" : std::string(text));
+    if (!v || v->major < 1) return bad("CUDA version", text, expected);
+    return fmt::format("{}.{}", v->major, v->minor);
 }
 
 Result<std::string> normalize_torch(std::string_view text) {

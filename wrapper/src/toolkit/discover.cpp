@@ -4,6 +4,7 @@
 #include "core/json.h"
 #include "core/paths.h"
 #include "core/process.h"
+#include "toolkit/locate.h"
 #include "toolkit/probe.h"
 
 #include <fmt/format.h>
@@ -185,7 +186,7 @@ namespace {
 using Candidate = std::pair<fs::path, std::string>; // an nvcc path, and where it came from
 
 void add_root(std::vector<Candidate>& out, const fs::path& root, const std::string& via) {
-    out.emplace_back(root / "bin" / "nvcc", via);
+    out.emplace_back(nvcc_in_root(root), via);
 }
 
 // NVCC_FORGE_NVCC_CANDIDATES: a toolkit root, a directory holding nvcc, or nvcc itself.
@@ -195,7 +196,7 @@ void add_listed(const std::string& list, std::vector<Candidate>& out,
         fs::path p(entry);
         std::error_code ec;
         if (fs::is_directory(p, ec)) {
-            if (fs::exists(p / "bin" / "nvcc", ec))
+            if (fs::exists(nvcc_in_root(p), ec))
                 add_root(out, p, "NVCC_FORGE_NVCC_CANDIDATES");
             else if (fs::exists(p / "nvcc", ec))
                 out.emplace_back(p / "nvcc", "NVCC_FORGE_NVCC_CANDIDATES");
@@ -229,7 +230,7 @@ void add_site(const std::string& site, std::vector<Candidate>& out) {
     std::error_code ec;
     fs::path nv = fs::path(site) / "nvidia";
     if (!fs::is_directory(nv, ec)) return;
-    if (fs::exists(nv / "cuda_nvcc" / "bin" / "nvcc", ec))
+    if (fs::exists(nvcc_in_root(nv / "cuda_nvcc"), ec))
         add_root(out, nv / "cuda_nvcc", "python site " + site);
     std::vector<fs::path> cu;
     for (const auto& d : fs::directory_iterator(nv, ec)) {
@@ -240,7 +241,7 @@ void add_site(const std::string& site, std::vector<Candidate>& out) {
     }
     std::sort(cu.begin(), cu.end());
     for (const auto& d : cu)
-        if (fs::exists(d / "bin" / "nvcc", ec)) add_root(out, d, "python site " + site);
+        if (fs::exists(nvcc_in_root(d), ec)) add_root(out, d, "python site " + site);
 }
 
 // Candidate nvcc paths in discovery order.

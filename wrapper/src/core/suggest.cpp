@@ -1,8 +1,8 @@
-#include "cli/suggest.h"
+#include "core/suggest.h"
 
 #include <algorithm>
 
-namespace forge::cli {
+namespace forge {
 
 std::size_t edit_distance(std::string_view a, std::string_view b) {
     // Optimal string alignment: three rows of the table.
@@ -39,4 +39,4 @@ std::string nearest_name(std::string_view word, const std::vector<std::string>& 
     return best;
 }
 
-} // namespace forge::cli
+} // namespace forge

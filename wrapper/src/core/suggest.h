@@ -1,12 +1,13 @@
-// "Did you mean": the nearest of a set of names to a mistyped one (a command, an option), by edit
-// distance. The one home of the command line's suggestions.
+// "Did you mean": the nearest of a set of names to a mistyped one (a command, an option, a
+// package), by edit distance. The one edit distance: the CLI's suggestions and policy/'s nearest
+// package name both ask it.
 #pragma once
 
 #include <string>
 #include <string_view>
 #include <vector>
 
-namespace forge::cli {
+namespace forge {
 
 // Levenshtein distance (insert, delete, substitute, and swapping two neighbours: one edit each).
 std::size_t edit_distance(std::string_view a, std::string_view b);
@@ -16,4 +17,4 @@ std::size_t edit_distance(std::string_view a, std::string_view b);
 // counts as one edit), else "". Ties go to the first candidate.
 std::string nearest_name(std::string_view word, const std::vector<std::string>& candidates);
 
-} // namespace forge::cli
+} // namespace forge
