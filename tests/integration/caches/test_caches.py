@@ -63,7 +63,7 @@ def sccache_server(t, exe, env, **extra):
     """A private sccache server (own directory, loopback port, no idle timeout), stopped after."""
     env = dict(env, SCCACHE_DIR=os.path.join(t.work, "sccache-dir"), SCCACHE_SERVER_PORT=str(ft.free_loopback_port()),
                SCCACHE_IDLE_TIMEOUT="0", SCCACHE_CACHE_SIZE="1G", **extra)
-    r = t.run([exe, "--start-server"], env=env, timeout=60)
+    r = ft.start_sccache_server(exe, env, cwd=t.work)
     ft.check(r.rc == 0, f"{exe} --start-server: {r!r}")
     try:
         yield env

@@ -959,7 +959,7 @@ def launcher_and_sccache(t):
     # A private server: its own cache directory and port, no idle timeout to race with.
     env.update(SCCACHE_DIR=os.path.join(t.work, "sccache"), SCCACHE_SERVER_PORT=str(ft.free_loopback_port()),
                SCCACHE_IDLE_TIMEOUT="0", SCCACHE_CACHE_SIZE="1G")
-    p = run_in(t, ["sccache", "--start-server"], env=env)
+    p = ft.start_sccache_server("sccache", env, cwd=t.work)
     expect(p.returncode == 0, f"sccache --start-server: {p.out} {p.err}")
     try:
         # The third policy adds a PTX-only target, the form newer sccache releases cannot cache

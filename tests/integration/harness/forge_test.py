@@ -232,6 +232,22 @@ def free_loopback_port():
         return s.getsockname()[1]
 
 
+def start_sccache_server(exe, env, cwd=None, attempts=3):
+    """`exe --start-server` for a private server (env names its port and directory). The client
+    waits a fixed time for the server it spawned (10 s in the releases the suite runs) and
+    gives up while a loaded CI host may still be starting it; a server that came up late
+    answers --show-stats, else the start is tried again (as sccache's own CI does around its
+    startup race, mozilla/sccache issue 2076). The last Result: rc 0 once a server answers."""
+    r = None
+    for _ in range(attempts):
+        r = run([exe, "--start-server"], env=env, cwd=cwd, timeout=120)
+        if r.rc == 0:
+            return r
+        if run([exe, "--show-stats"], env=env, cwd=cwd, timeout=120).rc == 0:
+            return Result(r.argv, 0, r.stdout, r.stderr)
+    return r
+
+
 def fresh_dir(path):
     shutil.rmtree(path, ignore_errors=True)
     os.makedirs(path)
