@@ -42,6 +42,7 @@ def shim(t, name="plan-shim"):
     policy, so the shared one must stay unbound)."""
     root = os.path.join(t.work_root, name)
     if not os.path.isdir(os.path.join(root, "bin")):
+        os.makedirs(t.work_root, exist_ok=True)  # a case run alone is the first to use it
         tmp = tempfile.mkdtemp(dir=t.work_root)
         cuda = os.path.dirname(os.path.dirname(os.path.realpath(t.nvcc())))
         t.forge("shim", "--cuda-home", cuda, "--out", tmp).expect_ok()

@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 #include <sstream>
 #include <sys/stat.h>
+#include <unistd.h>
 
 namespace fs = std::filesystem;
 using namespace forge;
@@ -148,6 +149,10 @@ TEST(Settings, EachPolicyBindsAShimOfItsOwnThatNoLaterBindingRewrites) {
     EXPECT_EQ(*read_shim_settings(*pa / "bin" / "nvcc"), a);
     struct stat before {};
     ASSERT_EQ(::stat((*pa / "bin" / "nvcc").c_str(), &before), 0);
+    // A second name holds A's file: a rewrite cannot get its inode back (a freed inode is handed
+    // to the next file, and the shim's mtime is its identity's, the same on every rewrite).
+    const fs::path held = root / "held-nvcc";
+    ASSERT_EQ(::link((*pa / "bin" / "nvcc").c_str(), held.c_str()), 0);
     auto pb = bind_policy_shim(shim, root / "nvcc-forge", b);
     ASSERT_TRUE(pb.ok());
     EXPECT_NE(*pb, *pa);
@@ -160,6 +165,9 @@ TEST(Settings, EachPolicyBindsAShimOfItsOwnThatNoLaterBindingRewrites) {
     struct stat after {};
     ASSERT_EQ(::stat((*pa / "bin" / "nvcc").c_str(), &after), 0);
     EXPECT_EQ(after.st_ino, before.st_ino);
+    struct stat kept {};
+    ASSERT_EQ(::stat(held.c_str(), &kept), 0);
+    EXPECT_EQ(kept.st_ino, after.st_ino) << "A's shim was rewritten by a later binding";
     EXPECT_EQ(after.st_mtim.tv_nsec, before.st_mtim.tv_nsec);
     EXPECT_EQ(*read_shim_settings(*pa / "bin" / "nvcc"), a);
     // The root stays unbound, and no scratch directory is left.
