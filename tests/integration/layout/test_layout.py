@@ -210,13 +210,18 @@ def source_files(src_root):
                 yield os.path.relpath(path, src_root).replace(os.sep, "/"), path
 
 
-def raw_json_dumps(src_root):
-    """file:line of each nlohmann dump() call outside core/json.cpp (comments aside)."""
+def matches_outside(src_root, home, pattern):
+    """file:line of each code line (comments aside) matching pattern in a source other than home."""
     out = []
     for rel, path in source_files(src_root):
-        if rel != JSON_WRITER:
-            out += [f"{rel}:{n}" for n, code in code_lines(path) if RAW_DUMP.search(code)]
+        if rel != home:
+            out += [f"{rel}:{n}" for n, code in code_lines(path) if pattern.search(code)]
     return sorted(out)
+
+
+def raw_json_dumps(src_root):
+    """file:line of each nlohmann dump() call outside core/json.cpp (comments aside)."""
+    return matches_outside(src_root, JSON_WRITER, RAW_DUMP)
 
 
 @ft.case("layout.json_written_by_core")
@@ -583,11 +588,7 @@ POLICY_ASKER = "entry/frontend_entry.cpp"
 
 def policy_askers(src_root):
     """file:line of each place that asks whether a policy is configured (the definition aside)."""
-    out = []
-    for rel, path in source_files(src_root):
-        if rel != POLICY_DEFINED_IN:
-            out += [f"{rel}:{n}" for n, code in code_lines(path) if POLICY_ASKED.search(code)]
-    return sorted(out)
+    return matches_outside(src_root, POLICY_DEFINED_IN, POLICY_ASKED)
 
 
 @ft.case("layout.policy_configured_asked_once")
