@@ -72,6 +72,11 @@ MUTANTS = [
     ("gate.stubs_count", "wrapper/src/verify/gate.cpp",
      "if (e.stub || (e.kernels && *e.kernels == 0))", "if (e.kernels && *e.kernels == 0)",
      ["test_verify"] + TOOLS, r"^(Gate\.|verify\.)"),
+    # The sass check names a suffixed cubin that folds to a missing plain one (arch::asked_for).
+    ("gate.stand_ins_unnamed", "wrapper/src/verify/gate.cpp",
+     "if (arch::asked_for(h, {t})) stand_ins.push_back(h.name());",
+     "if (false) stand_ins.push_back(h.name());",
+     ["test_verify"], r"^Gate\."),
     ("gate.waivers_ignored", "wrapper/src/verify/gate.cpp",
      "if (const Waiver* w = find_waiver(t, opts.waivers)) {",
      "if (const Waiver* w = static_cast<const Waiver*>(nullptr)) {",
@@ -330,6 +335,11 @@ MUTANTS = [
      "if (plan.cmp.missing.empty()) return plan;",
      "if (true) return plan;", ["test_frontend"] + TOOLS,
      r"^(Decide\.|frontend\.strict_refuses$|packages\.inject_then_pass$)"),
+    # The runner is chosen once, by decide(): under a plan the stand-in answers what is read.
+    ("frontend.standin_never_chosen", "wrapper/src/frontend/decide.cpp",
+     "plan.runner = in.stand_in ? Runner::StandIn : Runner::Nvcc;",
+     "plan.runner = Runner::Nvcc;", ["test_frontend"] + TOOLS,
+     r"^(Decide\.|plan\.stub\.)"),
     ("frontend.no_drop_line", "wrapper/src/frontend/log_call.cpp",
      "if (drops.empty() || f.policy == nullptr) return {};", "return {};", ["test_frontend"] + TOOLS,
      r"^(LogCall\.|frontend\.(flash_ladder_observe|launcher_and_ccache|arch_specific_sm90a)|cmake\.observe\.Ninja)"),

@@ -188,6 +188,76 @@ def docs_name_real_files(t):
     ft.check_eq(stale_paths(probe, ["d.md"]), ["d.md: wrapper/src/nowhere/x.h"], "stale paths in the probe")
 
 
+# A test a document names: GoogleTest's `Suite.Name` (or `Suite.*`) and an integration case's
+# `area.name` (its first part one of the cases' areas); a file name (`verify.cpp`) is neither.
+BACKTICKED = re.compile(r"`([^`\s]+)`")
+GTEST_NAME = re.compile(r"^([A-Z][A-Za-z0-9]+)\.([A-Z][A-Za-z0-9]+|\*)$")
+GTEST_DEF = re.compile(r"\bTEST(?:_F|_P)?\(\s*(\w+)\s*,\s*(\w+)\s*\)")
+CASE_DEF = re.compile(r"""@ft\.case\(\s*["']([\w.]+)["']""")
+FILE_EXT = re.compile(r"\.(?:h|cpp|cc|py|md|yml|yaml|json|txt|sh|cu|cmake|so|whl|o|a|profile)$")
+# A package file's key path (`verify.allow_missing_archs`) has the same dotted form: each part after
+# the first is a key the package loader reads.
+PACKAGE_LOADER = os.path.join("wrapper", "src", "policy", "package.cpp")
+QUOTED_KEY = re.compile(r'"([a-z_]+)"')
+
+
+def defined_tests(tests_root):
+    gtests, cases = set(), set()
+    for dirpath, _, files in os.walk(tests_root):
+        for name in files:
+            path = os.path.join(dirpath, name)
+            if name.endswith(".cpp"):
+                gtests |= set(GTEST_DEF.findall(ft.read(path)))
+            elif name.endswith(".py"):
+                cases |= set(CASE_DEF.findall(ft.read(path)))
+    return gtests, cases
+
+
+def stale_test_names(root, docs, tests_root):
+    gtests, cases = defined_tests(tests_root)
+    loader = os.path.join(root, PACKAGE_LOADER)
+    keys = set(QUOTED_KEY.findall(ft.read(loader))) if os.path.exists(loader) else set()
+    suites = {s for s, _ in gtests}
+    areas = {c.split(".")[0] for c in cases}
+    out = []
+    for doc in docs:
+        for m in BACKTICKED.finditer(ft.read(os.path.join(root, doc))):
+            name = m.group(1)
+            g = GTEST_NAME.match(name)
+            if g:
+                ok = g.group(1) in suites if g.group(2) == "*" else (g.group(1), g.group(2)) in gtests
+            elif ("." in name and name.split(".")[0] in areas and not FILE_EXT.search(name)
+                  and not all(part in keys for part in name.split(".")[1:])):
+                ok = name in cases or (name.endswith(".*") and any(
+                    c.startswith(name[:-1]) for c in cases))
+            else:
+                continue
+            if not ok:
+                out.append(f"{doc}: {name}")
+    return sorted(set(out))
+
+
+@ft.case("layout.docs_name_real_tests")
+def docs_name_real_tests(t):
+    """A claim of docs/ names the test that guards it: that test must exist (a renamed test would
+    leave the claim guarded by nothing)."""
+    docs = [os.path.join("docs", n) for n in sorted(os.listdir(t.src("docs"))) if n.endswith(".md")]
+    bad = stale_test_names(t.src(), docs, t.src("tests"))
+    ft.check(not bad, "docs name tests that do not exist:\n" + "\n".join("  " + b for b in bad))
+    probe = t.path("probe_tests")
+    ft.write(os.path.join(probe, "tests", "unit", "test_a.cpp"), "TEST(Gate, Folds) {}\nTEST_F(Fix, Runs) {}\n")
+    ft.write(os.path.join(probe, "tests", "integration", "test_b.py"),
+             '@ft.case("layout.one_home")\n@ft.case( "verify.json.data" )\n')
+    ft.write(os.path.join(probe, "d.md"),
+             "`Gate.Folds` `Fix.Runs` `Gate.*` `Gate.Gone` `Other.*` `layout.one_home` `layout.gone`\n"
+             "`verify.json.*` `verify.cpp` `verify.text.*` `Call::policy_configured` `core/file.h`\n"
+             "`X.Y` `verify.extensions` `verify.extension`\n")
+    ft.write(os.path.join(probe, PACKAGE_LOADER), 'if (v["extensions"]) {}\n')
+    ft.check_eq(stale_test_names(probe, ["d.md"], os.path.join(probe, "tests")),
+                ["d.md: Gate.Gone", "d.md: Other.*", "d.md: layout.gone", "d.md: verify.extension",
+                 "d.md: verify.text.*"],
+                "stale test names in the probe")
+
 RAW_DUMP = re.compile(r"(?:\.|->)\s*dump\s*\(")
 JSON_WRITER = "core/json.cpp"
 
@@ -475,6 +545,27 @@ ONE_HOMES = {
                       re.compile(r"(?:\.|->)\s*u(?:8|16|32|64)\s*\(\s*(?:[^()]*\+\s*)?(?:0[xX][0-9a-fA-F]*[1-9a-fA-F][0-9a-fA-F]*|[1-9]\d*)\s*\)"),
                       lambda rel, text: rel.startswith(("binary/fatbin", "binary/elf", "binary/pe",
                                                         "binary/cubin", "binary/read_"))),
+    # The path-glob dialect (core/glob.h): a second matcher compares a character with '?' (the
+    # one-character wildcard) or asks fnmatch/glob.
+    "glob": (("core/glob.cpp",),
+             re.compile(r"==\s*'\?'|\bfnmatch\s*\(|#\s*include\s*<(?:fnmatch|glob)\.h>"), None),
+    # The suffix fold (arch::covers): a carried target folded and compared with a wanted one
+    # ("sm_90a stands in for sm_90") or looked up folded. Two targets compared both folded (a
+    # waiver naming a target, suffix aside) is no coverage rule.
+    "suffix fold": (("arch/",),
+                    re.compile(r"\.folded\(\)\s*==\s*\w+\s*[);]|\b\w+\s*==\s*\w+\.folded\(\)\s*[);]"
+                               r"|\b(?:contains|count|find)\s*\(\s*[\w.>-]+\.folded\(\)\s*\)"), None),
+    # The split of an arch's torch/CMake spelling (arch::split_arch_spelling): a tail looked for
+    # by hand. Writing "+PTX" after a token is no split.
+    "arch spelling": (("arch/",),
+                      re.compile(r'\b(?:ends_with|starts_with|r?find)\s*\(\s*"(?:\+PTX|-real|-virtual)"'),
+                      None),
+    # How a package's own arch knob spells a list (policy/arch_knob.h, export_knobs): its form
+    # and PTX rule read anywhere else.
+    "arch knob": (("policy/arch_knob.",), re.compile(r"\bKnob(?:Form|Ptx)::\w+"), None),
+    # A bound shim's trailer (frontend/settings.h, shim_trailer and read_shim_settings): its
+    # footer's tag.
+    "shim trailer": (("frontend/settings.cpp",), re.compile(r'"NVCC_FORGE_SHIM_SETTINGS\b'), None),
 }
 DOT_CHAR = re.compile(r"'\.'")
 FROM_CHARS = re.compile(r"\bfrom_chars\s*\(")
@@ -672,5 +763,112 @@ def offsets_named_in_layout_headers(t):
         "binary/zip_io.cpp": "const auto s = b.u32(off + 26);\n",
     }, ["binary/cubin.cpp:2", "binary/cubin.cpp:5", "binary/read_elf.cpp:1"])
 
+
+
+@ft.case("layout.globs_matched_by_core")
+def globs_matched_by_core(t):
+    """lint_ignore and wrapper.arch_specific_sources are matched by core/glob.h's one dialect."""
+    check_one_home(t, "glob", "glob_match, glob_match_unrooted, glob_has_wildcard", {
+        "core/glob.cpp": "if (c == '?') {}\n",
+        "lint/a.cpp": "// c == '?' in a comment\nif (g[i] == '?') ++i;\n#include <fnmatch.h>\n"
+                      "return fnmatch(glob.c_str(), path.c_str(), 0) == 0;\n",
+        "frontend/b.cpp": "if (c == '*') {}\nshown = '?';\n",
+    }, ["lint/a.cpp:2", "lint/a.cpp:3", "lint/a.cpp:4"])
+
+
+@ft.case("layout.suffix_fold_by_arch")
+def suffix_fold_by_arch(t):
+    """Whether what is carried covers a wanted target is arch::covers() alone: the wrapper's
+    compare once folded suffixes by name, so sm_100a stood in for sm_100 where the gate said no."""
+    check_one_home(t, "suffix fold", "arch::covers, arch::asked_for", {
+        "arch/coverage.cpp": "return have.count(want.folded()) > 0;\n",
+        "frontend/compare.cpp": "// carried.contains(t.folded()) in a comment\n"
+                                "if (!carried.contains(t.folded())) missing.push_back(t);\n"
+                                "[&](const Target& h) { return h.folded() == t; };\n"
+                                "if (want == h.folded()) {}\n",
+        "verify/gate.cpp": "if (w.target.folded() == t.folded()) return &w;\n",
+    }, ["frontend/compare.cpp:2", "frontend/compare.cpp:3", "frontend/compare.cpp:4"])
+
+
+@ft.case("layout.arch_spellings_split_by_arch")
+def arch_spellings_split_by_arch(t):
+    """An arch's torch or CMake spelling ("9.0a+PTX", "90-real") is split by
+    arch::split_arch_spelling alone, which the lint reads build scripts with."""
+    check_one_home(t, "arch spelling", "arch::split_arch_spelling", {
+        "arch/arch.cpp": 'if (token.ends_with("+PTX")) {}\n',
+        "lint/a.cpp": '// tok.ends_with("-real") in a comment\nif (tok.ends_with("-real")) {}\n'
+                      'auto at = tok.rfind( "+PTX");\n',
+        "policy/b.cpp": 'if (e.ptx) token += "+PTX";\n',
+    }, ["lint/a.cpp:2", "lint/a.cpp:3"])
+
+
+@ft.case("layout.arch_knobs_by_policy")
+def arch_knobs_by_policy(t):
+    """A package's own arch knob is turned into a value for a list by policy/arch_knob.h alone
+    (export_knobs): resolve, env, plan and the CMake module all ask it."""
+    check_one_home(t, "arch knob", "policy::export_knobs", {
+        "policy/arch_knob.cpp": "if (k.form == KnobForm::Dotted) {}\n",
+        "cli/cmd_env.cpp": "// KnobPtx::Suffix in a comment\nif (k.ptx == KnobPtx::Suffix) v += \"+PTX\";\n",
+        "policy/report.cpp": 'j["form"] = knob_form_string(k.form);\n',
+    }, ["cli/cmd_env.cpp:2"])
+
+
+@ft.case("layout.shim_trailer_by_settings")
+def shim_trailer_by_settings(t):
+    """A bound shim's settings are written and read by frontend/settings.h alone (shim_trailer,
+    read_shim_settings)."""
+    check_one_home(t, "shim trailer", "shim_trailer, read_shim_settings", {
+        "frontend/settings.cpp": 'constexpr std::string_view kFooterTag = "NVCC_FORGE_SHIM_SETTINGS ";\n',
+        "frontend/shim.cpp": '// "NVCC_FORGE_SHIM_SETTINGS " in a comment\n'
+                             'out << "NVCC_FORGE_SHIM_SETTINGS " << n;\n',
+    }, ["frontend/shim.cpp:2"])
+
+
+# A CC is "X.Y" in policy/gpus.yml (gpus: and retired:); code may name one, never a list of them.
+GPUS_KEY = re.compile(r'^\s+"(\d+)\.(\d)"\s*:', re.MULTILINE)
+BRACE_LIST = re.compile(r"\{([^{}]*)\}")
+CC_ITEM = re.compile(r"^(?:sm_|compute_)?(?:(\d+)\.(\d)|(\d{2,3}))[af]?$")
+
+
+def known_ccs(gpus_yml):
+    with open(gpus_yml, encoding="utf-8") as f:
+        return {int(a) * 10 + int(b) for a, b in GPUS_KEY.findall(f.read())}
+
+
+def cc_lists(src_root, ccs):
+    """file:line of each brace list on one line that names three or more CCs of gpus.yml."""
+    out = []
+    for rel, path in source_files(src_root):
+        for n, code in code_lines(path):
+            for m in BRACE_LIST.finditer(code):
+                named = 0
+                for item in m.group(1).split(","):
+                    c = CC_ITEM.match(item.strip().strip("\"'"))
+                    if c:
+                        sm = int(c.group(1)) * 10 + int(c.group(2)) if c.group(1) else int(c.group(3))
+                        named += sm in ccs
+                if named >= 3:
+                    out.append(f"{rel}:{n}")
+                    break
+    return sorted(out)
+
+
+@ft.case("layout.ccs_listed_by_gpus_yml")
+def ccs_listed_by_gpus_yml(t):
+    """Which CCs exist is policy/gpus.yml's alone: the lint's known and suggested CCs are read off
+    it, never a list in the code (a list there goes stale with the next GPU)."""
+    ccs = known_ccs(t.src("policy", "gpus.yml"))
+    ft.check({75, 80, 90, 100, 120} <= ccs, f"gpus.yml's CCs as read here: {sorted(ccs)}")
+    bad = cc_lists(t.src("wrapper", "src"), ccs)
+    ft.check(not bad, "a list of CCs in the code (read policy/gpus.yml, policy::gpus_for):\n"
+             + "\n".join("  " + b for b in bad))
+    probe = t.path("src_ccs")
+    ft.write(os.path.join(probe, "lint", "scan.cpp"),
+             '// {75, 80, 86} in a comment\nconst std::set<int> known{75, 80, 86, 89, 90};\n'
+             'for (auto* s : {"7.5", "8.0", "9.0a"}) {}\nint sizes[] = {64, 96, 128, 256};\n'
+             'auto v = {"sm_80", "sm_90"};\n')
+    ft.write(os.path.join(probe, "policy", "b.cpp"), 'std::vector<std::string> t{"compute_80", "sm_86", "sm_120"};\n')
+    ft.check_eq(cc_lists(probe, ccs), ["lint/scan.cpp:2", "lint/scan.cpp:3", "policy/b.cpp:1"],
+                "CC lists in the probe tree")
 
 sys.exit(ft.main())

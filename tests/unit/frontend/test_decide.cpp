@@ -118,9 +118,11 @@ void expect_rewrite_keeps(const nvcc::Invocation& inv, const Plan& plan,
 }
 
 void expect_properties(Mode mode, const nvcc::Invocation& inv, const EffectivePolicy* pol,
-                       const Plan& plan, const toolkit::ToolkitCaps& caps,
+                       const Plan& plan, const toolkit::ToolkitCaps& caps, bool stand_in,
                        const std::string& what) {
     if (plan.kind != PlanKind::Rewritten) EXPECT_EQ(plan.argv, inv.argv) << what;
+    // The stand-in answers every call that was read, whatever its kind; nvcc every other one.
+    EXPECT_EQ(plan.runner, plan.read && stand_in ? Runner::StandIn : Runner::Nvcc) << what;
     if (!plan.read) {
         EXPECT_EQ(plan.kind, PlanKind::Untouched) << what;
         EXPECT_STREQ(plan.action, kActionPassthrough) << what;
@@ -159,7 +161,7 @@ void expect_properties(Mode mode, const nvcc::Invocation& inv, const EffectivePo
 
 TEST(Decide, GeneratedCasesKeepTheModesPromises) {
     const auto caps = nvcc::testing::caps13();
-    int cases = 0, rewritten = 0, refused = 0, clamped = 0;
+    int cases = 0, rewritten = 0, refused = 0, clamped = 0, stood_in = 0;
     for (const Mode mode : {Mode::Observe, Mode::Inject, Mode::Strict})
         for (const auto& pc : policies())
             for (const auto& argv : shapes())
@@ -174,11 +176,13 @@ TEST(Decide, GeneratedCasesKeepTheModesPromises) {
                         pol = EffectivePolicy{*list, shipped_gpus(), "test", pc->wrapper};
                     }
                     const Plan plan = decide({*inv, pol ? &*pol : nullptr, caps, mode, stand_in});
-                    expect_properties(mode, *inv, pol ? &*pol : nullptr, plan, caps, what);
+                    expect_properties(mode, *inv, pol ? &*pol : nullptr, plan, caps, stand_in,
+                                      what);
                     ++cases;
                     rewritten += plan.kind == PlanKind::Rewritten;
                     refused += plan.kind == PlanKind::Refused;
                     clamped += !plan.rewritten.clamped.empty();
+                    stood_in += plan.runner == Runner::StandIn && plan.kind != PlanKind::Untouched;
                 }
     // The generator reaches every kind: a property over no case proves nothing.
     EXPECT_EQ(cases, 3 * 13 * 17 * 2);
@@ -187,6 +191,7 @@ TEST(Decide, GeneratedCasesKeepTheModesPromises) {
     EXPECT_GT(rewritten, 50);
     EXPECT_GT(refused, 50);
     EXPECT_GT(clamped, 5);
+    EXPECT_GT(stood_in, 50); // rewritten and refused calls answered by the stand-in
 }
 
 TEST(Decide, AConfigureProbeIsUntouchedOnlyUnderAPlan) {
@@ -198,9 +203,12 @@ TEST(Decide, AConfigureProbeIsUntouchedOnlyUnderAPlan) {
     auto list = arch::ArchList::parse("8.0 9.0", "test");
     ASSERT_TRUE(list.ok());
     const EffectivePolicy pol{*list, shipped_gpus(), "test", {}};
-    EXPECT_FALSE(decide({*inv, &pol, caps, Mode::Inject, true}).read);
+    const Plan probe = decide({*inv, &pol, caps, Mode::Inject, true});
+    EXPECT_FALSE(probe.read);
+    EXPECT_EQ(probe.runner, Runner::Nvcc); // the probe runs the real nvcc
     const Plan plan = decide({*inv, &pol, caps, Mode::Inject, false});
     EXPECT_EQ(plan.kind, PlanKind::Rewritten);
+    EXPECT_EQ(plan.runner, Runner::Nvcc);
     EXPECT_EQ(fmt::format("{}", target_names(plan.rewrite.injected)), "[\"sm_90\"]");
 }
 

@@ -190,6 +190,10 @@ TEST(Gate, FoldingKeepsCoverage) {
     ASSERT_EQ(r.lost.size(), 1u);
     EXPECT_EQ(r.lost[0].sm, 103);
     EXPECT_NE(r.lost[0].describe().find("10.3"), std::string::npos);
+    // the sass check names the suffixed cubin that folds to the missing one, and only that one
+    const std::string detail = check(r, "sass")->detail;
+    EXPECT_NE(detail.find("(sm_100a does not cover every CC sm_100 runs on)"), std::string::npos)
+        << detail;
     // without sm_121a, sm_120a no longer stands in for 12.0 either
     auto r2 = verify_extension(ext({entry("sm_120a")}), list("12.0"), o);
     EXPECT_EQ(r2.missing_sass, (std::vector<std::string>{"sm_120"}));

@@ -50,6 +50,7 @@ Plan decide(const DecideInput& in) {
         (in.stand_in && std::any_of(inv.sources.begin(), inv.sources.end(), is_configure_probe)))
         return plan;
     plan.read = true;
+    plan.runner = in.stand_in ? Runner::StandIn : Runner::Nvcc;
     plan.tu_class = classify_tu(inv, in.policy ? &in.policy->wrapper : nullptr);
     const bool single_target = inv.phase == nvcc::Phase::Ptx || inv.phase == nvcc::Phase::Cubin ||
                                inv.phase == nvcc::Phase::OtherSingleTarget;

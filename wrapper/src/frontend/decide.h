@@ -20,6 +20,14 @@ enum class PlanKind {
     Refused,   // strict: the call misses policy targets and does not run (exit 1)
 };
 
+// Who answers a call that was read: nvcc, as the plan's kind says, or plan's stand-in
+// (standin.h), which answers as nvcc would have been run and builds a stub instead. A call that is
+// not read always goes to nvcc, byte for byte (CMake's configure probes under a plan too).
+enum class Runner {
+    Nvcc,
+    StandIn,
+};
+
 // One drop line's parts (compile_log.h DropReport).
 struct Drops {
     std::vector<arch::Target> dropped;  // policy targets the output lacks
@@ -33,6 +41,7 @@ struct Drops {
 
 struct Plan {
     PlanKind kind = PlanKind::Untouched;
+    Runner runner = Runner::Nvcc;  // chosen here, once: the run step only follows it
     std::vector<std::string> argv; // nvcc's arguments to run: the call's own unless Rewritten
     // False for a call with no device code (or a plan's configure probe): byte for byte nvcc's,
     // nothing said, no targets logged.
@@ -55,7 +64,8 @@ struct DecideInput {
     const EffectivePolicy* policy; // nullptr: no policy configured
     const toolkit::ToolkitCaps& caps;
     Mode mode;
-    bool stand_in = false; // under a plan (standin.h): CMake's configure probes stay untouched
+    bool stand_in = false; // under a plan (standin.h): the stand-in runs what is read; CMake's
+                           // configure probes stay untouched
 };
 
 Plan decide(const DecideInput& in);

@@ -605,9 +605,9 @@ int log_call(const Decided& d, LogRecord& rec, const RunOutcome& outcome) {
     return finish(d.call, rec, outcome);
 }
 
-// The runner, chosen once from the plan: the stand-in under a plan, else nvcc as the kind says.
+// The runner the plan chose: the stand-in, or nvcc as the kind says.
 RunOutcome run_plan(const Decided& d) {
-    if (d.call.plan) return run_standin(d);
+    if (d.plan.runner == Runner::StandIn) return run_standin(d);
     switch (d.plan.kind) {
     case PlanKind::Refused:
         return ended(Ran::Nothing, kExitPolicy); // the call does not run

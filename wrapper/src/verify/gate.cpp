@@ -327,7 +327,7 @@ Check sass_check(Judging& j) {
         auto t = *arch::parse_target(m);
         std::vector<std::string> stand_ins;
         for (const auto& h : have_sass)
-            if (h.folded() == t) stand_ins.push_back(h.name());
+            if (arch::asked_for(h, {t})) stand_ins.push_back(h.name());
         if (!stand_ins.empty())
             why.push_back(
                 fmt::format("{} does not cover every CC {} runs on", fmt::join(stand_ins, " "), m));
