@@ -1,6 +1,9 @@
 #include "helpers.h"
+#include "policy/report.h"
 
+#include <climits>
 #include <filesystem>
+#include <string>
 
 using namespace forge;
 using namespace forge::policy;
@@ -273,5 +276,109 @@ TEST(ShippedPackages, EveryOverrideLoadsAndEveryValueCarriesReasonAndSource) {
             EXPECT_TRUE(r.ok()) << name << " cuda " << cuda << ": "
                                 << (r.ok() ? "" : r.error().to_string());
         }
+    }
+}
+
+TEST(PackageExtensions, EntriesWithReasonAndDeviceCode) {
+    auto p = parse_arch_override("verify:\n"
+                                 "  extensions:\n"
+                                 "    - module: \"pkg/_a*.so\"\n"
+                                 "      reason: \"sm80 kernels\"\n"
+                                 "    - {module: \"pkg/_host*.so\", reason: \"pybind glue\", "
+                                 "device_code: false}\n",
+                                 "pkg.yml");
+    ASSERT_TRUE(p.ok()) << p.error().to_string();
+    ASSERT_EQ(p->extensions.size(), 2U);
+    EXPECT_EQ(p->extensions[0].module, "pkg/_a*.so");
+    EXPECT_EQ(p->extensions[0].reason, "sm80 kernels");
+    EXPECT_TRUE(p->extensions[0].device_code);
+    EXPECT_EQ(p->extensions[0].line, 3);
+    EXPECT_EQ(p->extensions[1].module, "pkg/_host*.so");
+    EXPECT_FALSE(p->extensions[1].device_code);
+    EXPECT_EQ(p->extensions[1].line, 5);
+}
+
+TEST(PackageExtensions, ReasonRequiredAndKeysChecked) {
+    auto e = override_error("verify:\n  extensions:\n    - module: \"pkg/_a*.so\"\n");
+    EXPECT_NE(e.message.find("missing 'reason:'"), std::string::npos) << e.to_string();
+    EXPECT_EQ(e.line, 3);
+    e = override_error("verify:\n  extensions:\n    - {module: \"a.so\", reason: \" \"}\n");
+    EXPECT_NE(e.message.find("must not be empty"), std::string::npos) << e.to_string();
+    e = override_error(
+        "verify:\n  extensions:\n    - {module: \"a.so\", reason: \"r\", devicecode: false}\n");
+    EXPECT_EQ(e.key, "devicecode");
+    e = override_error("verify:\n  extensions: \"pkg/_a*.so\"\n");
+    EXPECT_NE(e.message.find("expected a list"), std::string::npos) << e.to_string();
+    e = override_error("verify:\n  extensions:\n    - \"pkg/_a*.so\"\n");
+    EXPECT_NE(e.message.find("{module: GLOB, reason"), std::string::npos) << e.to_string();
+    e = override_error(
+        "verify:\n  extensions:\n    - {module: \"a.so\", reason: \"r\", device_code: maybe}\n");
+    EXPECT_EQ(e.line, 3);
+}
+
+TEST(PackageExtensions, ShippedSageattentionNamesItsFourModules) {
+    auto p = load_package(shipped_packages(), "sageattention");
+    ASSERT_TRUE(p.ok()) << p.error().to_string();
+    std::vector<std::string> modules;
+    for (const auto& e : p->extensions) {
+        modules.push_back(e.module);
+        EXPECT_FALSE(e.reason.empty());
+        EXPECT_TRUE(e.device_code);
+    }
+    EXPECT_EQ(modules, (std::vector<std::string>{
+                           "sageattention/_qattn_sm80*.so", "sageattention/_qattn_sm89*.so",
+                           "sageattention/_qattn_sm90*.so", "sageattention/_fused*.so"}));
+}
+
+TEST(PackageExtensions, ResolveCarriesThemToItsJson) {
+    auto r = resolve_with(shipped_policy(), "12.8", "", "linux_x86_64", "sageattention", "",
+                          shipped_packages());
+    ASSERT_TRUE(r.ok()) << r.error().to_string();
+    ASSERT_EQ(r->expected_extensions.size(), 4U);
+    EXPECT_NE(r->package_file.find("sageattention/arch_override.yml"), std::string::npos);
+    auto j = resolution_json(*r);
+    ASSERT_EQ(j["verify"]["extensions"].size(), 4U);
+    EXPECT_EQ(j["verify"]["extensions"][3]["module"], "sageattention/_fused*.so");
+    EXPECT_EQ(j["verify"]["extensions"][3]["device_code"], true);
+}
+
+// A packages directory the user named (policy::check_packages_dir): one that cannot be used is an
+// error naming the value, never the policy row in silence.
+namespace {
+
+Error unusable(const std::string& value) {
+    auto st = check_packages_dir(value, "NVCC_FORGE_PACKAGES_DIR");
+    EXPECT_FALSE(st.ok()) << value.substr(0, 200);
+    return st.ok() ? Error{} : st.error();
+}
+
+} // namespace
+
+TEST(PackagesDir, AUsableDirectoryPasses) {
+    EXPECT_TRUE(check_packages_dir(fixtures() + "/packages", "--packages-dir").ok());
+}
+
+TEST(PackagesDir, EachUnusableValueIsNamedWithItsOrigin) {
+    const std::string dir = fixtures() + "/packages";
+    struct Case {
+        std::string value;
+        std::string says;
+    };
+    const std::vector<Case> cases{
+        {dir + "/no_such_dir", "No such file or directory"},
+        {dir + "/lanes/build_matrix.yml", "is not a directory"},
+        {dir + "\n", "control character at byte " + std::to_string(dir.size())},
+        {"/" + std::string(131 * 1024, 'd'), "longer than a path"},
+        {"", "No such file or directory"},
+    };
+    for (const auto& c : cases) {
+        const Error e = unusable(c.value);
+        EXPECT_EQ(e.key, "NVCC_FORGE_PACKAGES_DIR");
+        EXPECT_EQ(e.exit_code, kExitInput);
+        const std::string text = e.to_string();
+        EXPECT_NE(text.find(c.says), std::string::npos) << text.substr(0, 400);
+        EXPECT_NE(text.find(c.value.substr(0, 20)), std::string::npos) << text.substr(0, 400);
+        EXPECT_LT(text.size(), 600u) << "a long value is cut, not repeated";
+        EXPECT_EQ(text.find('\n'), std::string::npos) << "one line: " << text;
     }
 }
