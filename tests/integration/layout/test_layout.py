@@ -871,4 +871,68 @@ def ccs_listed_by_gpus_yml(t):
     ft.check_eq(cc_lists(probe, ccs), ["lint/scan.cpp:2", "lint/scan.cpp:3", "policy/b.cpp:1"],
                 "CC lists in the probe tree")
 
+
+# Unit test files are named after the source they test (issue 40, ninja's "a _test.cc beside each
+# .cc"): tests/unit/<module>/test_<name>.cpp tests wrapper/src/<module>/<name>.cpp (or .h). These
+# are named after a concept that spans a module's sources instead, each for the reason given.
+UNIT_TESTS_OF_A_CONCEPT = {
+    "binary/test_corpus.cpp",  # the fuzz corpus replayed through every reader
+    "binary/test_fixtures.cpp",  # every reader against real nvcc output
+    "binary/test_hostile.cpp",  # malformed input through every reader
+    "binary/test_limits.cpp",  # bounded work on hostile input, every reader
+    "binary/test_stream.cpp",  # the bounded readers of cubins and fatbins alike
+    "binary/test_wheel_corpus.cpp",  # the hostile wheel corpus replayed through the wheel reader
+    "bundle/test_bundle.cpp",  # the bundle's header, nvcc steps, layout file and verify as one flow
+    "lint/test_robust.cpp",  # random token mixes through every lexer and rule
+    "nvcc/test_dryrun.cpp",  # the library against the real nvcc's -dryrun
+    "nvcc/test_properties.cpp",  # random command lines through parse and inject
+    "policy/test_one_truth.cpp",  # coverage and resolve telling one truth
+}
+
+
+def misnamed_unit_tests(root, concepts):
+    """tests/unit/<module>/test_<name>.cpp files with no wrapper/src/<module>/<name>.cpp or .h and
+    not in `concepts`; and the entries of `concepts` that are no such file or name a source."""
+    unit = os.path.join(root, "tests", "unit")
+    bad, listed = [], set()
+    for module in sorted(os.listdir(unit)):
+        if not os.path.isdir(os.path.join(unit, module)):
+            continue
+        for name in sorted(os.listdir(os.path.join(unit, module))):
+            if not (name.startswith("test_") and name.endswith(".cpp")):
+                continue
+            rel = f"{module}/{name}"
+            src = os.path.join(root, "wrapper", "src", module, name[len("test_"):-len(".cpp")])
+            named = os.path.exists(src + ".cpp") or os.path.exists(src + ".h")
+            if rel in concepts:
+                listed.add(rel)
+                if named:
+                    bad.append(f"tests/unit/{rel}: allow-listed, but named after a source")
+            elif not named:
+                bad.append(f"tests/unit/{rel}: no wrapper/src/{rel[:-len(name)]}{name[5:-4]}.cpp or .h")
+    bad += [f"tests/unit/{c}: allow-listed, but no such test file" for c in sorted(set(concepts) - listed)]
+    return bad
+
+
+@ft.case("layout.unit_tests_named_after_sources")
+def unit_tests_named_after_sources(t):
+    bad = misnamed_unit_tests(t.src(), UNIT_TESTS_OF_A_CONCEPT)
+    ft.check(not bad, "unit test files not named after the source they test (name it test_<source>.cpp, "
+             "or list a concept's file in UNIT_TESTS_OF_A_CONCEPT with its reason):\n"
+             + "\n".join("  " + b for b in bad))
+    probe = t.path("probe_unit_names")
+    ft.write(os.path.join(probe, "wrapper", "src", "m", "good.cpp"), "\n")
+    ft.write(os.path.join(probe, "wrapper", "src", "m", "only.h"), "\n")
+    ft.write(os.path.join(probe, "wrapper", "src", "m", "listed.cpp"), "\n")
+    for name in ["test_good.cpp", "test_only.cpp", "test_good_and_only.cpp", "test_idea.cpp",
+                 "test_listed.cpp", "support.h"]:
+        ft.write(os.path.join(probe, "tests", "unit", "m", name), "\n")
+    ft.write(os.path.join(probe, "tests", "unit", "files.h"), "\n")
+    ft.check_eq(misnamed_unit_tests(probe, {"m/test_idea.cpp", "m/test_listed.cpp", "m/test_gone.cpp"}),
+                ["tests/unit/m/test_good_and_only.cpp: no wrapper/src/m/good_and_only.cpp or .h",
+                 "tests/unit/m/test_listed.cpp: allow-listed, but named after a source",
+                 "tests/unit/m/test_gone.cpp: allow-listed, but no such test file"],
+                "misnamed unit tests in the probe tree")
+
+
 sys.exit(ft.main())
