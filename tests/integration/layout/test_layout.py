@@ -882,7 +882,6 @@ UNIT_TESTS_OF_A_CONCEPT = {
     "binary/test_limits.cpp",  # bounded work on hostile input, every reader
     "binary/test_stream.cpp",  # the bounded readers of cubins and fatbins alike
     "binary/test_wheel_corpus.cpp",  # the hostile wheel corpus replayed through the wheel reader
-    "bundle/test_bundle.cpp",  # the bundle's header, nvcc steps, layout file and verify as one flow
     "lint/test_robust.cpp",  # random token mixes through every lexer and rule
     "nvcc/test_dryrun.cpp",  # the library against the real nvcc's -dryrun
     "nvcc/test_properties.cpp",  # random command lines through parse and inject
