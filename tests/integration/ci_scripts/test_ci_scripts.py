@@ -2,7 +2,8 @@
 """The test command's helpers, run as .ci/test runs them, on trees the cases write:
 .ci/tidy_units.py (the unity batches clang-tidy checks, and the places of its findings mapped back
 to the sources), .ci/tidy_cache.py (clang-tidy's result cache: what its key covers) and
-.ci/unit_tests.py (CTest's unit tests, one process per executable)."""
+.ci/unit_tests.py (CTest's unit tests, one process per executable) and tests/fixtures/product_cache.py
+(the real nvcc's test products kept from one run to the next)."""
 import gzip
 import json
 import os
@@ -319,6 +320,45 @@ def failures_fail(t):
     # Exit 0 with fewer tests passed than it was given is a failure too.
     r = unit_tests(t, dict(env, FEWER="1")).expect_rc(1)
     r.expect_out("unit: test_x: FAILED (exit 0").expect_out("2 executables failed")
+
+
+def fake_toolkit(t, version):
+    """A stand-in nvcc whose `--version` says `version` (its identity is its path, size, mtime
+    and that text)."""
+    nvcc = t.path("toolkit", "bin", "nvcc")
+    ft.write(nvcc, f"#!/bin/sh\necho 'Cuda compilation tools, {version}'\n")
+    os.chmod(nvcc, 0o755)
+    return nvcc
+
+
+@ft.case("ci_scripts.product_cache.keyed_by_sources_and_toolkit")
+def product_cache_keyed(t):
+    """tests/fixtures/product_cache.py: a kept product comes back only for the same fixture hash
+    and the same toolkit; its lock and stamp are not kept; unset, nothing is kept."""
+    cache, out = t.path("cache"), t.path("out")
+    nvcc = fake_toolkit(t, "release 13.0, V13.0.88")
+    ft.write(os.path.join(out, "k.o"), "device code")
+    ft.write(os.path.join(out, "sub", "k.cubin"), "cubin")
+    ft.write(os.path.join(out, ".stamp"), "h1")
+    ft.write(os.path.join(out, ".lock"), "")
+
+    def cache_cli(verb, fixture_hash, dest, env_cache=cache):
+        return t.run([sys.executable, t.fixtures("product_cache.py"), verb, "fixtures", fixture_hash,
+                      nvcc, dest], env=t.env(FORGE_TEST_PRODUCT_CACHE=env_cache))
+
+    cache_cli("save", "h1", out, env_cache=None).expect_ok()
+    ft.check(not os.path.exists(cache), "kept a product with FORGE_TEST_PRODUCT_CACHE unset")
+    cache_cli("save", "h1", out).expect_ok()
+    back = t.path("back")
+    cache_cli("restore", "h1", back).expect_ok()
+    ft.check_eq(sorted(os.path.relpath(os.path.join(d, f), back) for d, _, fs in os.walk(back) for f in fs),
+                ["k.o", os.path.join("sub", "k.cubin")], "restored files")
+    ft.check_eq(ft.read(os.path.join(back, "k.o")), "device code", "restored bytes")
+    # Other sources, or the same path holding another toolkit: not the kept product.
+    cache_cli("restore", "h2", t.path("other-hash")).expect_rc(1)
+    fake_toolkit(t, "release 13.1, V13.1.80")
+    cache_cli("restore", "h1", t.path("other-toolkit")).expect_rc(1)
+    ft.check(not os.path.exists(t.path("other-toolkit")), "a miss wrote its output directory")
 
 
 # A reader that stops early (`grep -q`, `grep -m`, `head`) closes the pipe while the writer may

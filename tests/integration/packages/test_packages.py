@@ -18,6 +18,8 @@ import zipfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
 import forge_test as ft  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "fixtures"))
+import product_cache  # noqa: E402  (tests/fixtures/product_cache.py)
 from forge_test import check  # noqa: E402
 
 LIST = "8.0 8.9 9.0"  # every capability on the fixture's whitelist, so each module carries it all
@@ -349,7 +351,8 @@ def case_inject_then_pass(t):
     linked: in inject mode `verify --package` finds nothing missing but what the log named (nothing
     for a generic TU), observe logs exactly what the gate then finds missing, strict refuses exactly
     the calls whose product misses a target, and the gate's extras are the log's. The same nvcc
-    argv is compiled once (fixtures/packages/argv_cache_nvcc.py); two at a time."""
+    argv is compiled once (fixtures/packages/argv_cache_nvcc.py, and kept for the next run under
+    fixtures/product_cache.py's rule); two at a time."""
     import concurrent.futures
     nvcc = t.nvcc()
     cuda = ft.nvcc_release(nvcc)
@@ -365,7 +368,9 @@ def case_inject_then_pass(t):
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("NVCC_FORGE_") and k not in ("NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS")}
     env.update(PATH=wrap + os.pathsep + os.environ["PATH"], NVCC_FORGE_REAL_NVCC=t.fixtures("packages", "argv_cache_nvcc.py"),
-               REAL_NVCC=os.path.realpath(nvcc), ARGV_CACHE_DIR=t.path("argv-cache"), ARGV_CACHE_COUNT=count,
+               REAL_NVCC=os.path.realpath(nvcc), ARGV_CACHE_COUNT=count,
+               # Kept from the last run where the suite keeps nvcc's products (a warm CI run).
+               ARGV_CACHE_DIR=product_cache.kept_dir("argv-nvcc", nvcc) or t.path("argv-cache"),
                NVCC_FORGE_CACHE_DIR=t.path("forge-cache"), NVCC_FORGE_QUIET="1")
     jobs = []
     packages = package_names(t)
