@@ -8,10 +8,13 @@ done
 export FORGE_NVCC_TABLE_WHEELS="${FORGE_NVCC_TABLE_WHEELS:-$NVCC_FORGE_TOOLS_DIR/nvcc-tables}"
 # The clang-tidy the test command runs (a PyPI wheel, so every machine runs the same version).
 export FORGE_CLANG_TIDY_VERSION=22.1.8
-# The unit tests' compiles use a precompiled header (tests/CMakeLists.txt): without these two
+# The unit tests' compiles use a precompiled header (tests/CMakeLists.txt): without these
 # sloppinesses ccache refuses every one of them (its stats: could_not_use_precompiled_header, 36
 # a run in build/asan and build/aarch64) and a warm run compiled them all again. ccache's manual,
 # "Precompiled headers": time_macros because it cannot see __TIME__ through a PCH, pch_defines
 # because it cannot see a #define's effect on one; in direct mode each included file's bytes are
 # still hashed, so an edited source or header is still a miss.
-export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:-pch_defines,time_macros}"
+# include_file_mtime,include_file_ctime: CMake writes cmake_pch.hxx anew at each configure, and
+# ccache does not cache a PCH one of whose headers is that new (its log: "Precompiled header
+# includes ... which has a new mtime"); its bytes are hashed all the same.
+export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}"
