@@ -2,8 +2,8 @@
 """The test command's helpers, run as .ci/test runs them, on trees the cases write:
 .ci/tidy_units.py (the unity batches clang-tidy checks, and the places of its findings mapped back
 to the sources), .ci/tidy_cache.py (clang-tidy's result cache: what its key covers) and
-.ci/unit_tests.py (CTest's unit tests, one process per executable) and tests/fixtures/product_cache.py
-(the real nvcc's test products kept from one run to the next)."""
+.ci/unit_tests.py (CTest's unit tests, one process per executable) and
+tests/fixtures/product_cache.py (the real nvcc's test products kept from one run to the next)."""
 import gzip
 import json
 import os
@@ -351,8 +351,8 @@ def product_cache_keyed(t):
     cache_cli("save", "h1", out).expect_ok()
     back = t.path("back")
     cache_cli("restore", "h1", back).expect_ok()
-    ft.check_eq(sorted(os.path.relpath(os.path.join(d, f), back) for d, _, fs in os.walk(back) for f in fs),
-                ["k.o", os.path.join("sub", "k.cubin")], "restored files")
+    restored = sorted(os.path.relpath(os.path.join(d, f), back) for d, _, fs in os.walk(back) for f in fs)
+    ft.check_eq(restored, ["k.o", os.path.join("sub", "k.cubin")], "restored files")
     ft.check_eq(ft.read(os.path.join(back, "k.o")), "device code", "restored bytes")
     # Other sources, or the same path holding another toolkit: not the kept product.
     cache_cli("restore", "h2", t.path("other-hash")).expect_rc(1)
