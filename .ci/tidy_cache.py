@@ -35,7 +35,6 @@ import hashlib
 import json
 import os
 import re
-import resource
 import subprocess
 import sys
 import tempfile
@@ -151,6 +150,23 @@ def store(path, entry):
     os.replace(tmp, path)
 
 
+def run_measured(argv):
+    """(stdout, stderr, exit code, CPU seconds) of one process: its own rusage from wait4. The
+    RUSAGE_CHILDREN difference around a call counts every child that ended meanwhile, so with
+    two workers each unit was charged its neighbour's units too (the sum was twice the CPU)."""
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out = []
+    drain = threading.Thread(target=lambda: out.append(p.stderr.read()))
+    drain.start()
+    stdout = p.stdout.read()
+    drain.join()
+    p.stdout.close()
+    p.stderr.close()
+    _, status, usage = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
+    return stdout, out[0], p.returncode, usage.ru_utime + usage.ru_stime
+
+
 def check_unit(keyer, cache, unit, entry, tidy_args):
     """(status, cpu seconds, output, clang-tidy's exit code) of one unit."""
     manifest = None
@@ -160,21 +176,18 @@ def check_unit(keyer, cache, unit, entry, tidy_args):
         hit = lookup(keyer, manifest)
         if hit is not None:
             return "hit", 0.0, keyer.rel(hit["out"]).replace("<root>", keyer.root), 0
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    r = subprocess.run([keyer.tidy, *tidy_args, "--extra-arg=-H", unit], capture_output=True)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    stdout, stderr, returncode, cpu = run_measured([keyer.tidy, *tidy_args, "--extra-arg=-H", unit])
     deps, err = [], []
-    for line in r.stderr.decode("utf-8", errors="surrogateescape").splitlines(keepends=True):
+    for line in stderr.decode("utf-8", errors="surrogateescape").splitlines(keepends=True):
         m = HEADER.match(line.rstrip("\n"))
         if m:
             deps.append(m.group(1))
         else:
             err.append(line)
-    out = r.stdout.decode("utf-8", errors="surrogateescape") + "".join(err)
-    if manifest and r.returncode == 0:
+    out = stdout.decode("utf-8", errors="surrogateescape") + "".join(err)
+    if manifest and returncode == 0:
         store(manifest, {"deps": keyer.dep_digests(deps + [unit]), "out": keyer.rel(out)})
-    return "checked", cpu, out, r.returncode
+    return "checked", cpu, out, returncode
 
 
 def trim(keep):
