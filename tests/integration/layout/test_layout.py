@@ -566,6 +566,12 @@ ONE_HOMES = {
     # A bound shim's trailer (frontend/settings.h, shim_trailer and read_shim_settings): its
     # footer's tag.
     "shim trailer": (("frontend/settings.cpp",), re.compile(r'"NVCC_FORGE_SHIM_SETTINGS\b'), None),
+    # A file created or written whole (core/file.h: open_file, replace_file, create_unique,
+    # create_mark_at): a stream or a raw open that creates or truncates, which would follow a
+    # symbolic link another user planted or truncate a file in place.
+    "file write": (("core/file.cpp",),
+                   re.compile(r"^(?!.*\bopen_file\s*\().*(?:\bstd::o?fstream\b|\bfopen\s*\(|::creat\s*\("
+                              r"|\bO_CREAT\b|\bO_TRUNC\b)"), None),
 }
 DOT_CHAR = re.compile(r"'\.'")
 FROM_CHARS = re.compile(r"\bfrom_chars\s*\(")
@@ -657,6 +663,23 @@ def file_stamps_by_core(t):
         "frontend/config.cpp": "// st.st_mtim in a comment\nlong long ns = st.st_mtim.tv_sec;\n",
         "binary/b.cpp": "s.ctime_ns = st.st_ctim.tv_sec * kNs;\n",
     }, ["binary/b.cpp:1", "frontend/config.cpp:2"])
+
+
+@ft.case("layout.files_written_by_core")
+def files_written_by_core(t):
+    """A file is created or written whole only through core/file.h (open_file, replace_file,
+    create_unique, create_mark_at): the ledger, the stand-in's output and checksum, the shim, the
+    depfile and the zip writer each once opened by name with O_CREAT or O_TRUNC, or streamed to
+    a predictable temporary name, following a symbolic link another user could plant."""
+    check_one_home(t, "file write", "open_file, replace_file, create_unique, create_mark_at", {
+        "core/file.cpp": "int fd = ::openat(d, n, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW);\n",
+        "provenance/a.cpp": "// ::open(p, O_WRONLY | O_CREAT) in a comment\n"
+                            "int fd = ::open(p.c_str(), O_WRONLY | O_APPEND | O_CREAT, 0644);\n"
+                            "auto f = open_file(p, O_WRONLY | O_APPEND | O_CREAT, FileKind::Regular);\n",
+        "frontend/b.cpp": "std::ofstream out(tmp, std::ios::trunc);\nstd::ifstream in(p);\n"
+                          "FILE* f = fopen(p, \"w\");\n",
+        "binary/c.cpp": "w.fd_ = ::open(p,\n    O_WRONLY | O_TRUNC);\n",
+    }, ["binary/c.cpp:2", "frontend/b.cpp:1", "frontend/b.cpp:3", "provenance/a.cpp:2"])
 
 
 @ft.case("layout.colour_by_core")

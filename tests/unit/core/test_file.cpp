@@ -6,11 +6,13 @@
 #include "core/file.h"
 #include "core/paths.h"
 
+#include <cstring>
 #include <fcntl.h>
 #include <fstream>
 #include <gtest/gtest.h>
 #include <set>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -154,5 +156,111 @@ TEST(CacheTrust, ARecordIsBelievedOnlyWhenOwnedAndNotWritableByOthers) {
         ASSERT_TRUE(read_regular_file(record, 1 << 20, &st).ok());
         EXPECT_NE(untrusted_record(st).find("belongs to user 65534"), std::string::npos);
     }
+    std::filesystem::remove_all(dir);
+}
+
+TEST(ReplaceFile, ALinkAtThePathIsReplacedNeverWrittenThrough) {
+    const auto dir = forge::test::temp_dir("replace_link");
+    const auto target = dir / "secret";
+    { std::ofstream(target) << "root's\n"; }
+    const auto out = dir / "out.d";
+    std::filesystem::create_symlink(target, out);
+    ASSERT_TRUE(replace_file(out, "k.o: k.cu\n").ok());
+    EXPECT_EQ(forge::test::slurp(target.string()), "root's\n");
+    EXPECT_FALSE(std::filesystem::is_symlink(out));
+    EXPECT_EQ(forge::test::slurp(out.string()), "k.o: k.cu\n");
+    // A dangling link: its target is not created either.
+    const auto dangling = dir / "dangling";
+    std::filesystem::create_symlink(dir / "created-by-root", dangling);
+    ASSERT_TRUE(replace_file(dangling, "x").ok());
+    EXPECT_FALSE(std::filesystem::exists(dir / "created-by-root"));
+    std::filesystem::remove_all(dir);
+}
+
+TEST(ReplaceFile, ModeAndTimeAreGivenAndNoTemporaryFileStays) {
+    const auto dir = forge::test::temp_dir("replace_mode");
+    const auto out = dir / "nvcc";
+    { std::ofstream(out) << "old"; }
+    const ::mode_t old_umask = ::umask(077); // the umask does not narrow the mode asked for
+    const struct timespec mtime { 1700000000, 123456789 };
+    const Status written = replace_file(out, "new", 0755, &mtime);
+    ::umask(old_umask);
+    ASSERT_TRUE(written.ok()) << written.error().to_string();
+    EXPECT_EQ(forge::test::slurp(out.string()), "new");
+    struct stat st {};
+    ASSERT_EQ(::stat(out.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, 0755U);
+    EXPECT_EQ(st.st_mtim.tv_sec, mtime.tv_sec);
+    EXPECT_EQ(st.st_mtim.tv_nsec, mtime.tv_nsec);
+    // A writer that fails: the old file stays, no temporary file is left, the error names the path.
+    const Status failed =
+        replace_file_with(out, 0644, [](int) -> Status { return Error{"the stub ended early"}; });
+    ASSERT_FALSE(failed.ok());
+    EXPECT_EQ(failed.error().file, out.string());
+    EXPECT_NE(failed.error().message.find("the stub ended early"), std::string::npos);
+    EXPECT_EQ(forge::test::slurp(out.string()), "new");
+    std::size_t entries = 0;
+    for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir))
+        ++entries;
+    EXPECT_EQ(entries, 1U);
+    std::filesystem::remove_all(dir);
+}
+
+TEST(ReplaceFile, ADeviceIsWrittenThroughNeverReplaced) {
+    // -o /dev/null: a rename would put a regular file in the device's place (as root, for all).
+    // The device is a null device of the test's own (mknod 1,3), so that a broken build of this
+    // code replaces that node, not the machine's /dev/null.
+    const auto dir = forge::test::temp_dir("replace_device");
+    const auto null = dir / "null";
+    if (::mknod(null.c_str(), S_IFCHR | 0666, ::makedev(1, 3)) != 0) {
+        std::filesystem::remove_all(dir);
+        GTEST_SKIP() << "mknod: " << std::strerror(errno) << " (no CAP_MKNOD)";
+    }
+    struct stat before {};
+    ASSERT_EQ(::stat(null.c_str(), &before), 0);
+    ASSERT_TRUE(replace_file(null, "discarded").ok());
+    struct stat after {};
+    ASSERT_EQ(::stat(null.c_str(), &after), 0);
+    EXPECT_TRUE(S_ISCHR(after.st_mode));
+    EXPECT_EQ(after.st_ino, before.st_ino);
+    std::filesystem::remove_all(dir);
+}
+
+TEST(ReplaceFile, AFifoIsReplacedNeverOpenedADirectoryRefused) {
+    const auto dir = forge::test::temp_dir("replace_fifo");
+    const auto fifo = dir / "out.o";
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0); // no reader: an open for writing would block
+    ASSERT_TRUE(replace_file(fifo, "x").ok());
+    struct stat st {};
+    ASSERT_EQ(::lstat(fifo.c_str(), &st), 0);
+    EXPECT_TRUE(S_ISREG(st.st_mode));
+    EXPECT_EQ(forge::test::slurp(fifo.string()), "x");
+    const Status into_dir = replace_file(dir, "x");
+    ASSERT_FALSE(into_dir.ok());
+    std::filesystem::create_directory(dir / "sub");
+    const Status over_dir = replace_file(dir / "sub", "x");
+    ASSERT_FALSE(over_dir.ok());
+    EXPECT_NE(over_dir.error().message.find("a directory"), std::string::npos);
+    std::filesystem::remove_all(dir);
+}
+
+TEST(CreateMark, MadeOnceAndALinkInItsPlaceIsNeverFollowed) {
+    const auto dir = forge::test::temp_dir("mark");
+    FileHandle d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    ASSERT_GE(d.get(), 0);
+    auto first = create_mark_at(d.get(), "said-colour", dir.string());
+    ASSERT_TRUE(first.ok());
+    EXPECT_TRUE(*first);
+    auto second = create_mark_at(d.get(), "said-colour", dir.string());
+    ASSERT_TRUE(second.ok());
+    EXPECT_FALSE(*second);
+    std::filesystem::create_symlink(dir / "created-by-root", dir / "said-drops");
+    auto linked = create_mark_at(d.get(), "said-drops", dir.string());
+    ASSERT_TRUE(linked.ok());
+    EXPECT_FALSE(*linked);
+    EXPECT_FALSE(std::filesystem::exists(dir / "created-by-root"));
+    auto missing = create_mark_at(d.get(), "no-such-dir/mark", dir.string());
+    ASSERT_FALSE(missing.ok());
+    EXPECT_EQ(missing.error().file, (dir / "no-such-dir/mark").string());
     std::filesystem::remove_all(dir);
 }

@@ -269,24 +269,10 @@ std::optional<std::string> read_whole(const fs::path& path, bool& absent, std::s
     return text;
 }
 
-// Writes `bytes` to `path` through a temporary file in the same folder and rename(2): readers
-// see the old file or the new one. Failures only cost the next run its speed.
+// Writes `bytes` to `path` with core/file.h's replace_file: readers see the old file or the new
+// one. Failures only cost the next run its speed.
 void write_atomically(const fs::path& path, const std::string& bytes) {
-    std::string tmp;
-    auto created = create_unique(path.parent_path(), "." + path.filename().string() + ".", &tmp);
-    if (!created) return;
-    const int fd = created->release();
-    ::fchmod(fd, 0644);
-    std::size_t done = 0;
-    bool ok = true;
-    while (ok && done < bytes.size()) {
-        const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-        if (n < 0 && errno == EINTR) continue;
-        ok = n > 0;
-        if (ok) done += static_cast<std::size_t>(n);
-    }
-    ok = ::close(fd) == 0 && ok;
-    if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) ::unlink(tmp.c_str());
+    (void)replace_file(path, bytes);
 }
 
 } // namespace

@@ -1,6 +1,7 @@
 #include "binary/zip_io.h"
 
 #include "binary/mapped_file.h"
+#include "core/file.h"
 #include "core/text.h"
 
 #include <algorithm>
@@ -778,8 +779,9 @@ Writer::~Writer() {
 
 Result<Writer> Writer::create(const std::string& path) {
     Writer w;
-    w.fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (w.fd_ < 0) return make_error(fmt::format("cannot create a zip: {}", std::strerror(errno)));
+    auto opened = open_file(path, O_WRONLY | O_CREAT | O_TRUNC, FileKind::Regular);
+    if (!opened) return make_error(fmt::format("cannot create a zip: {}", opened.error().message));
+    w.fd_ = opened->release();
     w.path_ = path;
     w.buffer_.reserve(kWriteBuffer);
     return w;

@@ -7,6 +7,7 @@
 #include "bundle/pin.h"
 #include "cli/command.h"
 #include "cli/policy_options.h"
+#include "core/file.h"
 #include "core/paths.h"
 #include "toolkit/discover.h"
 
@@ -47,21 +48,6 @@ Result<std::vector<int>> parse_sm_list(const std::vector<std::string>& values) {
     }
     if (sms.empty()) return Error("--sm: no SM given");
     return sms;
-}
-
-// Write to a sibling temp file, then rename: a failed run never leaves half a header behind.
-Status write_atomically(const std::string& path, const std::string& text) {
-    const std::string tmp = path + ".tmp";
-    {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        if (!out) return Error("cannot write", tmp);
-        out << text;
-        if (!out.flush()) return Error("cannot write", tmp);
-    }
-    std::error_code ec;
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) return Error(fmt::format("cannot rename {} into place: {}", tmp, ec.message()), path);
-    return ok_status();
 }
 
 int run_bundle(int argc, char** argv) {
@@ -130,7 +116,7 @@ int run_bundle(int argc, char** argv) {
     if (!built) return fail(built.error());
     auto header = bundle::render_bundle_header(*built);
     if (!header) return fail(header.error());
-    if (auto st = write_atomically(out, *header); !st) return fail(st.error());
+    if (auto st = replace_file(out, *header); !st) return fail(st.error());
     fmt::print(stderr, "wrote {} ({} blob(s))\n", out, built->blobs.size());
     return kExitOk;
 }

@@ -7,11 +7,16 @@
 #include "cli/policy_options.h"
 #include "cli/verify_gate.h"
 #include "core/env.h"
+#include "core/file.h"
 #include "core/json.h"
+#include "core/process.h"
 #include "frontend/compile_log.h"
 
 #include <boost/program_options.hpp>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <fstream>
 #include <iostream>
@@ -95,10 +100,14 @@ int run_verify(int argc, char** argv) {
     else
         std::cout << (colour_wanted(STDOUT_FILENO) ? coloured_verdicts(gate->text) : gate->text);
     if (!junit.empty()) {
-        std::ofstream out(junit, std::ios::binary | std::ios::trunc);
-        out << gate->junit;
-        out.close();
-        if (!out) return report_error("verify", Error("cannot write the JUnit report", junit));
+        // The path the user names, written in place as the shell's > writes it (a device such as
+        // /dev/null included), but never through a symbolic link nor into a FIFO (core/file.h).
+        auto out = open_file(junit, O_WRONLY | O_CREAT | O_TRUNC, FileKind::RegularOrDevice);
+        if (!out || !write_all(out->get(), gate->junit))
+            return report_error("verify",
+                                Error(fmt::format("cannot write the JUnit report: {}",
+                                                  out ? std::strerror(errno) : out.error().message),
+                                      junit));
     }
     std::cout.flush();
     if (auto rc = print_build_log(build_log, format)) return *rc;

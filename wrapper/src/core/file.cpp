@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <limits>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <vector>
 
@@ -127,6 +128,80 @@ Result<FileHandle> create_unique(const std::filesystem::path& dir, std::string_v
     auto f = create_unique_at(d.get(), prefix, &name, dir.string());
     if (f && created) *created = (dir / name).string();
     return f;
+}
+
+namespace {
+
+Status write_bytes(int fd, std::string_view bytes) {
+    while (!bytes.empty()) {
+        const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return Error{n == 0 ? std::string("nothing written") : std::strerror(errno)};
+        bytes.remove_prefix(static_cast<std::size_t>(n));
+    }
+    return ok_status();
+}
+
+} // namespace
+
+Status replace_file_with(const std::filesystem::path& path, mode_t mode, const FileWriter& write,
+                         const struct timespec* mtime) {
+    const std::filesystem::path name = path.filename();
+    if (name.empty() || name == "." || name == "..")
+        return Error{"cannot write: not a file name", path.string()};
+    std::filesystem::path dir = path.parent_path();
+    if (dir.empty()) dir = ".";
+    FileHandle d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (d.get() < 0)
+        return Error{fmt::format("cannot write: {}", std::strerror(errno)), path.string()};
+    struct stat there {};
+    if (::fstatat(d.get(), name.c_str(), &there, AT_SYMLINK_NOFOLLOW) == 0) {
+        if (S_ISCHR(there.st_mode)) { // /dev/null: a rename would put a file in the device's place
+            auto dev = open_file(path, O_WRONLY, FileKind::RegularOrDevice);
+            if (!dev) return dev.error();
+            Status written = write(dev->get());
+            if (!written)
+                return Error{fmt::format("cannot write: {}", written.error().message),
+                             path.string()};
+            return ok_status();
+        }
+        if (S_ISDIR(there.st_mode)) return Error{"cannot write: a directory", path.string()};
+    }
+    std::string tmp;
+    auto f = create_unique_at(d.get(), fmt::format(".{}.tmp-", name.string()), &tmp, dir.string());
+    if (!f) return f.error();
+    Status done = write(f->get());
+    if (done && ::fchmod(f->get(), mode) != 0) done = Error{std::strerror(errno)};
+    if (done && mtime != nullptr) {
+        const struct timespec times[2] = {*mtime, *mtime};
+        if (::futimens(f->get(), times) != 0) done = Error{std::strerror(errno)};
+    }
+    if (::close(f->release()) != 0 && done) done = Error{std::strerror(errno)};
+    if (done && ::renameat(d.get(), tmp.c_str(), d.get(), name.c_str()) != 0)
+        done = Error{std::strerror(errno)};
+    if (!done) {
+        ::unlinkat(d.get(), tmp.c_str(), 0);
+        return Error{fmt::format("cannot write: {}", done.error().message), path.string()};
+    }
+    return ok_status();
+}
+
+Status replace_file(const std::filesystem::path& path, std::string_view bytes, mode_t mode,
+                    const struct timespec* mtime) {
+    return replace_file_with(
+        path, mode, [bytes](int fd) { return write_bytes(fd, bytes); }, mtime);
+}
+
+Result<bool> create_mark_at(int dir_fd, const std::string& name, std::string_view shown_dir) {
+    const int fd = ::openat(dir_fd, name.c_str(),
+                            O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0644);
+    if (fd >= 0) {
+        ::close(fd);
+        return true;
+    }
+    if (errno == EEXIST) return false;
+    return Error{fmt::format("cannot create: {}", std::strerror(errno)),
+                 (std::filesystem::path(shown_dir) / name).string()};
 }
 
 std::string untrusted_record(const struct stat& st) {

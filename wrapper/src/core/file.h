@@ -8,7 +8,9 @@
 #include "core/result.h"
 
 #include <cstdint>
+#include <ctime>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <sys/stat.h>
@@ -70,6 +72,26 @@ Result<FileHandle> create_unique(const std::filesystem::path& dir, std::string_v
 // its path names by then); `name` gets the new file's name in it, `shown_dir` names it in errors.
 Result<FileHandle> create_unique_at(int dir_fd, std::string_view prefix, std::string* name,
                                     std::string_view shown_dir);
+
+// The one way a file is written whole: `write` fills a new file beside `path` (create_unique's
+// O_EXCL | O_NOFOLLOW, a random name starting ".<name>.tmp-"), which then gets `mode` by fchmod
+// (the umask does not narrow it), `mtime` when one is given (futimens), and is renamed over `path`
+// in the directory opened once (renameat). A symbolic link or a planted file at `path` is
+// replaced, never written through; a reader sees the old file or the new one, never a part; a
+// failure leaves no temporary file. A FIFO there is replaced too, never opened; a character
+// device (`-o /dev/null`) is written through, never replaced; a directory is an error. Errors
+// name `path`.
+using FileWriter = std::function<Status(int fd)>;
+Status replace_file_with(const std::filesystem::path& path, mode_t mode, const FileWriter& write,
+                         const struct timespec* mtime = nullptr);
+// replace_file_with for bytes in memory.
+Status replace_file(const std::filesystem::path& path, std::string_view bytes, mode_t mode = 0644,
+                    const struct timespec* mtime = nullptr);
+
+// A mark whose existence is the fact ("said in this build"): `name` created in the directory open
+// as `dir_fd` with O_CREAT | O_EXCL | O_NOFOLLOW, empty. true when this call made it, false when
+// the name was there already (a symbolic link included, never followed); an error otherwise.
+Result<bool> create_mark_at(int dir_fd, const std::string& name, std::string_view shown_dir);
 
 // Why the directory `dir` may not be trusted with a cache or a log ("" when it may, or when it
 // does not exist yet): not a directory (a symbolic link included), owned by another user than

@@ -129,26 +129,10 @@ void cache_write(const fs::path& dir, const std::string& key, const std::string&
     if (dir.empty()) return;
     std::error_code ec;
     fs::create_directories(dir, ec);
-    fs::path file = dir / fmt::format("{:016x}.json", fnv1a(key));
-    // Created O_EXCL under a random name (core/file.h): a planted file or link is never written.
-    std::string tmp;
-    auto created = create_unique(dir, fmt::format(".{:016x}.", fnv1a(key)), &tmp);
-    if (!created) return; // an unwritable cache only costs speed
-    const std::string bytes = key + '\n' + value;
-    std::size_t done = 0;
-    while (done < bytes.size()) {
-        const ssize_t n = ::write(created->get(), bytes.data() + done, bytes.size() - done);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-            fs::remove(tmp, ec);
-            return;
-        }
-        done += static_cast<std::size_t>(n);
-    }
-    ::fchmod(created->get(), 0644);
-    // rename(2) is atomic: concurrent readers see the old entry or the new one, never a half.
-    fs::rename(tmp, file, ec);
-    if (ec) fs::remove(tmp, ec);
+    // core/file.h's replace_file: a planted file or link is never written through, and
+    // concurrent readers see the old entry or the new one, never a half. An unwritable cache
+    // only costs speed.
+    (void)replace_file(dir / fmt::format("{:016x}.json", fnv1a(key)), key + '\n' + value);
 }
 
 std::string caps_to_json(const toolkit::ToolkitCaps& caps) {

@@ -142,14 +142,10 @@ void say_once_per_build(const FrontendEnv& env, std::string_view kind, const std
         fs::create_directories(dir, ec);
         ::mkdir((dir / "notes").c_str(), 0755);
         FileHandle notes(open_notes(dir / "notes"));
-        const int fd = notes.get() < 0
-                           ? -1
-                           : ::openat(notes.get(), name.c_str(),
-                                      O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-        if (fd < 0 && notes.get() >= 0 && errno == EEXIST) return;
-        if (fd >= 0) {
-            ::close(fd);
-            prune_notes(notes.get());
+        if (notes.get() >= 0) {
+            auto made = create_mark_at(notes.get(), name, (dir / "notes").string());
+            if (made && !*made) return; // said in this build already
+            if (made) prune_notes(notes.get());
         }
     }
     write_all(STDERR_FILENO, text);

@@ -1,5 +1,6 @@
 #include "frontend/shim.h"
 
+#include "core/file.h"
 #include "core/file_stamp.h"
 #include "core/sha256.h"
 #include "frontend/settings.h"
@@ -59,31 +60,14 @@ Result<std::string> bound_identity(const fs::path& wrapper,
 
 Status copy_with_trailer(const fs::path& wrapper, const fs::path& nvcc,
                          const std::vector<std::string>& settings) {
-    std::ifstream in(wrapper, std::ios::binary);
-    if (!in) return Error{"cannot read the wrapper", wrapper.string()};
+    auto bytes = read_file(wrapper);
+    if (!bytes) return Error{"cannot read the wrapper", wrapper.string()};
     for (const auto& a : settings)
         FORGE_TRY_STATUS(check_setting_value(a, "the shim's settings"));
     auto identity = bound_identity(wrapper, settings);
     if (!identity) return identity.error();
-    const fs::path tmp = fmt::format("{}.{}.tmp", nvcc.string(), ::getpid());
-    {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        out << in.rdbuf() << shim_trailer(settings);
-        if (!out.flush()) return Error{"cannot write", tmp.string()};
-    }
-    std::error_code ec;
-    fs::permissions(tmp, fs::perms(0755), ec);
-    const timespec times[2] = {identity_mtime(*identity), identity_mtime(*identity)};
-    if (ec || ::utimensat(AT_FDCWD, tmp.c_str(), times, 0) != 0) {
-        fs::remove(tmp, ec);
-        return Error{"cannot set the mode and time of", tmp.string()};
-    }
-    fs::rename(tmp, nvcc, ec);
-    if (ec) {
-        fs::remove(tmp, ec);
-        return Error{fmt::format("cannot write: {}", ec.message()), nvcc.string()};
-    }
-    return ok_status();
+    const timespec mtime = identity_mtime(*identity);
+    return replace_file(nvcc, *bytes + shim_trailer(settings), 0755, &mtime);
 }
 
 // bin/.nvcc-forge-policy: the settings as text, rewritten only when they change. Build systems
@@ -102,15 +86,7 @@ Status write_policy_file(const fs::path& file, const std::vector<std::string>& s
     std::ostringstream old;
     old << in.rdbuf();
     if (in && old.str() == text) return ok_status();
-    const fs::path tmp = fmt::format("{}.{}.tmp", file.string(), ::getpid());
-    {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        out << text;
-        if (!out.flush()) return Error{"cannot write", tmp.string()};
-    }
-    fs::rename(tmp, file, ec);
-    if (ec) return Error{fmt::format("cannot write: {}", ec.message()), file.string()};
-    return ok_status();
+    return replace_file(file, text);
 }
 
 } // namespace
@@ -166,16 +142,7 @@ Status make_shim(const ShimPlan& plan) {
         FORGE_TRY_STATUS(symlink_to(real_root / "bin" / name, out / "bin" / name));
     }
     FORGE_TRY_STATUS(bind_shim(out, plan.wrapper, plan.settings));
-    const fs::path marker = out / "bin" / toolkit::kRealNvccMarker;
-    const fs::path tmp = marker.string() + ".tmp";
-    {
-        std::ofstream f(tmp, std::ios::trunc);
-        f << real_nvcc.string() << '\n';
-        if (!f.flush()) return Error{"cannot write", tmp.string()};
-    }
-    fs::rename(tmp, marker, ec);
-    if (ec) return Error{fmt::format("cannot write: {}", ec.message()), marker.string()};
-    return ok_status();
+    return replace_file(out / "bin" / toolkit::kRealNvccMarker, real_nvcc.string() + "\n");
 }
 
 Result<fs::path> bind_policy_shim(const fs::path& root_in, const fs::path& wrapper,

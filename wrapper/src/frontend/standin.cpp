@@ -1,5 +1,6 @@
 #include "frontend/standin.h"
 
+#include "core/file.h"
 #include "core/file_stamp.h"
 #include "core/json.h"
 #include "core/plan_marker.h"
@@ -24,19 +25,6 @@ namespace forge::frontend {
 namespace fs = std::filesystem;
 
 namespace {
-
-Status write_file_atomic(const fs::path& path, const std::string& text) {
-    const fs::path tmp = path.string() + ".tmp";
-    {
-        std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-        f << text;
-        if (!f.flush()) return Error{"cannot write", tmp.string()};
-    }
-    std::error_code ec;
-    fs::rename(tmp, path, ec);
-    if (ec) return Error{fmt::format("cannot write: {}", ec.message()), path.string()};
-    return ok_status();
-}
 
 std::string_view basename_of(std::string_view p) {
     auto slash = p.rfind('/');
@@ -167,10 +155,10 @@ Status write_plan_files(const fs::path& shim_root, const PlanConfig& config) {
     fs::create_directories(config.state_dir / "stubs", ec);
     if (!ec) fs::create_directories(stub_include_dir(config.state_dir), ec);
     if (ec) return Error{fmt::format("cannot create: {}", ec.message()), config.state_dir.string()};
-    FORGE_TRY_STATUS(write_file_atomic(stub_source_path(config.state_dir), stub_source()));
+    FORGE_TRY_STATUS(replace_file(stub_source_path(config.state_dir), stub_source()));
     FORGE_TRY_STATUS(
-        write_file_atomic(stub_include_dir(config.state_dir) / "cuda_runtime.h", stub_header()));
-    return write_file_atomic(shim_root / "bin" / kPlanConfigFile, plan_config_json(config));
+        replace_file(stub_include_dir(config.state_dir) / "cuda_runtime.h", stub_header()));
+    return replace_file(shim_root / "bin" / kPlanConfigFile, plan_config_json(config));
 }
 
 bool is_configure_probe(const std::string& source) {
@@ -309,9 +297,10 @@ std::vector<std::string> stub_compile_args(const StubPlan& plan, const fs::path&
     return args;
 }
 
-StubLock::StubLock(const fs::path& file)
-    : fd_(::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY, 0644)) {
-    if (fd_ < 0) return;
+StubLock::StubLock(const fs::path& file) {
+    auto opened = open_file(file, O_RDWR | O_CREAT, FileKind::Regular);
+    if (!opened) return;
+    fd_ = opened->release();
     int rc = 0;
     do {
         rc = ::flock(fd_, LOCK_EX);
@@ -507,39 +496,18 @@ Result<StubFile> keep_stub(const fs::path& dir, const std::string& key, const fs
         fs::remove(kept_path(dir, key), ec);
         return Error{"the stub compile wrote an empty file", compiled.string()};
     }
-    const fs::path sum_tmp = fmt::format("{}.{}.tmp", sum_path(dir, key).string(), ::getpid());
-    {
-        std::ofstream f(sum_tmp, std::ios::binary | std::ios::trunc);
-        f << stub_sum(key, *bytes) << "file " << stub->identity() << "\n";
-        if (!f.flush()) return Error{"cannot write", sum_tmp.string()};
-    }
-    fs::rename(sum_tmp, sum_path(dir, key), ec);
-    if (ec) {
-        fs::remove(sum_tmp, ec);
-        return Error{fmt::format("cannot keep the stub's checksum: {}", ec.message()),
+    if (auto kept = replace_file(sum_path(dir, key),
+                                 stub_sum(key, *bytes) + "file " + stub->identity() + "\n");
+        !kept)
+        return Error{fmt::format("cannot keep the stub's checksum: {}", kept.error().message),
                      sum_path(dir, key).string()};
-    }
     return stub;
 }
 
 Status write_stub_output(const StubFile& stub, const std::string& output) {
-    const std::string tmp = fmt::format("{}.nvcc-forge-plan.{}", output, ::getpid());
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0600);
-    if (fd < 0) return Error{fmt::format("cannot write: {}", std::strerror(errno)), output};
-    Status copied = copy_all(stub.fd(), stub.size(), fd);
     // The stub's mode exactly (the umask would narrow it), as a copy of the file keeps it.
-    if (copied && ::fchmod(fd, static_cast<mode_t>(stub.perms())) != 0)
-        copied = Error{std::strerror(errno)};
-    if (::close(fd) != 0 && copied) copied = Error{std::strerror(errno)};
-    std::error_code ec;
-    if (copied) fs::rename(tmp, output, ec);
-    if (!copied || ec) {
-        fs::remove(tmp, ec);
-        return Error{
-            fmt::format("cannot write: {}", copied ? ec.message() : copied.error().message),
-            output};
-    }
-    return ok_status();
+    return replace_file_with(output, static_cast<mode_t>(stub.perms()),
+                             [&stub](int fd) { return copy_all(stub.fd(), stub.size(), fd); });
 }
 
 std::vector<std::string> link_args(const nvcc::Invocation& inv,

@@ -1,6 +1,7 @@
 #include "frontend/wrapper.h"
 
 #include "core/colour.h"
+#include "core/file.h"
 #include "core/process.h"
 #include "frontend/compare.h"
 #include "frontend/compile_log.h"
@@ -128,12 +129,6 @@ std::string indent(const std::string& text) {
     return out;
 }
 
-bool write_all_to(const std::string& path, const std::string& text) {
-    std::ofstream f(path, std::ios::binary | std::ios::trunc);
-    f << text;
-    return static_cast<bool>(f.flush());
-}
-
 // One stub compile of the stand-in: the call without launchers (no ccache in front of a stub),
 // what the stub is built with, and where it is kept.
 struct StubJob {
@@ -237,7 +232,7 @@ RunOutcome plan_answer(const Call& call, const nvcc::Invocation& inv,
     }
     for (const auto& dep : plan.depfiles) {
         const std::string text = depfile_text(dep.target, fin->sources);
-        if (!write_all_to(dep.path, text)) {
+        if (!replace_file(dep.path, text)) {
             say(fmt::format("nvcc-forge: plan: cannot write the dependency file {}\n", dep.path));
             return ended(Ran::Nothing, kExitInput);
         }

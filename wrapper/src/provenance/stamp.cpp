@@ -3,6 +3,7 @@
 
 #include "binary/wheel_record.h"
 #include "core/env.h"
+#include "core/file.h"
 #include "core/json.h"
 
 #include <cerrno>
@@ -200,9 +201,12 @@ Status append_ledger(const std::string& ledger_path, std::string_view wheel_file
     for (const auto& [k, v] : record.items())
         if (k != "wheel") line[k] = v;
     std::string text = json_text(line) + "\n";
-    int fd = ::open(ledger_path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return Error{fmt::format("cannot open the ledger: {}", std::strerror(errno)), ledger_path};
+    // Not through a symbolic link, nor into a FIFO: open_file's rules (core/file.h).
+    auto opened = open_file(ledger_path, O_WRONLY | O_APPEND | O_CREAT, FileKind::Regular);
+    if (!opened)
+        return Error{fmt::format("cannot open the ledger: {}", opened.error().message),
+                     ledger_path};
+    const int fd = opened->release();
     // One write per line: O_APPEND makes each write land whole at the end, so parallel stampers
     // appending to one ledger never interleave inside a line.
     ssize_t n = ::write(fd, text.data(), text.size());
