@@ -696,8 +696,9 @@ def farm(t, servers=2):
     if not shutil.which("bwrap"):
         ft.skip("no bwrap (.ci/install-deps.sh installs bubblewrap)")
     root = os.path.join(t.work, "farm")
-    key = t.run([dist, "auth", "generate-jwt-hs256-key"]).out.strip()
-    ft.check(key, "sccache-dist auth did not answer")
+    r = t.run([dist, "auth", "generate-jwt-hs256-key"])
+    key = r.out.strip()
+    ft.check(key, f"sccache-dist auth did not answer: {r!r}")
     sched_port = ft.free_loopback_port()
     ft.write(os.path.join(root, "scheduler.conf"),
              f'public_addr = "127.0.0.1:{sched_port}"\n[client_auth]\ntype = "token"\ntoken = "forge-client"\n'
@@ -705,9 +706,10 @@ def farm(t, servers=2):
     names = [f"server{i}" for i in range(servers)]
     for name in names:
         port = ft.free_loopback_port()
-        token = t.run([dist, "auth", "generate-jwt-hs256-server-token", "--secret-key", key,
-                       "--server", f"127.0.0.1:{port}"]).out.strip()
-        ft.check(token, "sccache-dist auth did not answer")
+        r = t.run([dist, "auth", "generate-jwt-hs256-server-token", "--secret-key", key,
+                   "--server", f"127.0.0.1:{port}"])
+        token = r.out.strip()
+        ft.check(token, f"sccache-dist auth did not answer: {r!r}")
         for sub in ("toolchains", "builds"):
             os.makedirs(os.path.join(root, name, sub))
         ft.write(os.path.join(root, f"{name}.conf"),

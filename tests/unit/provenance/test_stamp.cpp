@@ -549,3 +549,21 @@ TEST(StampLedger, OneLinePerStampEvenFromManyThreads) {
     EXPECT_NE(bad.error().file.find("no/such/dir"), std::string::npos);
     fs::remove_all(dir);
 }
+
+TEST(StampLedger, ALinkInTheLedgersPlaceIsRefusedNotFollowed) {
+    auto dir = temp_dir("ledger_link");
+    const auto target = dir / "someone-elses";
+    { std::ofstream(target) << "theirs\n"; }
+    const auto ledger = dir / "ledger.jsonl";
+    fs::create_symlink(target, ledger);
+    auto r = append_ledger(ledger.string(), "w.whl", nlohmann::json{{"arch_list", "8.0"}});
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().file, ledger.string());
+    EXPECT_NE(r.error().message.find("a symbolic link"), std::string::npos)
+        << r.error().to_string();
+    std::ifstream in(target);
+    std::stringstream kept;
+    kept << in.rdbuf();
+    EXPECT_EQ(kept.str(), "theirs\n");
+    fs::remove_all(dir);
+}
