@@ -566,12 +566,13 @@ ONE_HOMES = {
     # A bound shim's trailer (frontend/settings.h, shim_trailer and read_shim_settings): its
     # footer's tag.
     "shim trailer": (("frontend/settings.cpp",), re.compile(r'"NVCC_FORGE_SHIM_SETTINGS\b'), None),
-    # A file created or written whole (core/file.h: open_file, replace_file, create_unique,
-    # create_mark_at): a stream or a raw open that creates or truncates, which would follow a
-    # symbolic link another user planted or truncate a file in place.
+    # A file or temporary directory created, or a file written whole (core/file.h: open_file,
+    # replace_file, create_unique, create_unique_dir, create_mark_at): a stream or a raw open that
+    # creates or truncates, which would follow a symbolic link another user planted or truncate a
+    # file in place, or a mkdtemp/mkstemp of its own.
     "file write": (("core/file.cpp",),
                    re.compile(r"^(?!.*\bopen_file\s*\().*(?:\bstd::o?fstream\b|\bfopen\s*\(|::creat\s*\("
-                              r"|\bO_CREAT\b|\bO_TRUNC\b)"), None),
+                              r"|\bO_CREAT\b|\bO_TRUNC\b|\bmk[sd]temp\s*\()"), None),
 }
 DOT_CHAR = re.compile(r"'\.'")
 FROM_CHARS = re.compile(r"\bfrom_chars\s*\(")
@@ -671,7 +672,8 @@ def files_written_by_core(t):
     create_unique, create_mark_at): the ledger, the stand-in's output and checksum, the shim, the
     depfile and the zip writer each once opened by name with O_CREAT or O_TRUNC, or streamed to
     a predictable temporary name, following a symbolic link another user could plant."""
-    check_one_home(t, "file write", "open_file, replace_file, create_unique, create_mark_at", {
+    check_one_home(t, "file write", "open_file, replace_file, create_unique, create_unique_dir, "
+                   "create_mark_at", {
         "core/file.cpp": "int fd = ::openat(d, n, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW);\n",
         "provenance/a.cpp": "// ::open(p, O_WRONLY | O_CREAT) in a comment\n"
                             "int fd = ::open(p.c_str(), O_WRONLY | O_APPEND | O_CREAT, 0644);\n"
@@ -679,7 +681,8 @@ def files_written_by_core(t):
         "frontend/b.cpp": "std::ofstream out(tmp, std::ios::trunc);\nstd::ifstream in(p);\n"
                           "FILE* f = fopen(p, \"w\");\n",
         "binary/c.cpp": "w.fd_ = ::open(p,\n    O_WRONLY | O_TRUNC);\n",
-    }, ["binary/c.cpp:2", "frontend/b.cpp:1", "frontend/b.cpp:3", "provenance/a.cpp:2"])
+        "bundle/d.cpp": "if (::mkdtemp(tmpl.data()) == nullptr) {}\n",
+    }, ["binary/c.cpp:2", "bundle/d.cpp:1", "frontend/b.cpp:1", "frontend/b.cpp:3", "provenance/a.cpp:2"])
 
 
 @ft.case("layout.colour_by_core")

@@ -264,3 +264,22 @@ TEST(CreateMark, MadeOnceAndALinkInItsPlaceIsNeverFollowed) {
     EXPECT_EQ(missing.error().file, (dir / "no-such-dir/mark").string());
     std::filesystem::remove_all(dir);
 }
+
+TEST(CreateUniqueDir, FreshEachTimeWithTheModeAsked) {
+    const auto parent = forge::test::temp_dir("unique_dir");
+    std::set<std::string> seen;
+    for (int i = 0; i < 4; ++i) {
+        auto d = create_unique_dir(parent, ".tmp-shim-", 0755);
+        ASSERT_TRUE(d.ok()) << d.error().to_string();
+        EXPECT_TRUE(seen.insert(d->string()).second);
+        EXPECT_EQ(d->filename().string().rfind(".tmp-shim-", 0), 0U) << *d;
+        struct stat st {};
+        ASSERT_EQ(::lstat(d->c_str(), &st), 0);
+        EXPECT_TRUE(S_ISDIR(st.st_mode));
+        EXPECT_EQ(st.st_mode & 07777, 0755U);
+    }
+    auto missing = create_unique_dir(parent / "no-such", "x-");
+    ASSERT_FALSE(missing.ok());
+    EXPECT_NE(missing.error().file.find("no-such"), std::string::npos);
+    std::filesystem::remove_all(parent);
+}

@@ -1,6 +1,7 @@
 #include "bundle/build.h"
 
 #include "arch/gencode.h"
+#include "core/file.h"
 #include "core/process.h"
 
 #include <fmt/format.h>
@@ -77,10 +78,9 @@ Result<Bundle> build_bundle(const BundleOptions& opts, const ToolkitPlan& plan,
     const std::string source = fs::absolute(opts.source, ec).string();
 
     TempDir tmp;
-    std::string tmpl = (fs::temp_directory_path(ec) / "nvcc-forge-bundle-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) == nullptr)
-        return Error("cannot create a temporary directory", tmpl);
-    tmp.path = tmpl;
+    auto made = create_unique_dir(fs::temp_directory_path(ec), "nvcc-forge-bundle-");
+    if (!made) return made.error();
+    tmp.path = *made;
 
     Bundle bundle;
     bundle.symbol = symbol;

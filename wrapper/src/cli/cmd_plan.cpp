@@ -8,6 +8,7 @@
 #include "cli/policy_options.h"
 #include "cli/verify_gate.h"
 #include "core/env.h"
+#include "core/file.h"
 #include "core/paths.h"
 #include "core/process.h"
 #include "frontend/shim.h"
@@ -72,10 +73,7 @@ Result<fs::path> make_state_dir() {
     std::error_code ec;
     fs::path base = fs::temp_directory_path(ec);
     if (ec) base = "/tmp";
-    std::string templ = (base / "nvcc-forge-plan-XXXXXX").string();
-    if (::mkdtemp(templ.data()) == nullptr)
-        return Error{"cannot create a temporary directory", templ};
-    return fs::path(templ);
+    return create_unique_dir(base, "nvcc-forge-plan-");
 }
 
 // The run's temporary directory (shadow root, compile log, this run's stubs): removed when the

@@ -192,6 +192,19 @@ Status replace_file(const std::filesystem::path& path, std::string_view bytes, m
         path, mode, [bytes](int fd) { return write_bytes(fd, bytes); }, mtime);
 }
 
+Result<std::filesystem::path> create_unique_dir(const std::filesystem::path& parent,
+                                                std::string_view prefix, mode_t mode) {
+    std::string templ = (parent / fmt::format("{}XXXXXX", prefix)).string();
+    if (::mkdtemp(templ.data()) == nullptr)
+        return Error{fmt::format("cannot create a directory: {}", std::strerror(errno)), templ};
+    if (mode != 0700 && ::chmod(templ.c_str(), mode) != 0) {
+        const int err = errno;
+        ::rmdir(templ.c_str());
+        return Error{fmt::format("cannot create a directory: {}", std::strerror(err)), templ};
+    }
+    return std::filesystem::path(templ);
+}
+
 Result<bool> create_mark_at(int dir_fd, const std::string& name, std::string_view shown_dir) {
     const int fd = ::openat(dir_fd, name.c_str(),
                             O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0644);

@@ -88,6 +88,12 @@ Status replace_file_with(const std::filesystem::path& path, mode_t mode, const F
 Status replace_file(const std::filesystem::path& path, std::string_view bytes, mode_t mode = 0644,
                     const struct timespec* mtime = nullptr);
 
+// A new directory in `parent` named `prefix` and six random characters (mkdtemp: created 0700,
+// never a name that exists, a link included), then given `mode` (chmod on the new name: mkdtemp
+// gives no descriptor, and only this user can enter the 0700 directory before it is widened).
+Result<std::filesystem::path> create_unique_dir(const std::filesystem::path& parent,
+                                                std::string_view prefix, mode_t mode = 0700);
+
 // A mark whose existence is the fact ("said in this build"): `name` created in the directory open
 // as `dir_fd` with O_CREAT | O_EXCL | O_NOFOLLOW, empty. true when this call made it, false when
 // the name was there already (a symbolic link included, never followed); an error otherwise.

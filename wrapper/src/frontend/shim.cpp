@@ -163,8 +163,11 @@ Result<fs::path> bind_policy_shim(const fs::path& root_in, const fs::path& wrapp
     std::error_code ec;
     fs::create_directories(shims, ec);
     if (ec) return Error{fmt::format("cannot create: {}", ec.message()), shims.string()};
-    const fs::path tmp = shims / fmt::format(".tmp-{}-{}", dest.filename().string(), ::getpid());
-    fs::remove_all(tmp, ec);
+    // A fresh directory of a random name (not .tmp-<name>-<pid>, which another process could
+    // have made first): the shim is built in it, then renamed into place.
+    auto made = create_unique_dir(shims, fmt::format(".tmp-{}-", dest.filename().string()), 0755);
+    if (!made) return made.error();
+    const fs::path tmp = *made;
     ShimPlan plan{real->parent_path().parent_path(), tmp, wrapper, settings};
     if (auto st = make_shim(plan); !st) {
         fs::remove_all(tmp, ec);
