@@ -167,7 +167,7 @@ Result<fs::path> bind_policy_shim(const fs::path& root_in, const fs::path& wrapp
     // have made first): the shim is built in it, then renamed into place.
     auto made = create_unique_dir(shims, fmt::format(".tmp-{}-", dest.filename().string()), 0755);
     if (!made) return made.error();
-    const fs::path tmp = *made;
+    const fs::path& tmp = *made;
     ShimPlan plan{real->parent_path().parent_path(), tmp, wrapper, settings};
     if (auto st = make_shim(plan); !st) {
         fs::remove_all(tmp, ec);
