@@ -273,6 +273,14 @@ def verify_junit(t):
     # A report that cannot be written is unusable output: exit 2.
     t.forge("verify", so, "--arch-list", MULTI, "--junit", "no/such/dir/r.xml", cwd=t.work) \
         .expect_rc(2).expect_err("JUnit")
+    # A symbolic link at the report's path is refused, its target left alone; a device is
+    # written through (docs/ci-output.md).
+    ft.write(t.path("theirs.xml"), "theirs\n")
+    os.symlink(t.path("theirs.xml"), t.path("linked.xml"))
+    t.forge("verify", so, "--arch-list", MULTI, "--junit", "linked.xml", cwd=t.work) \
+        .expect_rc(2).expect_err("a symbolic link: not followed")
+    check_eq(ft.read(t.path("theirs.xml")), "theirs\n", "the link's target")
+    t.forge("verify", so, "--arch-list", MULTI, "--junit", "/dev/null", cwd=t.work).expect_rc(0)
 
 
 if __name__ == "__main__":
