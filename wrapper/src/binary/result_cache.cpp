@@ -269,12 +269,6 @@ std::optional<std::string> read_whole(const fs::path& path, bool& absent, std::s
     return text;
 }
 
-// Writes `bytes` to `path` with core/file.h's replace_file: readers see the old file or the new
-// one. Failures only cost the next run its speed.
-void write_atomically(const fs::path& path, const std::string& bytes) {
-    (void)replace_file(path, bytes);
-}
-
 } // namespace
 
 ImageKey image_key(const Bytes& stream, Compression c, std::uint64_t uncompressed_size,
@@ -451,8 +445,9 @@ void ResultCache::save(Pack& pack) {
         fs::remove(pack.path_, ec); // nothing to keep for this file (or only a corrupt copy)
     } else {
         fs::create_directories(dir_, ec);
-        write_atomically(pack.path_,
-                         encode(PackData{pack.seen_, stamp, index, magic}, pack.identity_));
+        // Readers see the old pack or the new one; a failure only costs the next run its speed.
+        (void)replace_file(pack.path_,
+                           encode(PackData{pack.seen_, stamp, index, magic}, pack.identity_));
     }
     pack.stored_ = pack.seen_;
     pack.stored_stamp_ = stamp;

@@ -1,5 +1,7 @@
 #include "core/file.h"
 
+#include "core/process.h"
+
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -130,20 +132,6 @@ Result<FileHandle> create_unique(const std::filesystem::path& dir, std::string_v
     return f;
 }
 
-namespace {
-
-Status write_bytes(int fd, std::string_view bytes) {
-    while (!bytes.empty()) {
-        const ssize_t n = ::write(fd, bytes.data(), bytes.size());
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return Error{n == 0 ? std::string("nothing written") : std::strerror(errno)};
-        bytes.remove_prefix(static_cast<std::size_t>(n));
-    }
-    return ok_status();
-}
-
-} // namespace
-
 Status replace_file_with(const std::filesystem::path& path, mode_t mode, const FileWriter& write,
                          const struct timespec* mtime) {
     const std::filesystem::path name = path.filename();
@@ -189,7 +177,11 @@ Status replace_file_with(const std::filesystem::path& path, mode_t mode, const F
 Status replace_file(const std::filesystem::path& path, std::string_view bytes, mode_t mode,
                     const struct timespec* mtime) {
     return replace_file_with(
-        path, mode, [bytes](int fd) { return write_bytes(fd, bytes); }, mtime);
+        path, mode,
+        [bytes](int fd) {
+            return write_all(fd, bytes) ? ok_status() : Status(Error{std::strerror(errno)});
+        },
+        mtime);
 }
 
 Result<std::filesystem::path> create_unique_dir(const std::filesystem::path& parent,

@@ -331,7 +331,7 @@ bool write_bytes(int fd, const char* data, size_t size) {
 
 } // namespace
 
-bool write_all(int fd, const std::string& data) {
+bool write_all(int fd, std::string_view data) {
     return write_bytes(fd, data.data(), data.size());
 }
 

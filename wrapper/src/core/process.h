@@ -11,6 +11,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace forge {
@@ -133,6 +134,6 @@ class SignalsHeld {
 };
 
 // Writes all of `data` to `fd` (retrying short writes and EINTR).
-bool write_all(int fd, const std::string& data);
+bool write_all(int fd, std::string_view data);
 
 } // namespace forge

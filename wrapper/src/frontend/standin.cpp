@@ -383,7 +383,7 @@ Status copy_all(int from, std::uint64_t size, int to) {
         n = ::pread(from, buf, std::min(sizeof buf, want), at);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) return Error{n == 0 ? "the stub ended early" : std::strerror(errno)};
-        if (!write_all(to, std::string(buf, static_cast<std::size_t>(n))))
+        if (!write_all(to, std::string_view(buf, static_cast<std::size_t>(n))))
             return Error{std::strerror(errno)};
         at += n;
     }
